@@ -1,0 +1,366 @@
+"""Typed configuration: one dataclass per concern, YAML presets, `--set key=value` overrides.
+
+Every field carries a one-line docstring (the string right below it); `rlvr train --help` shows
+them, so the help and the code cannot drift. Validation errors name the field and say what to do.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import textwrap
+import types
+import typing
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration a user wrote is invalid; the message says which field and how to fix it."""
+
+
+@dataclass
+class ModelConfig:
+    name: str = "tiny-arith"
+    """Policy to train: 'tiny-arith' (the embedded ~0.9M-parameter Llama warmed up on arith) or a path to a Hugging Face model directory."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Where to train and sample; 'auto' picks CUDA when present."""
+
+
+@dataclass
+class TaskConfig:
+    name: Literal["arith", "jsonl"] = "arith"
+    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path."""
+    train_path: str = ""
+    """JSONL file of dataset rows ({"id", "prompt", "verifier"}) for task 'jsonl'."""
+    eval_path: str = ""
+    """JSONL file of held-out dataset rows for task 'jsonl'."""
+    operands: int = 3
+    """arith: numbers per expression (operands - 1 reasoning steps)."""
+    digits: int = 1
+    """arith: digits per operand."""
+    max_value: int = 99
+    """arith: largest value an intermediate result may take (smallest is 0)."""
+    num_train: int = 2000
+    """arith: number of distinct training queries."""
+    num_eval: int = 200
+    """arith: number of distinct held-out queries (disjoint from training by construction)."""
+    data_seed: int = 0
+    """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
+
+
+@dataclass
+class RolloutConfig:
+    group_size: int = 8
+    """G: completions sampled per query (DeepSeekMath uses 64; 8 balances variance and cost)."""
+    max_new_tokens: int = 40
+    """Largest completion length in tokens; longer samples are cut and finish with reason 'length'."""
+    temperature: float = 1.0
+    """Sampling temperature; the trainer scales logits by the same value, so ratios start at 1."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = off). Log-probs are of the untruncated tempered policy."""
+
+
+@dataclass
+class RewardConfig:
+    correctness_weight: float = 1.0
+    """Weight of the query's own verifier (pass = 1, fail = 0)."""
+    format_weight: float = 0.0
+    """Weight of the format check (<think>...</think><answer>...</answer>); 0 keeps rewards binary."""
+
+
+@dataclass
+class AlgoConfig:
+    algorithm: Literal["grpo"] = "grpo"
+    """Policy-optimisation algorithm. GRPO: Shao et al. 2024 (DeepSeekMath), eq. 3."""
+    epsilon: float = 0.2
+    """Clipping range: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]."""
+    epsilon_high: float | None = None
+    """Upper clipping range (DAPO's clip-higher); empty means equal to epsilon."""
+    beta: float = 0.04
+    """KL weight toward the frozen reference. 0 drops the term and holds no reference model."""
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    """Per-token KL estimator (Schulman 2020); DeepSeekMath eq. 4 uses k3."""
+    aggregation: Literal["sequence_mean", "token_mean", "constant"] = "sequence_mean"
+    """Loss aggregation: DeepSeekMath's per-sequence token mean, a global token mean (DAPO), or Dr. GRPO's constant."""
+    scale_rewards: bool = True
+    """Divide advantages by the group std (GRPO); false gives Dr. GRPO's r - mean."""
+    advantage_eps: float = 1e-4
+    """epsilon in A = (r - mean) / (std + epsilon)."""
+    num_iterations: int = 1
+    """Optimisation passes over each batch of rollouts (mu in DeepSeekMath Alg. 1); >1 makes ratios differ from 1."""
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 5e-4
+    """AdamW learning rate (peak, after warm-up)."""
+    weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
+    warmup_steps: int = 0
+    """Linear learning-rate warm-up, in optimizer steps; constant afterwards."""
+    max_grad_norm: float = 1.0
+    """Clip the global gradient norm to this value (0 = no clipping)."""
+    micro_batch_size: int = 0
+    """Completions per forward/backward micro-batch (0 = the whole batch at once); the gradient is the same."""
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 100
+    """Number of GRPO steps (each: sample, verify, advantages, update)."""
+    batch_queries: int = 16
+    """B: queries per step; each gets G completions."""
+    seed: int = 0
+    """Seed of sampling, query order and anything random in training."""
+    eval_every: int = 0
+    """Evaluate on the held-out split every this many steps (0 = only before and after training)."""
+    eval_samples: int = 4
+    """n: completions per held-out query used to estimate pass@1 (at the training temperature)."""
+    save_every: int = 1
+    """Write a resumable checkpoint every this many steps (0 = only at the end)."""
+    threads: int = 0
+    """torch CPU threads (0 = torch's default)."""
+    tensorboard: bool = False
+    """Also log metrics to TensorBoard under <out>/tensorboard (needs the 'tensorboard' extra)."""
+
+
+@dataclass
+class RunConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def validate(self) -> RunConfig:
+        for check in _CHECKS:
+            problem = check(self)
+            if problem:
+                raise ConfigError(problem)
+        return self
+
+
+def _positive(section: str, name: str) -> Any:
+    def check(cfg: RunConfig) -> str | None:
+        value = getattr(getattr(cfg, section), name)
+        return None if value > 0 else f"{section}.{name} must be > 0 (got {value})"
+
+    return check
+
+
+def _non_negative(section: str, name: str) -> Any:
+    def check(cfg: RunConfig) -> str | None:
+        value = getattr(getattr(cfg, section), name)
+        return None if value >= 0 else f"{section}.{name} must be >= 0 (got {value})"
+
+    return check
+
+
+def _group_size(cfg: RunConfig) -> str | None:
+    if cfg.rollout.group_size < 2:
+        return (
+            f"rollout.group_size must be >= 2 (got {cfg.rollout.group_size}): group-relative "
+            "advantages compare samples of one query, so a group of one has no baseline"
+        )
+    return None
+
+
+def _micro_batch(cfg: RunConfig) -> str | None:
+    n = cfg.train.batch_queries * cfg.rollout.group_size
+    mb = cfg.optim.micro_batch_size
+    if mb and n % mb:
+        return (
+            f"optim.micro_batch_size={mb} does not divide the batch of {n} completions "
+            f"(train.batch_queries * rollout.group_size); pick a divisor of {n} or 0"
+        )
+    return None
+
+
+def _jsonl_paths(cfg: RunConfig) -> str | None:
+    if cfg.task.name == "jsonl" and not (cfg.task.train_path and cfg.task.eval_path):
+        return "task.name=jsonl needs task.train_path and task.eval_path (JSONL files of dataset rows)"
+    return None
+
+
+def _top_p(cfg: RunConfig) -> str | None:
+    p = cfg.rollout.top_p
+    return None if 0 < p <= 1 else f"rollout.top_p must be in (0, 1] (got {p})"
+
+
+def _epsilon_high(cfg: RunConfig) -> str | None:
+    hi = cfg.algo.epsilon_high
+    return None if hi is None or hi >= 0 else f"algo.epsilon_high must be >= 0 or empty (got {hi})"
+
+
+def _arith(cfg: RunConfig) -> str | None:
+    if cfg.task.operands < 2:
+        return f"task.operands must be >= 2 (got {cfg.task.operands}): one operand has no step to reason"
+    return None
+
+
+_CHECKS = [
+    _group_size,
+    _positive("rollout", "max_new_tokens"),
+    _positive("rollout", "temperature"),
+    _top_p,
+    _non_negative("algo", "beta"),
+    _non_negative("algo", "epsilon"),
+    _epsilon_high,
+    _positive("algo", "advantage_eps"),
+    _positive("algo", "num_iterations"),
+    _positive("optim", "lr"),
+    _non_negative("optim", "weight_decay"),
+    _non_negative("optim", "warmup_steps"),
+    _non_negative("optim", "max_grad_norm"),
+    _non_negative("optim", "micro_batch_size"),
+    _micro_batch,
+    _positive("train", "steps"),
+    _positive("train", "batch_queries"),
+    _non_negative("train", "eval_every"),
+    _positive("train", "eval_samples"),
+    _non_negative("train", "save_every"),
+    _non_negative("train", "threads"),
+    _positive("task", "num_train"),
+    _positive("task", "num_eval"),
+    _positive("task", "digits"),
+    _arith,
+    _jsonl_paths,
+]
+
+
+# --------------------------------------------------------------------------- loading and overrides
+
+
+def sections() -> dict[str, type]:
+    """Section name -> its dataclass, e.g. 'algo' -> AlgoConfig."""
+    hints = typing.get_type_hints(RunConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(RunConfig)}
+
+
+@cache
+def field_docs(cls: type) -> dict[str, str]:
+    """Attribute docstrings of a dataclass: the string literal right below each field."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr):
+            if isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
+                docs[node.target.id] = " ".join(nxt.value.value.split())  # type: ignore[attr-defined]
+    return docs
+
+
+def _coerce(key: str, value: Any, annotation: Any) -> Any:
+    """Convert a YAML/CLI value to the field's declared type, or raise ConfigError naming the key."""
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        choices = typing.get_args(annotation)
+        if value not in choices:
+            raise ConfigError(f"{key} must be one of {', '.join(map(str, choices))} (got {value!r})")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if value is None or value == "":
+            return None
+        return _coerce(key, value, args[0])
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key} must be true or false (got {value!r})")
+    if annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key} must be an integer (got {value!r})")
+        return value
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key} must be a number (got {value!r})")
+        return float(value)
+    if annotation is str:
+        return "" if value is None else str(value)
+    raise ConfigError(f"{key}: unsupported type {annotation}")
+
+
+def _apply(cfg: RunConfig, section: str, name: str, value: Any) -> None:
+    key = f"{section}.{name}"
+    secs = sections()
+    if section not in secs:
+        raise ConfigError(f"unknown config section '{section}' in '{key}'; sections: {', '.join(secs)}")
+    cls = secs[section]
+    hints = typing.get_type_hints(cls)
+    if name not in hints:
+        raise ConfigError(
+            f"unknown config key '{key}'; keys of '{section}': {', '.join(hints)} (see rlvr train --help)"
+        )
+    setattr(getattr(cfg, section), name, _coerce(key, value, hints[name]))
+
+
+def apply_mapping(cfg: RunConfig, data: Any, source: str) -> RunConfig:
+    if data is None:
+        return cfg
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of sections (model:, task:, ...), got {type(data).__name__}")
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: section '{section}' must be a mapping of key: value")
+        for name, value in values.items():
+            _apply(cfg, str(section), str(name), value)
+    return cfg
+
+
+def parse_override(text: str) -> tuple[str, str, Any]:
+    """'algo.beta=0.1' -> ('algo', 'beta', 0.1); the value is read as YAML (numbers, true/false, strings)."""
+    if "=" not in text:
+        raise ConfigError(f"--set expects section.key=value, got '{text}'")
+    key, raw = text.split("=", 1)
+    if key.count(".") != 1:
+        raise ConfigError(f"--set key must look like section.key (e.g. algo.beta), got '{key}'")
+    section, name = key.split(".")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return section, name, value
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
+    """Defaults, then the YAML file, then `--set` overrides, then validation."""
+    cfg = RunConfig()
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            data = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{p}: not valid YAML ({err})") from None
+        apply_mapping(cfg, data, str(p))
+    for text in overrides:
+        _apply(cfg, *parse_override(text))
+    return cfg.validate()
+
+
+def config_from_dict(data: dict[str, Any]) -> RunConfig:
+    return apply_mapping(RunConfig(), data, "config").validate()
+
+
+def describe_fields() -> str:
+    """Every settable key with its default and docstring, for --help."""
+    lines = []
+    for section, cls in sections().items():
+        lines.append(f"{section}:")
+        docs = field_docs(cls)
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else None
+            lines.append(f"  {section}.{f.name} = {default!r}\n      {docs.get(f.name, '')}")
+    return "\n".join(lines)

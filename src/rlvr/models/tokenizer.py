@@ -1,0 +1,39 @@
+"""A character-level tokenizer built locally with `tokenizers`, loadable by `AutoTokenizer`.
+
+Every printable ASCII character is one token, and the completion-format tags (`<think>`,
+`</think>`, `<answer>`, `</answer>`) are single tokens too, so the tiny policy spends its capacity
+on the task rather than on spelling tags. The tags are ordinary (non-special) added tokens: they
+survive `decode(..., skip_special_tokens=True)`, which verifiers need to see.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+FORMAT_TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
+CHARACTERS = [c for c in string.printable if c not in "\t\r\x0b\x0c"]  # digits, letters, punctuation, space, \n
+
+
+def build_char_tokenizer() -> PreTrainedTokenizerFast:
+    """Return a fast tokenizer whose ids are stable: specials 0-3, then characters, then tags."""
+    vocab = {tok: i for i, tok in enumerate([PAD, BOS, EOS, UNK, *CHARACTERS, *FORMAT_TAGS])}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK
+    )
+    # Added tokens are matched before pre-tokenisation, so "<think>" never splits into characters.
+    tok.add_tokens(FORMAT_TAGS)
+    tok.padding_side = "left"  # prompts are left-padded so that generation continues every row
+    tok.model_max_length = 1024
+    return tok
+
+
+def save_tokenizer(tok: PreTrainedTokenizerFast, path: Path) -> None:
+    tok.save_pretrained(str(path))

@@ -1,0 +1,90 @@
+"""Sampling with Hugging Face `generate`: the CPU path (and a GPU path for small models).
+
+The sampling policy's per-token log-probs come back with the samples: `generate` hands us the raw
+logits of every step, and we take log_softmax(logits / temperature) at the sampled token. That is
+the same quantity the trainer computes for π_θ (logits scaled by the same temperature, no top-p
+truncation), so the first optimisation pass has ratio ρ = 1 up to float rounding, without a
+second forward pass just to get old log-probs.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from rlvr.types import Query, RolloutBatch
+
+
+def encode_prompts(
+    tokenizer: PreTrainedTokenizerBase, prompts: list[str], device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded [BOS] + prompt ids and their mask, ready for generation."""
+    rows = [[tokenizer.bos_token_id, *tokenizer(p, add_special_tokens=False).input_ids] for p in prompts]
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)  # [N, P]
+    mask = torch.zeros((len(rows), width), dtype=torch.long)  # [N, P]
+    for i, row in enumerate(rows):
+        ids[i, width - len(row) :] = torch.tensor(row)
+        mask[i, width - len(row) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def completion_mask(completion_ids: torch.Tensor, eos_id: int) -> torch.Tensor:
+    """1 on every sampled token up to and including the first EOS, 0 after it."""
+    is_eos = completion_ids == eos_id  # [N, T]
+    after_eos = (is_eos.cumsum(dim=1) - is_eos.long()) > 0  # [N, T] strictly after the first EOS
+    return (~after_eos).long()
+
+
+@torch.no_grad()
+def sample_completions(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    queries: list[Query],
+    *,
+    group_size: int,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    greedy: bool = False,
+) -> RolloutBatch:
+    """Sample `group_size` completions for each query (query-major order), with their log-probs."""
+    device = next(model.parameters()).device
+    prompts = [q.prompt for q in queries for _ in range(group_size)]
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device)  # [N, P]
+    was_training = model.training
+    model.eval()
+    out = model.generate(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        do_sample=not greedy,
+        temperature=temperature if not greedy else None,
+        top_p=top_p if not greedy else None,
+        top_k=0 if not greedy else None,
+        max_new_tokens=max_new_tokens,
+        output_logits=True,
+        return_dict_in_generate=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    model.train(was_training)
+    completion_ids = out.sequences[:, prompt_ids.shape[1] :]  # [N, T]
+    logits = torch.stack(out.logits, dim=1).float()  # [N, T, V] raw, before temperature / top-p
+    logp_all = torch.log_softmax(logits / (1.0 if greedy else temperature), dim=-1)  # [N, T, V]
+    old_logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
+    mask = completion_mask(completion_ids, tokenizer.eos_token_id)  # [N, T]
+    old_logp = old_logp * mask
+    completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
+    finished = (completion_ids == tokenizer.eos_token_id).any(dim=1)  # [N]
+    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    return RolloutBatch(
+        queries=list(queries),
+        group_size=group_size,
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        completion_ids=completion_ids,
+        completion_mask=mask,
+        old_logp=old_logp,
+        texts=texts,
+        finish_reasons=["stop" if f else "length" for f in finished.tolist()],
+    )

@@ -1,0 +1,29 @@
+"""Built-in tasks and dataset loading: each returns (train queries, held-out queries)."""
+
+from __future__ import annotations
+
+from rlvr.config import TaskConfig
+from rlvr.tasks.arith import ArithSpec, make_queries
+from rlvr.tasks.dataset import DatasetError, load_jsonl
+from rlvr.types import Query
+
+
+def _arith(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    spec = ArithSpec(operands=cfg.operands, digits=cfg.digits, max_value=cfg.max_value)
+    train = make_queries(cfg.num_train, split="train", seed=cfg.data_seed, spec=spec)
+    heldout = make_queries(cfg.num_eval, split="heldout", seed=cfg.data_seed, spec=spec)
+    return train, heldout
+
+
+def _jsonl(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    return load_jsonl(cfg.train_path), load_jsonl(cfg.eval_path)
+
+
+TASKS = {"arith": _arith, "jsonl": _jsonl}
+
+
+def load_task(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    try:
+        return TASKS[cfg.name](cfg)
+    except ValueError as err:  # DatasetError and arith's "not enough queries" both say what to fix
+        raise DatasetError(str(err)) from None

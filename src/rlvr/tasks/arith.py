@@ -1,0 +1,137 @@
+"""Task `arith`: multi-step integer arithmetic whose every reasoning step is a checkable claim.
+
+A query is a left-nested expression such as `(7*8)-5`; the reference completion evaluates it one
+operation at a time:
+
+    <think>7*8=56;56-5=51</think><answer>51</answer>
+
+Difficulty is set by the number of operands, the digits per operand and the largest value an
+intermediate result may take. Train and held-out queries are disjoint by construction: a query's
+split is decided by a hash of its expression, so no expression can land in both.
+
+For the supervised warm-up, `worked_solution(..., error_rate=p)` writes solutions in which each
+step is wrong with probability p and later steps chain from the wrong value, the way a pretraining
+corpus holds right and wrong worked solutions alike. A model warmed up on them can already produce
+the right answer (high pass@k) but often does not (lower pass@1): the realistic start where RLVR
+sharpens what the model can already do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+
+from rlvr.types import Query
+
+OPERATORS = "+-*"
+
+
+@dataclass(frozen=True)
+class ArithSpec:
+    """Difficulty of generated queries."""
+
+    operands: int = 3
+    digits: int = 1
+    max_value: int = 99
+    operators: str = OPERATORS
+
+
+@dataclass(frozen=True)
+class Step:
+    left: int
+    op: str
+    right: int
+    result: int
+
+    def claim(self) -> str:
+        return f"{self.left}{self.op}{self.right}={self.result}"
+
+
+def apply(left: int, op: str, right: int) -> int:
+    return {"+": left + right, "-": left - right, "*": left * right}[op]
+
+
+def expression(operands: list[int], ops: list[str]) -> str:
+    """Left-nested expression text: operands [a, b, c], ops [+, *] -> "(a+b)*c"."""
+    text = str(operands[0])
+    for i, (op, value) in enumerate(zip(ops, operands[1:])):
+        text = f"{text}{op}{value}"
+        if i < len(ops) - 1:
+            text = f"({text})"
+    return text
+
+
+def solve(operands: list[int], ops: list[str]) -> list[Step]:
+    steps, acc = [], operands[0]
+    for op, value in zip(ops, operands[1:]):
+        result = apply(acc, op, value)
+        steps.append(Step(acc, op, value, result))
+        acc = result
+    return steps
+
+
+def split_of(expr: str, heldout_fraction: float) -> str:
+    """'train' or 'heldout', fixed by the expression's hash so the splits can never overlap."""
+    bucket = int(hashlib.sha256(expr.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return "heldout" if bucket < heldout_fraction else "train"
+
+
+def _sample(rng: random.Random, spec: ArithSpec) -> tuple[list[int], list[str]] | None:
+    high = 10**spec.digits - 1
+    operands = [rng.randint(0, high) for _ in range(spec.operands)]
+    ops = [rng.choice(spec.operators) for _ in range(spec.operands - 1)]
+    steps = solve(operands, ops)
+    if any(not 0 <= s.result <= spec.max_value for s in steps):
+        return None  # keep every intermediate in range so the difficulty stays what the spec says
+    return operands, ops
+
+
+def make_queries(
+    n: int, *, split: str, seed: int, spec: ArithSpec = ArithSpec(), heldout_fraction: float = 0.2
+) -> list[Query]:
+    """`n` distinct queries of one split, deterministic in `seed`."""
+    rng = random.Random(f"arith-{split}-{seed}")
+    seen: dict[str, Query] = {}
+    for _ in range(200 * n + 1000):
+        if len(seen) == n:
+            break
+        sample = _sample(rng, spec)
+        if sample is None:
+            continue
+        operands, ops = sample
+        expr = expression(operands, ops)
+        if expr in seen or split_of(expr, heldout_fraction) != split:
+            continue
+        answer = solve(operands, ops)[-1].result
+        seen[expr] = Query(
+            id=f"arith-{split}-{hashlib.sha256(expr.encode()).hexdigest()[:10]}",
+            prompt=expr,
+            verifier={"type": "math", "answer": str(answer)},
+            meta={"task": "arith", "operands": operands, "ops": ops},
+        )
+    if len(seen) < n:
+        raise ValueError(
+            f"arith: only {len(seen)} distinct {split} queries exist for {spec}; "
+            f"ask for fewer, or allow more operands/digits"
+        )
+    return list(seen.values())
+
+
+def _wrong_value(rng: random.Random, right: int) -> int:
+    """A plausible slip: off by a little, or a digit off by ten."""
+    delta = rng.choice([-10, -2, -1, 1, 2, 10])
+    return right + delta if right + delta >= 0 else right + abs(delta)
+
+
+def worked_solution(query: Query, *, rng: random.Random, error_rate: float = 0.0) -> str:
+    """A completion in the task format; each step is wrong with probability `error_rate`."""
+    operands, ops = query.meta["operands"], query.meta["ops"]
+    acc, claims = operands[0], []
+    for op, value in zip(ops, operands[1:]):
+        result = apply(acc, op, value)
+        if rng.random() < error_rate:
+            result = _wrong_value(rng, result)
+        claims.append(Step(acc, op, value, result).claim())
+        acc = result
+    return f"<think>{';'.join(claims)}</think><answer>{acc}</answer>"

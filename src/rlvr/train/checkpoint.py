@@ -1,0 +1,66 @@
+"""Resumable checkpoints: the policy in Hugging Face format plus optimizer, step and RNG state.
+
+One `checkpoint/` directory per run, replaced atomically (write beside it, then rename), so a run
+killed at any moment leaves either the previous checkpoint or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+CHECKPOINT = "checkpoint"
+STATE_FILE = "trainer_state.pt"
+
+
+def rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(
+    out_dir: Path, step: int, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+    optimizer: torch.optim.Optimizer, extra: dict[str, Any],
+) -> Path:
+    final = out_dir / CHECKPOINT
+    tmp = out_dir / f".{CHECKPOINT}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    policy.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    torch.save({"step": step, "optimizer": optimizer.state_dict(), "rng": rng_state(), **extra}, tmp / STATE_FILE)
+    old = out_dir / f".{CHECKPOINT}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def find_checkpoint(out_dir: Path) -> Path | None:
+    """The run's checkpoint, also when a kill fell between the two renames of `save_checkpoint`."""
+    for name in (CHECKPOINT, f".{CHECKPOINT}.old"):
+        path = out_dir / name
+        if (path / STATE_FILE).is_file():
+            return path
+    return None
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    return torch.load(path / STATE_FILE, weights_only=False)

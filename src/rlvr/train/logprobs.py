@@ -1,0 +1,37 @@
+"""Per-token log-probs (and entropy) of completions under a model, in one forward pass."""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedModel
+
+
+def token_logprobs(
+    model: PreTrainedModel,
+    prompt_ids: torch.Tensor,  # [N, P] left-padded
+    prompt_mask: torch.Tensor,  # [N, P]
+    completion_ids: torch.Tensor,  # [N, T] right-padded
+    completion_mask: torch.Tensor,  # [N, T]
+    *,
+    temperature: float,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """log π(o_t | q, o_<t) for every completion token, with logits / temperature as when sampling.
+
+    Positions are counted from the first real prompt token (as `generate` does for left-padded
+    prompts), so the numbers match the sampler's and the first ratio is 1 up to rounding.
+    Returns logp [N, T] (0 on padding) and, if asked, the entropy of each next-token distribution [N, T].
+    """
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # [N, P+T]
+    attention = torch.cat([prompt_mask, completion_mask], dim=1)  # [N, P+T]
+    positions = (attention.cumsum(dim=1) - 1).clamp(min=0)  # [N, P+T]
+    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
+    logits = logits[:, prompt_ids.shape[1] - 1 : -1].float() / temperature  # [N, T, V] predicts o_t
+    logp_all = torch.log_softmax(logits, dim=-1)  # [N, T, V]
+    logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
+    logp = logp * completion_mask
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            entropy = -(logp_all.exp() * logp_all).sum(-1) * completion_mask  # [N, T]
+    return logp, entropy

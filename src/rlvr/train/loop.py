@@ -1,0 +1,219 @@
+"""The GRPO training loop, read top to bottom like the diagram in DESIGN.md:
+
+    queries → sample G completions (rollout/) → verify (verifiers/) → group advantages (algos/)
+    → clipped policy gradient + β·KL to the frozen reference (algos/, via train/update.py) → AdamW
+
+It orchestrates; every formula lives in algos/.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import torch
+import yaml
+from tqdm import tqdm
+
+from rlvr.algos import group_advantages
+from rlvr.config import RunConfig
+from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
+from rlvr.models import load_policy
+from rlvr.rollout.hf import sample_completions
+from rlvr.tasks import load_task
+from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
+from rlvr.train.logprobs import token_logprobs
+from rlvr.train.metrics import MetricsLog
+from rlvr.train.update import accumulate_policy_gradient, optimizer_step
+from rlvr.types import Query, RolloutBatch
+from rlvr.verifiers import RewardFunction, ScoredCompletion
+
+
+@dataclass
+class Timer:
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.seconds[f"time/{name}"] = self.seconds.get(f"time/{name}", 0.0) + time.perf_counter() - start
+
+
+def batch_queries(queries: list[Query], step: int, batch_size: int, seed: int) -> list[Query]:
+    """The B queries of a step: a fresh shuffle per epoch, a pure function of (seed, step) so that a
+    resumed run sees exactly the queries the uninterrupted run would have seen."""
+    order: list[Query] = []
+    start = step * batch_size
+    epoch = start // len(queries)
+    while len(order) < (start % len(queries)) + batch_size:
+        shuffled = list(queries)
+        random.Random(f"{seed}-{epoch}").shuffle(shuffled)
+        order.extend(shuffled)
+        epoch += 1
+    offset = start % len(queries)
+    return order[offset : offset + batch_size]
+
+
+def reward_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: int) -> torch.Tensor:
+    """[B, G] rewards; NaN where the verifier could not judge (kept out of the group baseline)."""
+    values = [float("nan") if s.reward is None else s.reward for s in scored]
+    return torch.tensor(values, dtype=torch.float32).view(num_queries, group_size)  # [B, G]
+
+
+def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards: torch.Tensor) -> dict[str, float]:
+    lengths = batch.completion_mask.sum(dim=1).float()  # [N]
+    valid = ~torch.isnan(rewards)  # [B, G]
+    group_std = torch.stack([r[v].std() if v.sum() > 1 else torch.tensor(0.0) for r, v in zip(rewards, valid)])
+    return {
+        "reward": float(rewards[valid].mean()) if valid.any() else float("nan"),
+        "reward_std": float(group_std.mean()),
+        "accuracy": sum(s.correct for s in scored) / len(scored),
+        "format_rate": sum(s.results["format"].score for s in scored) / len(scored),
+        "completions/mean_length": float(lengths.mean()),
+        "completions/clipped_ratio": batch.finish_reasons.count("length") / len(batch.finish_reasons),
+        "verifier/unscorable": int((~valid).sum()),
+    }
+
+
+class Trainer:
+    """Holds the policy, the frozen reference, the optimizer and the data of one run."""
+
+    def __init__(self, cfg: RunConfig, out_dir: Path, *, resume: bool = False):
+        self.cfg, self.out_dir = cfg, out_dir
+        if cfg.train.threads:
+            torch.set_num_threads(cfg.train.threads)
+        device = cfg.model.device
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        torch.manual_seed(cfg.train.seed)
+        self.train_queries, self.eval_queries = load_task(cfg.task)
+        self.reward_fn = RewardFunction(
+            {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
+        )
+        checkpoint = find_checkpoint(out_dir) if resume else None
+        self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
+        # No reference model is held when β = 0 (DESIGN.md): it would only cost memory.
+        self.reference = self._frozen_copy(self.policy) if cfg.algo.beta > 0 else None
+        if checkpoint is not None:
+            self.policy, _ = load_policy(str(checkpoint), self.device)
+        self.optimizer = torch.optim.AdamW(
+            self.policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
+        )
+        self.start_step, self.base_eval = 0, None
+        if checkpoint is not None:
+            state = load_state(checkpoint)
+            self.optimizer.load_state_dict(state["optimizer"])
+            set_rng_state(state["rng"])
+            self.start_step, self.base_eval = state["step"], state["base_eval"]
+
+    @staticmethod
+    def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
+        reference = copy.deepcopy(model).eval()
+        for p in reference.parameters():
+            p.requires_grad_(False)
+        return reference
+
+    def evaluate(self) -> HeldoutResult:
+        r = self.cfg.rollout
+        return evaluate_heldout(
+            self.policy, self.tokenizer, self.eval_queries, self.reward_fn, n=self.cfg.train.eval_samples,
+            temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
+        )
+
+    def _learning_rate(self, step: int) -> float:
+        warmup = self.cfg.optim.warmup_steps
+        return self.cfg.optim.lr * min(1.0, (step + 1) / warmup) if warmup else self.cfg.optim.lr
+
+    def step(self, step: int) -> dict[str, float]:
+        """One GRPO step; returns its metrics."""
+        cfg, timer = self.cfg, Timer()
+        queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
+        with timer.phase("generate"):
+            batch = sample_completions(
+                self.policy, self.tokenizer, queries, group_size=cfg.rollout.group_size,
+                max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
+                top_p=cfg.rollout.top_p,
+            )
+        with timer.phase("verify"):
+            scored = self.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+        rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
+        advantages, adv_stats = group_advantages(
+            rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
+        )  # [B, G]
+        ref_logp = None
+        if self.reference is not None:
+            with timer.phase("reference"), torch.no_grad():
+                ref_logp, _ = token_logprobs(
+                    self.reference, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                    batch.completion_mask, temperature=cfg.rollout.temperature,
+                )  # [N, T]
+        for group in self.optimizer.param_groups:
+            group["lr"] = self._learning_rate(step)
+        for _ in range(cfg.algo.num_iterations):
+            with timer.phase("forward_backward"):
+                update = accumulate_policy_gradient(
+                    self.policy, batch, advantages.flatten(), ref_logp, cfg.algo,
+                    temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
+                    micro_batch_size=cfg.optim.micro_batch_size,
+                )  # [N] advantages, one per completion
+            with timer.phase("optimizer"):
+                grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
+        return {
+            **rollout_metrics(batch, scored, rewards),
+            "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),
+            "loss": update.loss,
+            **update.stats,
+            "grad_norm": grad_norm,
+            "update_norm": update_norm,
+            "learning_rate": self._learning_rate(step),
+            **timer.seconds,
+        }
+
+
+def _write_summary(out_dir: Path, base: HeldoutResult, final: HeldoutResult, steps: int, wall_s: float) -> dict:
+    summary = {"base": base.to_dict(), "final": final.to_dict(), "steps": steps, "wall_s": round(wall_s, 2)}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True) -> dict:
+    """Run GRPO as configured; write the run directory; return the summary."""
+    start = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    trainer = Trainer(cfg, out_dir, resume=resume)
+    if trainer.base_eval is None:
+        trainer.base_eval = trainer.evaluate()
+    log = MetricsLog(out_dir, tensorboard=cfg.train.tensorboard,
+                     keep_until_step=trainer.start_step if resume else 0)
+    bar = tqdm(range(trainer.start_step, cfg.train.steps), initial=trainer.start_step,
+               total=cfg.train.steps, desc="GRPO", unit="step", disable=not progress)
+    for step in bar:
+        step_start = time.perf_counter()
+        metrics = trainer.step(step)
+        done = step + 1
+        if cfg.train.eval_every and done % cfg.train.eval_every == 0 and done < cfg.train.steps:
+            metrics |= {f"eval/{k}": v for k, v in trainer.evaluate().to_dict().items()}
+        metrics["time/step"] = time.perf_counter() - step_start
+        log.log(done, metrics)
+        if cfg.train.save_every and done % cfg.train.save_every == 0:
+            save_checkpoint(out_dir, done, trainer.policy, trainer.tokenizer, trainer.optimizer,
+                            {"base_eval": trainer.base_eval})
+        bar.set_postfix(reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}",
+                        kl=f"{metrics.get('kl', 0.0):.3f}")
+    bar.close()
+    final_eval = trainer.evaluate()
+    log.log(cfg.train.steps, {f"eval/{k}": v for k, v in final_eval.to_dict().items()})
+    log.close()
+    save_checkpoint(out_dir, cfg.train.steps, trainer.policy, trainer.tokenizer, trainer.optimizer,
+                    {"base_eval": trainer.base_eval})
+    trainer.policy.save_pretrained(out_dir / "final")
+    trainer.tokenizer.save_pretrained(out_dir / "final")
+    return _write_summary(out_dir, trainer.base_eval, final_eval, cfg.train.steps, time.perf_counter() - start)

@@ -1,0 +1,52 @@
+"""Metric sinks: JSONL always (one object per step), TensorBoard when asked."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN; absent-by-definition values are null
+    return value
+
+
+class MetricsLog:
+    def __init__(self, out_dir: Path, *, tensorboard: bool = False, keep_until_step: int | None = None):
+        self.path = out_dir / "metrics.jsonl"
+        if keep_until_step is not None and self.path.exists():
+            self._truncate(keep_until_step)
+        self._file = open(self.path, "a")
+        self._tb = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter  # optional extra
+
+            self._tb = SummaryWriter(str(out_dir / "tensorboard"))
+
+    def _truncate(self, step: int) -> None:
+        """On resume, drop lines of steps after the checkpoint: they will be logged again."""
+        kept = [line for line in self.path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= step]
+        self.path.write_text("".join(line + "\n" for line in kept))
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        record = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+        if self._tb is not None:
+            for key, value in metrics.items():
+                if isinstance(value, (int, float)) and math.isfinite(value):
+                    self._tb.add_scalar(key, value, step)
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+
+
+def read_metrics(out_dir: Path) -> list[dict[str, Any]]:
+    path = Path(out_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

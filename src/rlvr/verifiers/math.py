@@ -1,0 +1,169 @@
+"""Math answers: exact integers in-process, everything else by math-verify in worker processes.
+
+Rows look like ``{"type": "math", "answer": "\\frac{1}{2}"}``; the completion's last
+``<answer>…</answer>`` is compared with ``answer``.
+
+Plain integers (the bulk of synthetic arithmetic) are compared here, in microseconds, by value:
+"042", "+42" and " 42 " all equal "42", as math-verify would also judge them, so the verdict does
+not depend on which path ran. Anything else goes to math-verify (sympy underneath) in a
+``WorkerPool`` with a hard wall-clock timeout, because a pathological answer can keep sympy busy
+for minutes and math-verify's own SIGALRM timeout breaks outside the main thread (DESIGN.md,
+"Real parts").
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
+from rlvr.verifiers._text import clip
+from rlvr.verifiers.base import BaseVerifier, extract_answer
+from rlvr.verifiers.pool import JobOutcome, StartMethod, WorkerPool
+
+MATH_JOB = "rlvr.verifiers._math_worker:judge"
+"""By name, so that the trainer's process never imports math-verify/sympy."""
+
+WARMUP = ("1", "\\frac{1}{2}")
+"""A first comparison that loads math-verify's LaTeX grammar before a worker reports ready."""
+
+# ASCII digits only: \d would also take "٤٢", and int() would take "1_000"; neither is a plain
+# integer. "1e3" and "0x10" do not match and go to math-verify.
+_INTEGER = re.compile(r"\s*([+-]?)0*(\d+)\s*", re.ASCII)
+
+
+def normalize_integer(text: str) -> str | None:
+    """Canonical form of a plain integer ("+007 " -> "7", "-0" -> "0"); None if not one.
+
+    Compares digit strings rather than ``int()`` values, so a 5,000-digit answer does not trip
+    Python's int/str conversion limit (``sys.set_int_max_str_digits``).
+    """
+    match = _INTEGER.fullmatch(text)
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    return digits if sign != "-" or digits == "0" else "-" + digits
+
+
+@dataclass(frozen=True)
+class MathCriteria:
+    """The ``verifier`` object of a math row."""
+
+    answer: str
+    lenient: bool = False
+    """Reserved for a looser comparison mode; accepted and validated, not used yet."""
+
+    @classmethod
+    def from_dict(cls, criteria: dict[str, Any]) -> MathCriteria:
+        """Validated criteria; a ValueError says which key is wrong."""
+        answer = criteria.get("answer")
+        # bool is an int subclass: true/false in a JSON row is a mistake, not the answer 1/0.
+        if isinstance(answer, int) and not isinstance(answer, bool):
+            answer = str(answer)
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError(f'"answer" must be a non-empty string or an integer, got {answer!r}')
+        lenient = criteria.get("lenient", False)
+        if not isinstance(lenient, bool):
+            raise ValueError(f'"lenient" must be true or false, got {lenient!r}')
+        return cls(answer=answer.strip(), lenient=lenient)
+
+
+def _result(verdict: Verdict, error_class: ErrorClass, detail: str) -> VerifierResult:
+    score = 1.0 if verdict is Verdict.PASS else 0.0
+    return VerifierResult(verdict, score, error_class, detail)
+
+
+class MathVerifier(BaseVerifier):
+    """Verifier for ``{"type": "math", "answer": ...}`` rows.
+
+    Worker processes start on the first non-integer answer, not before. ``close()`` (or ``with``)
+    stops them; they are also stopped at interpreter exit.
+    """
+
+    name = "math"
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 2.0,
+        pool_size: int = 2,
+        start_method: StartMethod = "forkserver",
+        memory_limit_mb: int | None = 4096,
+    ) -> None:
+        self.pool = WorkerPool(
+            MATH_JOB,
+            size=pool_size,
+            timeout_s=timeout_s,
+            start_method=start_method,
+            memory_limit_mb=memory_limit_mb,
+            warmup=WARMUP,
+        )
+
+    def verify(self, query: Query, completion: str) -> VerifierResult:
+        return self.verify_batch([(query, completion)])[0]
+
+    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
+        """Integers are judged at once; the rest run ``pool_size`` at a time in the workers."""
+        results: list[VerifierResult | None] = []
+        jobs: list[tuple[int, tuple[str, str]]] = []  # (index into items, (gold, answer))
+        for index, (query, completion) in enumerate(items):
+            started = time.perf_counter()
+            judged = self._judge_in_process(query, completion)
+            if isinstance(judged, VerifierResult):
+                judged.elapsed_s = time.perf_counter() - started
+                results.append(judged)
+            else:
+                results.append(None)
+                jobs.append((index, judged))
+        if jobs:
+            outcomes = self.pool.run_batch([gold_answer for _, gold_answer in jobs])
+            for (index, _), outcome in zip(jobs, outcomes, strict=True):
+                results[index] = _from_outcome(outcome)
+        return [result for result in results if result is not None]
+
+    def _judge_in_process(self, query: Query, completion: str) -> VerifierResult | tuple[str, str]:
+        """A result when no worker is needed, else the (gold, answer) job for math-verify."""
+        try:
+            criteria = MathCriteria.from_dict(query.verifier)
+        except ValueError as error:
+            detail = f"query {query.id!r} has bad math criteria: {error}"
+            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+        answer = extract_answer(completion)
+        if answer is None:
+            detail = "no <answer>...</answer> in completion"
+            return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, detail)
+        if not answer:
+            return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, "<answer> is empty")
+        gold_int, answer_int = normalize_integer(criteria.answer), normalize_integer(answer)
+        if gold_int is None or answer_int is None:
+            return criteria.answer, answer
+        if gold_int == answer_int:
+            return _result(Verdict.PASS, ErrorClass.NONE, f"integer {clip(gold_int)}")
+        detail = f"expected integer {clip(gold_int)}, got {clip(answer_int)}"
+        return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> MathVerifier:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _from_outcome(outcome: JobOutcome) -> VerifierResult:
+    """A worker's outcome as a result: a timeout is the answer's fault, a crash is ours."""
+    if outcome.status == "ok":
+        verdict, error_class, detail = outcome.value
+        result = _result(Verdict(verdict), ErrorClass(error_class), detail)
+    elif outcome.status == "timeout":
+        detail = f"math-verify timed out: {outcome.detail}"
+        result = _result(Verdict.FAIL, ErrorClass.TIMEOUT, detail)
+    else:  # "crashed" or "raised": the verifier broke, the answer was not judged
+        detail = f"math-verify worker failed: {outcome.detail}"
+        result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+    result.elapsed_s = outcome.elapsed_s
+    return result

@@ -1,0 +1,97 @@
+"""One scalar reward per completion from weighted verifier components.
+
+``reward = sum_k w_k * score_k``. The component "correctness" is the row's own verifier (looked up
+from ``query.verifier["type"]``); any other key names a registered verifier applied to every row
+("format"). A completion whose component with nonzero weight could not be judged (verdict error or
+unavailable) gets ``reward=None``, never 0: the trainer keeps it out of the group baseline, as
+TRL does with a reward function that returns None (DESIGN.md, "Verifier results").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from rlvr.types import Query, Verdict, VerifierResult
+from rlvr.verifiers.base import Verifier
+from rlvr.verifiers.registry import UnknownVerifierError, get_verifier, known_types
+
+CORRECTNESS = "correctness"
+DEFAULT_WEIGHTS: Mapping[str, float] = {CORRECTNESS: 1.0, "format": 0.0}
+"""Binary correctness reward; format is computed (cheap) so its pass rate can be logged."""
+ALWAYS_COMPUTED = (CORRECTNESS, "format")
+
+
+@dataclass
+class ScoredCompletion:
+    reward: float | None
+    """sum_k w_k * score_k, or None when a component with nonzero weight was unscorable."""
+    correct: bool
+    """The correctness component passed (what pass@k counts)."""
+    results: dict[str, VerifierResult]
+    """Every computed component's result, by component name."""
+
+
+class RewardFunction:
+    """Scores (query, completion) pairs with weighted verifier components."""
+
+    def __init__(
+        self,
+        weights: Mapping[str, float] | None = None,
+        *,
+        verifier_for: Callable[[str], Verifier] = get_verifier,
+    ) -> None:
+        """``verifier_for`` maps a type name to a verifier (the shared registry by default)."""
+        self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        for name, weight in self.weights.items():
+            if name != CORRECTNESS and name not in known_types():
+                raise UnknownVerifierError(name)
+            if isinstance(weight, bool) or not isinstance(weight, int | float):
+                raise ValueError(f"reward weight {name!r} must be a number, got {weight!r}")
+            if not math.isfinite(weight):
+                raise ValueError(f"reward weight {name!r} must be finite, got {weight!r}")
+        self.components = list(dict.fromkeys([*ALWAYS_COMPUTED, *self.weights]))
+        self._verifier_for = verifier_for
+
+    def score(self, query: Query, completion: str) -> ScoredCompletion:
+        return self.score_batch([(query, completion)])[0]
+
+    def score_batch(self, items: list[tuple[Query, str]]) -> list[ScoredCompletion]:
+        """Each component runs as one batch per verifier, so pooled verifiers overlap their work."""
+        results: list[dict[str, VerifierResult]] = [{} for _ in items]
+        for name in self.components:
+            if name == CORRECTNESS:
+                self._score_correctness(items, results)
+            else:
+                batch = self._verifier_for(name).verify_batch(items)
+                for per_item, result in zip(results, batch, strict=True):
+                    per_item[name] = result
+        return [self._combine(per_item) for per_item in results]
+
+    def _score_correctness(
+        self, items: list[tuple[Query, str]], results: list[dict[str, VerifierResult]]
+    ) -> None:
+        indices_by_type: dict[str, list[int]] = {}
+        for index, (query, _) in enumerate(items):
+            indices_by_type.setdefault(_row_type(query), []).append(index)
+        for type_name, indices in indices_by_type.items():
+            batch = self._verifier_for(type_name).verify_batch([items[i] for i in indices])
+            for index, result in zip(indices, batch, strict=True):
+                results[index][CORRECTNESS] = result
+
+    def _combine(self, results: dict[str, VerifierResult]) -> ScoredCompletion:
+        weighted = [(weight, results[name]) for name, weight in self.weights.items() if weight != 0]
+        if all(result.scorable for _, result in weighted):
+            reward: float | None = float(sum(weight * result.score for weight, result in weighted))
+        else:
+            reward = None
+        correct = results[CORRECTNESS].verdict is Verdict.PASS
+        return ScoredCompletion(reward=reward, correct=correct, results=results)
+
+
+def _row_type(query: Query) -> str:
+    type_name = query.verifier.get("type")
+    if not isinstance(type_name, str):
+        raise ValueError(f'query {query.id!r}: its "verifier" object has no "type" string')
+    return type_name
