@@ -10,13 +10,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from rlvr.config import ConfigError, describe_fields, load_config
+from rlvr.config import describe_fields, load_config
+from rlvr.errors import UserError
 
 USAGE_ERROR = 2
 
 
-class UsageError(Exception):
-    pass
+class UsageError(UserError):
+    """A bad combination of command-line flags."""
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,17 +43,19 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from rlvr.train.checkpoint import find_checkpoint
-
     if args.resume:
+        from rlvr.train.checkpoint import find_checkpoint
+
         run = Path(args.resume)
         if not (run / "config.yaml").is_file() or find_checkpoint(run) is None:
             raise UsageError(f"--resume {run}: no run with a checkpoint there (expected config.yaml and checkpoint/)")
-        if args.config or args.overrides or args.seed is not None:
-            raise UsageError("--resume continues a run with its own saved config; drop --config/--set/--seed")
+        if args.config or args.seed is not None or args.out:
+            raise UsageError("--resume continues a run with its own saved config and directory; "
+                             "drop --config/--seed/--out (--set may change fields, e.g. train.steps to extend it)")
         from rlvr.config import config_from_dict
 
         cfg = config_from_dict(yaml.safe_load((run / "config.yaml").read_text()))
+        cfg = load_config(None, args.overrides, base=cfg)
         out = run
     else:
         overrides = list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
@@ -106,13 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rlvr.tasks.dataset import DatasetError
-    from rlvr.models import ModelNotFoundError
-    from rlvr.verifiers import UnknownVerifierError
-
     try:
         return args.func(args)
-    except (ConfigError, UsageError, DatasetError, ModelNotFoundError, UnknownVerifierError) as err:
+    except UserError as err:
         print(f"rlvr: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:

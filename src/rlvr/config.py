@@ -7,6 +7,7 @@ them, so the help and the code cannot drift. Validation errors name the field an
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import inspect
 import textwrap
@@ -19,8 +20,10 @@ from typing import Any, Literal
 
 import yaml
 
+from rlvr.errors import UserError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserError):
     """A configuration a user wrote is invalid; the message says which field and how to fix it."""
 
 
@@ -333,9 +336,11 @@ def parse_override(text: str) -> tuple[str, str, Any]:
     return section, name, value
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
-    """Defaults, then the YAML file, then `--set` overrides, then validation."""
-    cfg = RunConfig()
+def load_config(
+    path: str | Path | None = None, overrides: list[str] = (), *, base: RunConfig | None = None
+) -> RunConfig:
+    """Defaults (or `base`), then the YAML file, then `--set` overrides, then validation."""
+    cfg = copy.deepcopy(base) if base is not None else RunConfig()
     if path:
         p = Path(path)
         if not p.is_file():

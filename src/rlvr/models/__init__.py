@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr.errors import UserError
 from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.models.warmup import WarmupSpec, warm_up
@@ -24,8 +25,8 @@ BASE_FORMAT_VERSION = 1
 """Bump when the tokenizer or the warm-up code changes what a given spec produces."""
 
 
-class ModelNotFoundError(ValueError):
-    pass
+class ModelNotFoundError(UserError):
+    """model.name is neither the embedded model nor a local Hugging Face model directory."""
 
 
 def cache_root() -> Path:

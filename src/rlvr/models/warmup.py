@@ -77,7 +77,7 @@ def warm_up(
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if step % 20 == 0:
-            bar.set_postfix(loss=f"{float(loss):.3f}")
+            bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
         if report is not None and (step + 1) % report_every == 0:
             bar.write(f"warm-up step {step + 1}: loss {float(loss):.3f}, {report(step + 1, model)}")
             model.train()

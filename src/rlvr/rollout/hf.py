@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr.models.logprobs import upcast
 from rlvr.types import Query, RolloutBatch
 
 
@@ -69,7 +70,7 @@ def sample_completions(
     )
     model.train(was_training)
     completion_ids = out.sequences[:, prompt_ids.shape[1] :]  # [N, T]
-    logits = torch.stack(out.logits, dim=1).float()  # [N, T, V] raw, before temperature / top-p
+    logits = upcast(torch.stack(out.logits, dim=1))  # [N, T, V] raw, before temperature / top-p
     logp_all = torch.log_softmax(logits / (1.0 if greedy else temperature), dim=-1)  # [N, T, V]
     old_logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
     mask = completion_mask(completion_ids, tokenizer.eos_token_id)  # [N, T]

@@ -93,9 +93,9 @@ def make_queries(
     """`n` distinct queries of one split, deterministic in `seed`."""
     rng = random.Random(f"arith-{split}-{seed}")
     seen: dict[str, Query] = {}
-    for _ in range(200 * n + 1000):
-        if len(seen) == n:
-            break
+    misses = 0  # draws in a row that found nothing new: many means the split is exhausted
+    while len(seen) < n and misses < 20_000:
+        misses += 1
         sample = _sample(rng, spec)
         if sample is None:
             continue
@@ -103,6 +103,7 @@ def make_queries(
         expr = expression(operands, ops)
         if expr in seen or split_of(expr, heldout_fraction) != split:
             continue
+        misses = 0
         answer = solve(operands, ops)[-1].result
         seen[expr] = Query(
             id=f"arith-{split}-{hashlib.sha256(expr.encode()).hexdigest()[:10]}",

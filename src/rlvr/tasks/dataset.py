@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rlvr.errors import UserError
 from rlvr.types import Query
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError):
     """A dataset file or row is malformed; the message names the file and the row."""
 
 

@@ -28,7 +28,7 @@ from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
-from rlvr.train.logprobs import token_logprobs
+from rlvr.models.logprobs import token_logprobs
 from rlvr.train.metrics import MetricsLog
 from rlvr.train.update import accumulate_policy_gradient, optimizer_step
 from rlvr.types import Query, RolloutBatch
@@ -203,7 +203,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
             metrics |= {f"eval/{k}": v for k, v in trainer.evaluate().to_dict().items()}
         metrics["time/step"] = time.perf_counter() - step_start
         log.log(done, metrics)
-        if cfg.train.save_every and done % cfg.train.save_every == 0:
+        if done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0):
             save_checkpoint(out_dir, done, trainer.policy, trainer.tokenizer, trainer.optimizer,
                             {"base_eval": trainer.base_eval})
         bar.set_postfix(reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}",
@@ -212,8 +212,6 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     final_eval = trainer.evaluate()
     log.log(cfg.train.steps, {f"eval/{k}": v for k, v in final_eval.to_dict().items()})
     log.close()
-    save_checkpoint(out_dir, cfg.train.steps, trainer.policy, trainer.tokenizer, trainer.optimizer,
-                    {"base_eval": trainer.base_eval})
     trainer.policy.save_pretrained(out_dir / "final")
     trainer.tokenizer.save_pretrained(out_dir / "final")
     return _write_summary(out_dir, trainer.base_eval, final_eval, cfg.train.steps, time.perf_counter() - start)

@@ -13,7 +13,7 @@ from transformers import PreTrainedModel
 
 from rlvr.algos import grpo_loss
 from rlvr.config import AlgoConfig
-from rlvr.train.logprobs import token_logprobs
+from rlvr.models.logprobs import token_logprobs
 from rlvr.types import RolloutBatch
 
 
@@ -59,7 +59,7 @@ def accumulate_policy_gradient(
             num_sequences=batch.num_completions, num_tokens=num_tokens, max_tokens=max_new_tokens,
         )
         loss.backward()
-        loss_total += float(loss)
+        loss_total += float(loss.detach())
         share = float(mask[rows].sum()) / max(num_tokens, 1)  # token share, to turn means into a batch mean
         stats["entropy"] = float(entropy.sum()) / max(float(mask[rows].sum()), 1.0)
         for key, value in stats.items():

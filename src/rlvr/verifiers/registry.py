@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from rlvr.errors import UserError
 from rlvr.verifiers.base import Verifier
 
 VerifierFactory = Callable[[], Verifier]
@@ -19,7 +20,7 @@ _INSTANCES: dict[str, Verifier] = {}
 _INSTANCES_LOCK = threading.Lock()  # two threads must not build two math worker pools
 
 
-class UnknownVerifierError(ValueError):
+class UnknownVerifierError(UserError):
     """A verifier type nobody registered; the message lists the known ones."""
 
     def __init__(self, type_name: object) -> None:

@@ -6,6 +6,11 @@ import torch
 from transformers import PreTrainedModel
 
 
+def upcast(logits: torch.Tensor) -> torch.Tensor:
+    """Half-precision logits go to float32 before log_softmax; float32/float64 stay as they are."""
+    return logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+
+
 def token_logprobs(
     model: PreTrainedModel,
     prompt_ids: torch.Tensor,  # [N, P] left-padded
@@ -26,7 +31,7 @@ def token_logprobs(
     attention = torch.cat([prompt_mask, completion_mask], dim=1)  # [N, P+T]
     positions = (attention.cumsum(dim=1) - 1).clamp(min=0)  # [N, P+T]
     logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
-    logits = logits[:, prompt_ids.shape[1] - 1 : -1].float() / temperature  # [N, T, V] predicts o_t
+    logits = upcast(logits[:, prompt_ids.shape[1] - 1 : -1]) / temperature  # [N, T, V] predicts o_t
     logp_all = torch.log_softmax(logits, dim=-1)  # [N, T, V]
     logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
     logp = logp * completion_mask

@@ -1,0 +1,424 @@
+"""Time one rlvr GRPO step against Hugging Face TRL's GRPOTrainer, interleaved in one process.
+
+    python benchmarks/step_vs_trl.py                 # B=16, G=8, L=40, beta=0.04, 3 rounds x 5 steps
+    python benchmarks/step_vs_trl.py --quick         # a ~1-minute smoke check of the same code path
+
+Both sides train the same tiny model (by default the shipped embedded base, else a random Llama of
+the same architecture) on the same arith prompts with the same hyperparameters, and a "step" is
+the same work on both sides: sample G completions for each of B prompts (HF `generate`), score them
+with rlvr's RewardFunction, group advantages, one no-grad forward of the frozen reference (beta > 0),
+one forward/backward of the policy over all B*G completions, gradient clipping and one AdamW step.
+
+How TRL 1.16 is made to do exactly one such step per optimizer step (trl/trainer/grpo_config.py,
+`GRPOConfig.__post_init__`, and `GRPOTrainer._get_train_sampler`):
+
+- TRL's `per_device_train_batch_size` counts *completions*, not prompts; the sampler repeats each
+  prompt `num_generations` times. So `per_device_train_batch_size = B*G`, `num_generations = G`.
+- `gradient_accumulation_steps = 1` and `steps_per_generation = 1`, hence
+  `generation_batch_size = B*G` completions = B prompts, generated once per optimizer step, and the
+  whole batch goes through one forward/backward (rlvr: `optim.micro_batch_size = 0`).
+- `num_iterations = 1`, so TRL skips the old-log-prob forward (it uses the detached current
+  log-probs); rlvr takes them from the logits `generate` returns. Neither side pays an extra pass.
+- `loss_type = "grpo"` (DeepSeekMath per-sequence token mean, rlvr's `sequence_mean`),
+  `scale_rewards = "group"`, `epsilon = 0.2`, plain k3 KL (`use_bias_correction_kl = False`, as rlvr),
+  temperature 1, top_p 1, top_k 0, constant learning rate, AdamW (`optim = "adamw_torch"`,
+  weight decay 0), `max_grad_norm = 1`, float32 (`bf16 = fp16 = False`), `use_cpu = True`.
+- TRL's default `gradient_checkpointing = True` is turned off: rlvr does not checkpoint, and
+  recomputing activations would make TRL slower for a reason unrelated to the step's design.
+- Our char tokenizer adds no BOS, and rlvr's sampler prepends one; TRL's prompt column therefore
+  starts with the BOS token's text, which the tokenizer maps to the BOS id, so both sides feed the
+  model identical prompt ids and sample from the same distribution.
+
+Timing: rlvr's step is the wall time of `Trainer.step(i)`. TRL's step is the wall time from the
+`on_step_begin` to the `on_step_end` callback: generation, scoring, reference and policy passes,
+clipping and the optimizer step. Outside that window are the dataloader fetch before a step and the
+logging hook after it (this favours TRL; their size is reported as `trl between-step overhead`).
+One `GRPOTrainer.train()` call runs all TRL steps; rlvr's blocks run inside the TRL callback between
+TRL blocks, so neither side pays setup inside its timings. Rounds alternate which side goes first.
+The first step of each side in the first round is warm-up and not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+import torch
+
+from rlvr.config import load_config
+from rlvr.models import SHIPPED, load_policy
+from rlvr.models.tiny import TinyArch, build_tiny_llama
+from rlvr.models.tokenizer import build_char_tokenizer
+from rlvr.train.loop import Trainer
+from rlvr.types import Query
+from rlvr.verifiers import RewardFunction
+
+try:
+    from datasets import Dataset
+    from transformers import PrinterCallback, TrainerCallback
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOConfig, GRPOTrainer
+except ImportError:
+    sys.exit("step_vs_trl: TRL is a benchmark extra; install it with: pip install -e '.[bench]'")
+
+
+@dataclass
+class StepRecord:
+    side: str
+    """'rlvr' or 'trl'."""
+    round: int
+    step_in_round: int
+    wall_s: float
+    """Wall time of the whole step."""
+    generate_s: float
+    """Part of wall_s spent sampling (prompt encoding, generate, decoding)."""
+    mean_length: float
+    """Mean completion length in tokens (EOS included), as rlvr's completions/mean_length."""
+    clipped_ratio: float
+    """Fraction of completions that hit max_new_tokens without an EOS."""
+    threads: int
+    warmup: bool
+
+
+@dataclass
+class Settings:
+    model: str
+    batch_queries: int
+    group_size: int
+    max_new_tokens: int
+    beta: float
+    lr: float
+    rounds: int
+    steps: int
+    threads: int
+    seed: int
+
+
+@dataclass
+class Recorder:
+    records: list[StepRecord] = field(default_factory=list)
+    trl_gaps_s: list[float] = field(default_factory=list)
+    """Time between a TRL on_step_end and the next on_step_begin, when no rlvr block ran between."""
+
+    def add(self, side: str, round_: int, index: int, wall_s: float, generate_s: float,
+            mean_length: float, clipped_ratio: float) -> None:
+        self.records.append(StepRecord(
+            side, round_, index, wall_s, generate_s, mean_length, clipped_ratio,
+            threads=torch.get_num_threads(), warmup=round_ == 0 and index == 0,
+        ))
+
+
+# --------------------------------------------------------------------------- model and data
+
+
+def resolve_model(path: str | None, workdir: Path) -> tuple[str, str]:
+    """(model directory, description): the given path, the shipped base, or a random tiny Llama."""
+    if path:
+        return path, path
+    if (SHIPPED / "config.json").is_file():
+        return str(SHIPPED), "shipped embedded base (rlvr.models.SHIPPED)"
+    target = workdir / "tiny-random"
+    tokenizer = build_char_tokenizer()
+    build_tiny_llama(tokenizer, TinyArch(), seed=0).save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return str(target), "random tiny Llama, TinyArch() defaults (shipped base not present)"
+
+
+# --------------------------------------------------------------------------- rlvr side
+
+
+def build_rlvr(s: Settings, out_dir: Path) -> Trainer:
+    cfg = load_config(None, [
+        f"model.name={s.model}", "model.device=cpu",
+        f"train.batch_queries={s.batch_queries}", f"rollout.group_size={s.group_size}",
+        f"rollout.max_new_tokens={s.max_new_tokens}", "rollout.temperature=1.0", "rollout.top_p=1.0",
+        f"algo.beta={s.beta}", "algo.epsilon=0.2", "algo.num_iterations=1",
+        "algo.aggregation=sequence_mean", "algo.kl_estimator=k3",
+        f"optim.lr={s.lr}", "optim.weight_decay=0.0", "optim.warmup_steps=0", "optim.max_grad_norm=1.0",
+        "optim.micro_batch_size=0", f"train.seed={s.seed}",
+        "train.threads=0",  # 0: the Trainer leaves torch's thread count (set once in main) alone
+    ])
+    return Trainer(cfg, out_dir)
+
+
+def run_rlvr_block(trainer: Trainer, rec: Recorder, round_: int, steps: int, first_step: int) -> None:
+    for index in range(steps):
+        start = time.perf_counter()
+        metrics = trainer.step(first_step + index)
+        wall = time.perf_counter() - start
+        rec.add("rlvr", round_, index, wall, metrics["time/generate"],
+                metrics["completions/mean_length"], metrics["completions/clipped_ratio"])
+
+
+# --------------------------------------------------------------------------- TRL side
+
+
+class TrlSide:
+    """GRPOTrainer configured to do rlvr's step; a reward function that wraps rlvr's RewardFunction."""
+
+    def __init__(self, s: Settings, queries: list[Query], reward_fn: RewardFunction, out_dir: Path,
+                 callback: TrainerCallback):
+        self.queries, self.reward_fn = queries, reward_fn
+        self.last_lengths: list[int] = []
+        self.last_clipped = 0.0
+        self.last_generate_s = 0.0
+        model, tokenizer = load_policy(s.model, "cpu")
+        self.eos_id = tokenizer.eos_token_id
+        self.max_new_tokens = s.max_new_tokens
+        dataset = Dataset.from_dict({
+            "prompt": [tokenizer.bos_token + q.prompt for q in queries],  # rlvr's [BOS] + prompt ids
+            "query_index": list(range(len(queries))),
+        })
+        self.trainer = GRPOTrainer(
+            model=model, reward_funcs=self.arith_reward, args=self.config(s, out_dir),
+            train_dataset=dataset, processing_class=tokenizer, callbacks=[callback],
+        )
+        self.trainer.remove_callback(PrinterCallback)  # it prints TRL's end-of-train metrics dict
+        self._wrap_generate()
+
+    @staticmethod
+    def config(s: Settings, out_dir: Path) -> GRPOConfig:
+        n = s.batch_queries * s.group_size
+        return GRPOConfig(
+            output_dir=str(out_dir), use_cpu=True, bf16=False, fp16=False, seed=s.seed,
+            per_device_train_batch_size=n, gradient_accumulation_steps=1, steps_per_generation=1,
+            num_generations=s.group_size, max_completion_length=s.max_new_tokens,
+            temperature=1.0, top_p=1.0, top_k=0, beta=s.beta, epsilon=0.2, num_iterations=1,
+            loss_type="grpo", scale_rewards="group", use_bias_correction_kl=False,
+            mask_truncated_completions=False, learning_rate=s.lr, lr_scheduler_type="constant",
+            warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, optim="adamw_torch",
+            gradient_checkpointing=False, max_steps=s.rounds * s.steps,
+            logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none",
+            disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False,
+            log_completions=False,
+        )
+
+    def arith_reward(self, prompts: list[str], completions: list[str], completion_ids: list[list[int]],
+                     query_index: list[int], **_: object) -> list[float | None]:
+        """rlvr's reward for each completion; None (unscorable) is kept out of TRL's group baseline."""
+        scored = self.reward_fn.score_batch([(self.queries[i], c) for i, c in zip(query_index, completions)])
+        self.last_lengths = [len(ids) for ids in completion_ids]
+        self.last_clipped = sum(self.eos_id not in ids for ids in completion_ids) / len(completion_ids)
+        return [s.reward for s in scored]
+
+    def _wrap_generate(self) -> None:
+        """Time TRL's sampling (tokenize, generate, decode), the counterpart of rlvr's time/generate."""
+        inner = self.trainer._generate
+
+        def timed(prompts: list) -> tuple:
+            start = time.perf_counter()
+            out = inner(prompts)
+            self.last_generate_s = time.perf_counter() - start
+            return out
+
+        self.trainer._generate = timed
+
+
+class Interleave(TrainerCallback):
+    """Times each TRL optimizer step and runs rlvr's blocks between TRL's blocks, per the plan."""
+
+    def __init__(self, plan: list[tuple[str, int]], run_rlvr: Callable[[int], None], rec: Recorder):
+        self.plan, self.run_rlvr, self.rec = list(plan), run_rlvr, rec
+        self.trl: TrlSide | None = None
+        self.block, self.done_in_block, self.start = 0, 0, 0.0
+        self.last_end: float | None = None
+
+    def run_due_rlvr_blocks(self) -> None:
+        while self.block < len(self.plan) and self.plan[self.block][0] == "rlvr":
+            self.run_rlvr(self.block)
+            self.block += 1
+            self.last_end = None  # an rlvr block ran: the next TRL gap is not TRL's own overhead
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.run_due_rlvr_blocks()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.start = time.perf_counter()
+        if self.last_end is not None:
+            self.rec.trl_gaps_s.append(self.start - self.last_end)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        wall = time.perf_counter() - self.start
+        lengths = self.trl.last_lengths
+        self.rec.add("trl", round_of(self.plan, self.block), self.done_in_block, wall,
+                     self.trl.last_generate_s, sum(lengths) / len(lengths), self.trl.last_clipped)
+        self.done_in_block += 1
+        self.last_end = time.perf_counter()
+        if self.done_in_block == self.plan[self.block][1]:
+            self.block, self.done_in_block = self.block + 1, 0
+            progress(self.rec, "trl")
+            self.run_due_rlvr_blocks()
+
+
+# --------------------------------------------------------------------------- plan, run, report
+
+
+def make_plan(rounds: int, steps: int) -> list[tuple[str, int]]:
+    """Blocks of (side, steps); even rounds run rlvr first, odd rounds TRL first."""
+    plan = []
+    for r in range(rounds):
+        order = ("rlvr", "trl") if r % 2 == 0 else ("trl", "rlvr")
+        plan += [(side, steps) for side in order]
+    return plan
+
+
+def round_of(plan: list[tuple[str, int]], block: int) -> int:
+    return block // 2
+
+
+def progress(rec: Recorder, side: str) -> None:
+    last = [r for r in rec.records if r.side == side]
+    r = last[-1].round
+    walls = [x.wall_s for x in last if x.round == r]
+    print(f"  round {r + 1}: {side:<4} {len(walls)} steps, median {statistics.median(walls):.3f} s/step",
+          flush=True)
+
+
+def run(s: Settings, workdir: Path) -> Recorder:
+    rec = Recorder()
+    rlvr = build_rlvr(s, workdir / "rlvr")
+    plan = make_plan(s.rounds, s.steps)
+    next_step = iter(range(0, 10**9, s.steps))
+
+    def run_rlvr(block: int) -> None:
+        run_rlvr_block(rlvr, rec, round_of(plan, block), plan[block][1], next(next_step))
+        progress(rec, "rlvr")
+
+    callback = Interleave(plan, run_rlvr, rec)
+    # Same queries, same reward function instance (and its verifier workers) on both sides.
+    callback.trl = TrlSide(s, rlvr.train_queries, rlvr.reward_fn, workdir / "trl", callback)
+    callback.trl.trainer.train()
+    callback.run_due_rlvr_blocks()  # a plan that ends with an rlvr block
+    return rec
+
+
+def summarize(s: Settings, rec: Recorder, model_desc: str) -> dict:
+    sides = {}
+    for side in ("rlvr", "trl"):
+        timed = [r for r in rec.records if r.side == side and not r.warmup]
+        walls = [r.wall_s for r in timed]
+        sides[side] = {
+            "steps_timed": len(timed),
+            "median_s": statistics.median(walls),
+            "mean_s": statistics.fmean(walls),
+            "min_s": min(walls),
+            "max_s": max(walls),
+            "median_generate_s": statistics.median(r.generate_s for r in timed),
+            "mean_completion_length": statistics.fmean(r.mean_length for r in timed),
+            "clipped_ratio": statistics.fmean(r.clipped_ratio for r in timed),
+            "threads": sorted({r.threads for r in timed}),
+        }
+    per_round = []
+    for r in range(s.rounds):
+        med = {side: statistics.median(x.wall_s for x in rec.records
+                                       if x.side == side and x.round == r and not x.warmup)
+               for side in ("rlvr", "trl")}
+        per_round.append(med["trl"] / med["rlvr"])
+    return {
+        "settings": asdict(s) | {"model_description": model_desc},
+        "versions": {
+            "python": platform.python_version(), "torch": torch.__version__,
+            "transformers": version("transformers"), "trl": version("trl"), "rlvr": version("rlvr"),
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
+        },
+        "sides": sides,
+        "median_ratio_trl_over_rlvr": sides["trl"]["median_s"] / sides["rlvr"]["median_s"],
+        "per_round_median_ratio": per_round,
+        "trl_between_step_overhead_median_s": statistics.median(rec.trl_gaps_s) if rec.trl_gaps_s else None,
+        "steps": [asdict(r) for r in rec.records],
+    }
+
+
+def print_table(summary: dict) -> None:
+    st, v, sides = summary["settings"], summary["versions"], summary["sides"]
+    rl, tr = sides["rlvr"], sides["trl"]
+    rows = [
+        ("steps timed", f"{rl['steps_timed']}", f"{tr['steps_timed']}"),
+        ("median step", f"{rl['median_s']:.3f} s", f"{tr['median_s']:.3f} s"),
+        ("mean step", f"{rl['mean_s']:.3f} s", f"{tr['mean_s']:.3f} s"),
+        ("min / max step", f"{rl['min_s']:.3f} / {rl['max_s']:.3f} s", f"{tr['min_s']:.3f} / {tr['max_s']:.3f} s"),
+        ("median generate", f"{rl['median_generate_s']:.3f} s", f"{tr['median_generate_s']:.3f} s"),
+        ("mean completion length", f"{rl['mean_completion_length']:.1f} tok", f"{tr['mean_completion_length']:.1f} tok"),
+        ("clipped at max length", f"{rl['clipped_ratio']:.1%}", f"{tr['clipped_ratio']:.1%}"),
+        ("torch threads", ",".join(map(str, rl["threads"])), ",".join(map(str, tr["threads"]))),
+    ]
+    print()
+    print(f"model: {st['model_description']}")
+    print(f"B={st['batch_queries']} prompts x G={st['group_size']} completions, L={st['max_new_tokens']} "
+          f"max new tokens, beta={st['beta']}, lr={st['lr']}, {st['rounds']} rounds x {st['steps']} steps "
+          f"per side (first step of each side discarded)")
+    print(f"{'':<24}{'rlvr':>22}{'TRL GRPOTrainer':>22}")
+    for name, a, b in rows:
+        print(f"{name:<24}{a:>22}{b:>22}")
+    ratios = ", ".join(f"{r:.2f}" for r in summary["per_round_median_ratio"])
+    print(f"median ratio TRL / rlvr: {summary['median_ratio_trl_over_rlvr']:.2f}x  (per round: {ratios})")
+    gap = summary["trl_between_step_overhead_median_s"]
+    if gap is not None:
+        print(f"trl between-step overhead (not in TRL's timings): median {gap * 1000:.1f} ms")
+    print(f"versions: python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
+          f"trl {v['trl']}, rlvr {v['rlvr']}; {v['machine']}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", help="Hugging Face model directory (default: the shipped embedded base, "
+                   "else a random tiny Llama of the same architecture)")
+    p.add_argument("--batch-queries", "-B", type=int, default=16, help="B: prompts per step (default 16)")
+    p.add_argument("--group-size", "-G", type=int, default=8, help="G: completions per prompt (default 8)")
+    p.add_argument("--max-new-tokens", "-L", type=int, default=40, help="max completion length (default 40)")
+    p.add_argument("--beta", type=float, default=0.04, help="KL weight (default 0.04)")
+    p.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default 5e-4, rlvr's)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    p.add_argument("--steps", type=int, default=5, help="steps per side per round (default 5)")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads, both sides (default 2)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true",
+                   help="a ~1-minute check: B=8, G=4, 2 rounds x 2 steps (explicit -B/-G/... still win)")
+    p.add_argument("--json", type=Path, help="also write the summary and every step's numbers here")
+    args = p.parse_args(argv)
+    if args.quick:
+        given = set(sys.argv[1:] if argv is None else argv)
+        for flags, name, value in [(("--batch-queries", "-B"), "batch_queries", 8),
+                                   (("--group-size", "-G"), "group_size", 4),
+                                   (("--rounds",), "rounds", 2), (("--steps",), "steps", 2)]:
+            if not any(a.split("=")[0] in flags for a in given):
+                setattr(args, name, value)
+    if args.steps < 2 or args.rounds < 1:
+        p.error("need --steps >= 2 and --rounds >= 1 (the first step of the first round is warm-up)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    hf_logging.disable_progress_bar()
+    # transformers 5 renames gradient_checkpointing; TRL 1.16 still sets the old name.
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
+    torch.set_num_threads(args.threads)  # once, for both sides
+    with tempfile.TemporaryDirectory(prefix="rlvr-bench-") as tmp:
+        workdir = Path(tmp)
+        model, desc = resolve_model(args.model, workdir)
+        s = Settings(model, args.batch_queries, args.group_size, args.max_new_tokens, args.beta,
+                     args.lr, args.rounds, args.steps, args.threads, args.seed)
+        print(f"rlvr vs TRL GRPO step: {s.rounds} rounds x {s.steps} steps per side, model: {desc}", flush=True)
+        rec = run(s, workdir)
+    summary = summarize(s, rec, desc)
+    print_table(summary)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

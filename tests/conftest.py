@@ -1,0 +1,42 @@
+"""Shared fixtures: real tiny models saved in Hugging Face format, real tasks, no mocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlvr.models import SHIPPED, load_policy
+from rlvr.models.tiny import TinyArch, build_tiny_llama
+from rlvr.models.tokenizer import build_char_tokenizer
+
+torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="session")
+def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained two-layer Llama with the char tokenizer: fast, and fully real."""
+    path = tmp_path_factory.mktemp("tiny-random")
+    tokenizer = build_char_tokenizer()
+    model = build_tiny_llama(tokenizer, TinyArch(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2), seed=0)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def base_model_dir() -> Path:
+    """The shipped embedded base model (warmed up on arith)."""
+    assert (SHIPPED / "config.json").is_file(), "the embedded base model is missing from the package"
+    return SHIPPED
+
+
+@pytest.fixture()
+def random_policy(random_model_dir: Path):
+    return load_policy(str(random_model_dir))
+
+
+@pytest.fixture()
+def base_policy(base_model_dir: Path):
+    return load_policy(str(base_model_dir))

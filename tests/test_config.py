@@ -1,0 +1,77 @@
+import pytest
+
+from rlvr.config import ConfigError, RunConfig, describe_fields, field_docs, load_config, AlgoConfig
+
+
+def test_defaults_are_valid_and_documented():
+    cfg = load_config()
+    assert cfg.rollout.group_size == 8  # the seed's G = 8
+    assert cfg.algo.kl_estimator == "k3" and cfg.algo.aggregation == "sequence_mean"
+    text = describe_fields()
+    for section, values in RunConfig().to_dict().items():
+        for key in values:
+            assert f"{section}.{key} =" in text
+    assert all(doc for doc in field_docs(AlgoConfig).values())
+    assert set(field_docs(AlgoConfig)) == set(RunConfig().algo.__dict__)
+
+
+def test_overrides_are_typed():
+    cfg = load_config(None, ["algo.beta=0.1", "rollout.group_size=4", "algo.epsilon_high=0.28", "train.tensorboard=true"])
+    assert cfg.algo.beta == 0.1 and cfg.rollout.group_size == 4
+    assert cfg.algo.epsilon_high == 0.28 and cfg.train.tensorboard is True
+    assert load_config(None, ["algo.epsilon_high="]).algo.epsilon_high is None
+    assert isinstance(load_config(None, ["optim.lr=1"]).optim.lr, float)
+
+
+def test_yaml_then_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("algo:\n  beta: 0.2\ntrain:\n  steps: 7\n")
+    cfg = load_config(path, ["train.steps=9"])
+    assert cfg.algo.beta == 0.2 and cfg.train.steps == 9
+
+
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        ("rollout.group_size=1", ["rollout.group_size", ">= 2", "baseline"]),
+        ("algo.beta=-0.1", ["algo.beta", ">= 0"]),
+        ("optim.micro_batch_size=7", ["optim.micro_batch_size=7", "divide", "128"]),
+        ("algo.aggregation=mean", ["algo.aggregation", "sequence_mean"]),
+        ("rollout.group_size=eight", ["rollout.group_size", "integer"]),
+        ("algo.betta=0.1", ["unknown config key 'algo.betta'", "beta"]),
+        ("algorithm.beta=0.1", ["unknown config section 'algorithm'"]),
+        ("rollout.top_p=0", ["rollout.top_p", "(0, 1]"]),
+        ("task.name=jsonl", ["task.train_path"]),
+        ("beta=0.1", ["section.key"]),
+    ],
+)
+def test_errors_name_the_field_and_the_fix(override, words):
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [override])
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_bad_yaml_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("algo: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("beta: 0.1\n")
+    with pytest.raises(ConfigError, match="section 'beta' must be a mapping"):
+        load_config(flat)
+
+
+def test_presets_load_and_the_default_preset_is_the_default():
+    from pathlib import Path
+
+    configs = Path(__file__).parents[1] / "configs"
+    presets = sorted(configs.glob("*.yaml"))
+    assert presets
+    for preset in presets:
+        assert preset.read_text().startswith("# rlvr train --config configs/"), preset
+        load_config(preset)
+    assert load_config(configs / "arith-grpo.yaml") == RunConfig()
