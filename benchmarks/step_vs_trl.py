@@ -32,16 +32,23 @@ How TRL 1.16 is made to do exactly one such step per optimizer step (trl/trainer
 Timing: rlvr's step is the wall time of `Trainer.step(i)`. TRL's step is the wall time from the
 `on_step_begin` to the `on_step_end` callback: generation, scoring, reference and policy passes,
 clipping and the optimizer step. Outside that window are the dataloader fetch before a step and the
-logging hook after it (this favours TRL; their size is reported as `trl between-step overhead`).
+logging hook after it (this favours TRL; their size is reported as "TRL between-step overhead").
 One `GRPOTrainer.train()` call runs all TRL steps; rlvr's blocks run inside the TRL callback between
 TRL blocks, so neither side pays setup inside its timings. Rounds alternate which side goes first.
-The first step of each side in the first round is warm-up and not counted.
+The first step of each side in the first round is warm-up and not counted, and the math verifier's
+worker processes (shared by both sides through one RewardFunction) are started before any timing.
+
+The machine may be shared: every step also records how many CPU cores *other* processes kept busy
+meanwhile (/proc/stat minus this process and its verifier workers). With 2 torch threads on 2 cores,
+a neighbour's job can slow a step 10-100x (OpenMP threads wait on a descheduled peer), so the table
+counts contended steps and also gives the ratio over uncontended steps only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -64,6 +71,7 @@ from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
 
 try:
+    import psutil
     from datasets import Dataset
     from transformers import PrinterCallback, TrainerCallback
     from transformers.utils import logging as hf_logging
@@ -86,8 +94,12 @@ class StepRecord:
     """Mean completion length in tokens (EOS included), as rlvr's completions/mean_length."""
     clipped_ratio: float
     """Fraction of completions that hit max_new_tokens without an EOS."""
+    foreign_cores: float | None
+    """CPU cores other processes kept busy during the step (Linux /proc/stat); None if unknown."""
     threads: int
     warmup: bool
+    phases: dict[str, float] = field(default_factory=dict)
+    """rlvr only: its own time/* breakdown of the step."""
 
 
 @dataclass
@@ -110,12 +122,59 @@ class Recorder:
     trl_gaps_s: list[float] = field(default_factory=list)
     """Time between a TRL on_step_end and the next on_step_begin, when no rlvr block ran between."""
 
-    def add(self, side: str, round_: int, index: int, wall_s: float, generate_s: float,
-            mean_length: float, clipped_ratio: float) -> None:
+    def add(self, side: str, round_: int, index: int, probe: CpuProbe, generate_s: float,
+            mean_length: float, clipped_ratio: float, phases: dict[str, float] | None = None) -> None:
+        wall_s, foreign = probe.stop()
         self.records.append(StepRecord(
-            side, round_, index, wall_s, generate_s, mean_length, clipped_ratio,
-            threads=torch.get_num_threads(), warmup=round_ == 0 and index == 0,
+            side, round_, index, wall_s, generate_s, mean_length, clipped_ratio, foreign,
+            threads=torch.get_num_threads(), warmup=round_ == 0 and index == 0, phases=phases or {},
         ))
+
+
+# --------------------------------------------------------------------------- contention probe
+
+QUIET_CORES = 0.25
+"""A step during which other processes kept more CPU busy than this is 'contended'."""
+
+
+def own_cpu_seconds() -> float:
+    """CPU seconds of this process and its children (the verifier's worker processes)."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.Error:  # exited meanwhile
+            pass
+    return total
+
+
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds the whole machine has been busy since boot (incl. steal), or None off Linux."""
+    try:
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuProbe:
+    """Wall time of a step and how much CPU *other* processes used meanwhile.
+
+    On this shared 2-core machine a neighbour's job can inflate a step many times over (torch's
+    OpenMP threads spin waiting for a descheduled peer), so every step says whether it ran alone.
+    """
+
+    def start(self) -> None:
+        self.wall0, self.own0, self.busy0 = time.perf_counter(), own_cpu_seconds(), busy_cpu_seconds()
+
+    def stop(self) -> tuple[float, float | None]:
+        wall = time.perf_counter() - self.wall0
+        own, busy = own_cpu_seconds() - self.own0, busy_cpu_seconds()
+        if busy is None or self.busy0 is None:
+            return wall, None
+        return wall, max(0.0, (busy - self.busy0 - own) / wall)
 
 
 # --------------------------------------------------------------------------- model and data
@@ -152,12 +211,13 @@ def build_rlvr(s: Settings, out_dir: Path) -> Trainer:
 
 
 def run_rlvr_block(trainer: Trainer, rec: Recorder, round_: int, steps: int, first_step: int) -> None:
+    probe = CpuProbe()
     for index in range(steps):
-        start = time.perf_counter()
+        probe.start()
         metrics = trainer.step(first_step + index)
-        wall = time.perf_counter() - start
-        rec.add("rlvr", round_, index, wall, metrics["time/generate"],
-                metrics["completions/mean_length"], metrics["completions/clipped_ratio"])
+        rec.add("rlvr", round_, index, probe, metrics["time/generate"],
+                metrics["completions/mean_length"], metrics["completions/clipped_ratio"],
+                phases={k.removeprefix("time/"): v for k, v in metrics.items() if k.startswith("time/")})
 
 
 # --------------------------------------------------------------------------- TRL side
@@ -230,7 +290,7 @@ class Interleave(TrainerCallback):
     def __init__(self, plan: list[tuple[str, int]], run_rlvr: Callable[[int], None], rec: Recorder):
         self.plan, self.run_rlvr, self.rec = list(plan), run_rlvr, rec
         self.trl: TrlSide | None = None
-        self.block, self.done_in_block, self.start = 0, 0, 0.0
+        self.block, self.done_in_block, self.probe = 0, 0, CpuProbe()
         self.last_end: float | None = None
 
     def run_due_rlvr_blocks(self) -> None:
@@ -243,14 +303,13 @@ class Interleave(TrainerCallback):
         self.run_due_rlvr_blocks()
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self.start = time.perf_counter()
+        self.probe.start()
         if self.last_end is not None:
-            self.rec.trl_gaps_s.append(self.start - self.last_end)
+            self.rec.trl_gaps_s.append(self.probe.wall0 - self.last_end)
 
     def on_step_end(self, args, state, control, **kwargs):
-        wall = time.perf_counter() - self.start
         lengths = self.trl.last_lengths
-        self.rec.add("trl", round_of(self.plan, self.block), self.done_in_block, wall,
+        self.rec.add("trl", round_of(self.block), self.done_in_block, self.probe,
                      self.trl.last_generate_s, sum(lengths) / len(lengths), self.trl.last_clipped)
         self.done_in_block += 1
         self.last_end = time.perf_counter()
@@ -272,8 +331,8 @@ def make_plan(rounds: int, steps: int) -> list[tuple[str, int]]:
     return plan
 
 
-def round_of(plan: list[tuple[str, int]], block: int) -> int:
-    return block // 2
+def round_of(block: int) -> int:
+    return block // 2  # make_plan puts two blocks in each round
 
 
 def progress(rec: Recorder, side: str) -> None:
@@ -287,11 +346,14 @@ def progress(rec: Recorder, side: str) -> None:
 def run(s: Settings, workdir: Path) -> Recorder:
     rec = Recorder()
     rlvr = build_rlvr(s, workdir / "rlvr")
+    # The math verifier starts its worker processes (seconds) on the first non-integer answer. Start
+    # them now, outside any timing; both sides then share the warm pool through one RewardFunction.
+    rlvr.reward_fn.score_batch([(rlvr.train_queries[0], "<answer>1/2</answer>")])
     plan = make_plan(s.rounds, s.steps)
     next_step = iter(range(0, 10**9, s.steps))
 
     def run_rlvr(block: int) -> None:
-        run_rlvr_block(rlvr, rec, round_of(plan, block), plan[block][1], next(next_step))
+        run_rlvr_block(rlvr, rec, round_of(block), plan[block][1], next(next_step))
         progress(rec, "rlvr")
 
     callback = Interleave(plan, run_rlvr, rec)
@@ -302,71 +364,99 @@ def run(s: Settings, workdir: Path) -> Recorder:
     return rec
 
 
+def side_stats(timed: list[StepRecord]) -> dict:
+    walls = [r.wall_s for r in timed]
+    foreign = [r.foreign_cores for r in timed if r.foreign_cores is not None]
+    return {
+        "steps_timed": len(timed),
+        "median_s": statistics.median(walls),
+        "mean_s": statistics.fmean(walls),
+        "min_s": min(walls),
+        "max_s": max(walls),
+        "median_generate_s": statistics.median(r.generate_s for r in timed),
+        "mean_completion_length": statistics.fmean(r.mean_length for r in timed),
+        "clipped_ratio": statistics.fmean(r.clipped_ratio for r in timed),
+        "threads": sorted({r.threads for r in timed}),
+        "mean_foreign_cores": statistics.fmean(foreign) if foreign else None,
+        "contended_steps": sum(f > QUIET_CORES for f in foreign),
+    }
+
+
+def quiet_ratio(timed: dict[str, list[StepRecord]]) -> float | None:
+    """Median ratio over the steps no other process disturbed, when each side has at least 3."""
+    quiet = {side: [r.wall_s for r in rs if r.foreign_cores is not None and r.foreign_cores <= QUIET_CORES]
+             for side, rs in timed.items()}
+    if min(len(q) for q in quiet.values()) < 3:
+        return None
+    return statistics.median(quiet["trl"]) / statistics.median(quiet["rlvr"])
+
+
 def summarize(s: Settings, rec: Recorder, model_desc: str) -> dict:
-    sides = {}
-    for side in ("rlvr", "trl"):
-        timed = [r for r in rec.records if r.side == side and not r.warmup]
-        walls = [r.wall_s for r in timed]
-        sides[side] = {
-            "steps_timed": len(timed),
-            "median_s": statistics.median(walls),
-            "mean_s": statistics.fmean(walls),
-            "min_s": min(walls),
-            "max_s": max(walls),
-            "median_generate_s": statistics.median(r.generate_s for r in timed),
-            "mean_completion_length": statistics.fmean(r.mean_length for r in timed),
-            "clipped_ratio": statistics.fmean(r.clipped_ratio for r in timed),
-            "threads": sorted({r.threads for r in timed}),
-        }
+    timed = {side: [r for r in rec.records if r.side == side and not r.warmup] for side in ("rlvr", "trl")}
+    sides = {side: side_stats(rs) for side, rs in timed.items()}
     per_round = []
     for r in range(s.rounds):
-        med = {side: statistics.median(x.wall_s for x in rec.records
-                                       if x.side == side and x.round == r and not x.warmup)
-               for side in ("rlvr", "trl")}
+        med = {side: statistics.median(x.wall_s for x in rs if x.round == r) for side, rs in timed.items()}
         per_round.append(med["trl"] / med["rlvr"])
+    phase_names = timed["rlvr"][0].phases
     return {
         "settings": asdict(s) | {"model_description": model_desc},
         "versions": {
             "python": platform.python_version(), "torch": torch.__version__,
             "transformers": version("transformers"), "trl": version("trl"), "rlvr": version("rlvr"),
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads",
         },
         "sides": sides,
         "median_ratio_trl_over_rlvr": sides["trl"]["median_s"] / sides["rlvr"]["median_s"],
         "per_round_median_ratio": per_round,
+        "quiet_steps_median_ratio": quiet_ratio(timed),
+        "rlvr_median_phases_s": {k: statistics.median(r.phases[k] for r in timed["rlvr"]) for k in phase_names},
         "trl_between_step_overhead_median_s": statistics.median(rec.trl_gaps_s) if rec.trl_gaps_s else None,
         "steps": [asdict(r) for r in rec.records],
     }
 
 
+def _pair(stats: dict, key: str, fmt: str) -> tuple[str, str]:
+    return tuple("n/a" if stats[side][key] is None else fmt.format(stats[side][key]) for side in ("rlvr", "trl"))
+
+
 def print_table(summary: dict) -> None:
     st, v, sides = summary["settings"], summary["versions"], summary["sides"]
-    rl, tr = sides["rlvr"], sides["trl"]
     rows = [
-        ("steps timed", f"{rl['steps_timed']}", f"{tr['steps_timed']}"),
-        ("median step", f"{rl['median_s']:.3f} s", f"{tr['median_s']:.3f} s"),
-        ("mean step", f"{rl['mean_s']:.3f} s", f"{tr['mean_s']:.3f} s"),
-        ("min / max step", f"{rl['min_s']:.3f} / {rl['max_s']:.3f} s", f"{tr['min_s']:.3f} / {tr['max_s']:.3f} s"),
-        ("median generate", f"{rl['median_generate_s']:.3f} s", f"{tr['median_generate_s']:.3f} s"),
-        ("mean completion length", f"{rl['mean_completion_length']:.1f} tok", f"{tr['mean_completion_length']:.1f} tok"),
-        ("clipped at max length", f"{rl['clipped_ratio']:.1%}", f"{tr['clipped_ratio']:.1%}"),
-        ("torch threads", ",".join(map(str, rl["threads"])), ",".join(map(str, tr["threads"]))),
+        ("steps timed", *_pair(sides, "steps_timed", "{}")),
+        ("median step", *_pair(sides, "median_s", "{:.3f} s")),
+        ("mean step", *_pair(sides, "mean_s", "{:.3f} s")),
+        ("min step", *_pair(sides, "min_s", "{:.3f} s")),
+        ("max step", *_pair(sides, "max_s", "{:.3f} s")),
+        ("median generate", *_pair(sides, "median_generate_s", "{:.3f} s")),
+        ("mean completion length", *_pair(sides, "mean_completion_length", "{:.1f} tok")),
+        ("clipped at max length", *_pair(sides, "clipped_ratio", "{:.1%}")),
+        ("other processes' CPU", *_pair(sides, "mean_foreign_cores", "{:.2f} cores")),
+        (f"steps contended >{QUIET_CORES}", *_pair(sides, "contended_steps", "{}")),
+        ("torch threads", *(",".join(map(str, sides[x]["threads"])) for x in ("rlvr", "trl"))),
     ]
     print()
     print(f"model: {st['model_description']}")
     print(f"B={st['batch_queries']} prompts x G={st['group_size']} completions, L={st['max_new_tokens']} "
           f"max new tokens, beta={st['beta']}, lr={st['lr']}, {st['rounds']} rounds x {st['steps']} steps "
           f"per side (first step of each side discarded)")
-    print(f"{'':<24}{'rlvr':>22}{'TRL GRPOTrainer':>22}")
+    print(f"{'':<26}{'rlvr':>18}{'TRL GRPOTrainer':>18}")
     for name, a, b in rows:
-        print(f"{name:<24}{a:>22}{b:>22}")
+        print(f"{name:<26}{a:>18}{b:>18}")
     ratios = ", ".join(f"{r:.2f}" for r in summary["per_round_median_ratio"])
     print(f"median ratio TRL / rlvr: {summary['median_ratio_trl_over_rlvr']:.2f}x  (per round: {ratios})")
+    if summary["quiet_steps_median_ratio"] is not None:
+        print(f"median ratio TRL / rlvr, uncontended steps only: {summary['quiet_steps_median_ratio']:.2f}x")
+    phases = ", ".join(f"{k} {v:.3f}" for k, v in summary["rlvr_median_phases_s"].items())
+    print(f"rlvr median phases (s): {phases}")
     gap = summary["trl_between_step_overhead_median_s"]
     if gap is not None:
-        print(f"trl between-step overhead (not in TRL's timings): median {gap * 1000:.1f} ms")
+        print(f"TRL between-step overhead (outside TRL's timings): median {gap * 1000:.1f} ms")
     print(f"versions: python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
           f"trl {v['trl']}, rlvr {v['rlvr']}; {v['machine']}")
+    if any(sides[x]["contended_steps"] for x in ("rlvr", "trl")):
+        print(f"warning: other processes used more than {QUIET_CORES} cores during some timed steps; "
+              "those steps are inflated (see 'uncontended steps only', or rerun on an idle machine)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -382,7 +472,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     p.add_argument("--steps", type=int, default=5, help="steps per side per round (default 5)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads, both sides (default 2)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of both trainers (default 0)")
     p.add_argument("--quick", action="store_true",
                    help="a ~1-minute check: B=8, G=4, 2 rounds x 2 steps (explicit -B/-G/... still win)")
     p.add_argument("--json", type=Path, help="also write the summary and every step's numbers here")

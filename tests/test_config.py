@@ -21,6 +21,7 @@ def test_overrides_are_typed():
     assert cfg.algo.epsilon_high == 0.28 and cfg.train.tensorboard is True
     assert load_config(None, ["algo.epsilon_high="]).algo.epsilon_high is None
     assert isinstance(load_config(None, ["optim.lr=1"]).optim.lr, float)
+    assert load_config(None, ["optim.lr=1e-3"]).optim.lr == 0.001  # YAML 1.1 reads 1e-3 as text
 
 
 def test_yaml_then_overrides(tmp_path):

@@ -20,6 +20,13 @@ class UsageError(UserError):
     """A bad combination of command-line flags."""
 
 
+def _quiet_hugging_face() -> None:
+    """rlvr shows its own progress; HF's bars for every save and load are noise."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def _train_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
@@ -63,6 +70,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{cfg.train.seed}"
     from rlvr.train.loop import train
 
+    _quiet_hugging_face()
     print(f"rlvr train: {cfg.algo.algorithm} on task '{cfg.task.name}' with model '{cfg.model.name}' -> {out}")
     summary = train(cfg, out, resume=bool(args.resume), progress=not args.quiet)
     base, final = summary["base"], summary["final"]
@@ -93,6 +101,7 @@ def _cmd_build_base(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else embedded_path()
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} exists and is not empty; remove it or pick another folder")
+    _quiet_hugging_face()
     print(f"rlvr build-base: warming up the embedded model -> {out}")
     build_embedded(out, report=True)
     print(f"saved: {out} (AutoModelForCausalLM.from_pretrained loads it)")

@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rlvr.errors import UserError
+
 
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
@@ -22,7 +24,13 @@ class MetricsLog:
         self._file = open(self.path, "a")
         self._tb = None
         if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter  # optional extra
+            try:
+                from torch.utils.tensorboard import SummaryWriter  # optional extra
+            except ImportError:
+                raise UserError(
+                    "train.tensorboard=true needs the tensorboard package: "
+                    ".venv/bin/pip install -e '.[tensorboard]'"
+                ) from None
 
             self._tb = SummaryWriter(str(out_dir / "tensorboard"))
 

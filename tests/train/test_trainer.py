@@ -1,0 +1,39 @@
+"""One real GRPO step of the Trainer on the shipped base model (no mocks)."""
+
+import torch
+
+from rlvr.config import load_config
+from rlvr.train.loop import Trainer
+
+SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
+
+
+def _trainer(base_model_dir, tmp_path, *overrides):
+    cfg = load_config(None, [f"model.name={base_model_dir}", *SMALL, *overrides])
+    return Trainer(cfg, tmp_path)
+
+
+def test_no_reference_model_is_held_when_beta_is_zero(base_model_dir, tmp_path):
+    trainer = _trainer(base_model_dir, tmp_path, "algo.beta=0")
+    assert trainer.reference is None
+    metrics = trainer.step(0)
+    assert "time/reference" not in metrics and metrics["kl"] == 0.0
+
+
+def test_reference_is_frozen_and_kl_starts_at_zero(base_model_dir, tmp_path):
+    trainer = _trainer(base_model_dir, tmp_path, "algo.beta=0.04", "optim.lr=1e-3")
+    assert all(not p.requires_grad for p in trainer.reference.parameters())
+    ref_before = [p.clone() for p in trainer.reference.parameters()]
+    first = trainer.step(0)
+    assert abs(first["kl"]) < 1e-5  # π_θ = π_ref before the first update
+    second = trainer.step(1)
+    assert second["kl"] > 0  # the policy moved, the reference did not
+    assert all(torch.equal(a, b) for a, b in zip(ref_before, trainer.reference.parameters()))
+
+
+def test_later_passes_over_one_batch_have_ratios_off_one(base_model_dir, tmp_path):
+    one = _trainer(base_model_dir, tmp_path / "a", "algo.num_iterations=1", "optim.lr=1e-3").step(0)
+    assert abs(one["ratio_mean"] - 1.0) < 1e-4
+    three = _trainer(base_model_dir, tmp_path / "b", "algo.num_iterations=3", "optim.lr=1e-3").step(0)
+    # the logged stats are the last pass's: two AdamW steps have moved π_θ away from π_old
+    assert abs(three["ratio_mean"] - 1.0) > 1e-4
