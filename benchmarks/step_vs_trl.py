@@ -16,7 +16,9 @@ How TRL 1.16 is made to do exactly one such step per optimizer step (trl/trainer
   prompt `num_generations` times. So `per_device_train_batch_size = B*G`, `num_generations = G`.
 - `gradient_accumulation_steps = 1` and `steps_per_generation = 1`, hence
   `generation_batch_size = B*G` completions = B prompts, generated once per optimizer step, and the
-  whole batch goes through one forward/backward (rlvr: `optim.micro_batch_size = 0`).
+  whole batch goes through one forward/backward in TRL. rlvr runs its default: length-sorted,
+  padding-trimmed micro-batches of `optim.micro_batch_size` completions, which give the same
+  gradient (tests/train/test_update.py) with less padding. That is rlvr's step as users get it.
 - `num_iterations = 1`, so TRL skips the old-log-prob forward (it uses the detached current
   log-probs); rlvr takes them from the logits `generate` returns. Neither side pays an extra pass.
 - `loss_type = "grpo"` (DeepSeekMath per-sequence token mean, rlvr's `sequence_mean`),
@@ -114,6 +116,8 @@ class Settings:
     steps: int
     threads: int
     seed: int
+    micro_batch_size: int = 32
+    """rlvr's micro-batch size (its default); 0 runs the whole batch at once, as TRL does."""
 
 
 @dataclass
@@ -204,7 +208,7 @@ def build_rlvr(s: Settings, out_dir: Path) -> Trainer:
         f"algo.beta={s.beta}", "algo.epsilon=0.2", "algo.num_iterations=1",
         "algo.aggregation=sequence_mean", "algo.kl_estimator=k3",
         f"optim.lr={s.lr}", "optim.weight_decay=0.0", "optim.warmup_steps=0", "optim.max_grad_norm=1.0",
-        "optim.micro_batch_size=0", f"train.seed={s.seed}",
+        f"optim.micro_batch_size={s.micro_batch_size}", f"train.seed={s.seed}",
         "train.threads=0",  # 0: the Trainer leaves torch's thread count (set once in main) alone
     ])
     return Trainer(cfg, out_dir)
@@ -473,6 +477,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=5, help="steps per side per round (default 5)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads, both sides (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of both trainers (default 0)")
+    p.add_argument("--micro-batch-size", type=int, default=32,
+                   help="rlvr's optim.micro_batch_size (default 32, rlvr's default; 0 = whole batch as TRL)")
     p.add_argument("--quick", action="store_true",
                    help="a ~1-minute check: B=8, G=4, 2 rounds x 2 steps (explicit -B/-G/... still win)")
     p.add_argument("--json", type=Path, help="also write the summary and every step's numbers here")
@@ -499,7 +505,7 @@ def main(argv: list[str] | None = None) -> None:
         workdir = Path(tmp)
         model, desc = resolve_model(args.model, workdir)
         s = Settings(model, args.batch_queries, args.group_size, args.max_new_tokens, args.beta,
-                     args.lr, args.rounds, args.steps, args.threads, args.seed)
+                     args.lr, args.rounds, args.steps, args.threads, args.seed, args.micro_batch_size)
         print(f"rlvr vs TRL GRPO step: {s.rounds} rounds x {s.steps} steps per side, model: {desc}", flush=True)
         rec = run(s, workdir)
     summary = summarize(s, rec, desc)

@@ -109,8 +109,8 @@ class OptimConfig:
     """Linear learning-rate warm-up, in optimizer steps; constant afterwards."""
     max_grad_norm: float = 1.0
     """Clip the global gradient norm to this value (0 = no clipping)."""
-    micro_batch_size: int = 0
-    """Completions per forward/backward micro-batch (0 = the whole batch at once); the gradient is the same."""
+    micro_batch_size: int = 32
+    """Completions per forward/backward micro-batch, grouped by length (0 = the whole batch at once); the gradient is the same."""
 
 
 @dataclass
@@ -182,10 +182,10 @@ def _group_size(cfg: RunConfig) -> str | None:
 def _micro_batch(cfg: RunConfig) -> str | None:
     n = cfg.train.batch_queries * cfg.rollout.group_size
     mb = cfg.optim.micro_batch_size
-    if mb and n % mb:
+    if mb and mb < n and n % mb:
         return (
             f"optim.micro_batch_size={mb} does not divide the batch of {n} completions "
-            f"(train.batch_queries * rollout.group_size); pick a divisor of {n} or 0"
+            f"(train.batch_queries * rollout.group_size); pick a divisor of {n}, or 0 for one pass"
         )
     return None
 

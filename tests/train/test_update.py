@@ -12,9 +12,19 @@ def _grads(model):
     return [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
 
-def test_micro_batches_cover_every_row_once():
-    assert micro_batches(10, 4) == [slice(0, 4), slice(4, 8), slice(8, 10)]
-    assert micro_batches(10, 0) == [slice(0, 10)]
+def test_micro_batches_cover_every_row_once_and_trim_only_padding(base_policy):
+    model, tok = base_policy
+    torch.manual_seed(0)
+    batch = sample_completions(model, tok, make_queries(6, split="heldout", seed=0), group_size=4, max_new_tokens=40)
+    mbs = micro_batches(batch, 8)
+    assert [len(mb.rows) for mb in mbs] == [8, 8, 8]
+    assert sorted(torch.cat([mb.rows for mb in mbs]).tolist()) == list(range(24))
+    for mb in mbs:
+        # every real token survives the trim: the same number of prompt and completion tokens
+        assert mb.prompt_mask.sum() == batch.prompt_mask[mb.rows].sum()
+        assert mb.completion_mask.sum() == batch.completion_mask[mb.rows].sum()
+        assert mb.completion_mask[:, -1].any() and mb.prompt_mask[:, 0].any()  # nothing left to trim
+    assert len(micro_batches(batch, 0)) == 1
 
 
 def test_micro_batched_gradient_equals_full_batch_for_each_aggregation(base_policy):

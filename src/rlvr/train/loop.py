@@ -28,9 +28,8 @@ from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
-from rlvr.models.logprobs import token_logprobs
 from rlvr.train.metrics import MetricsLog
-from rlvr.train.update import accumulate_policy_gradient, optimizer_step
+from rlvr.train.update import accumulate_policy_gradient, optimizer_step, reference_logprobs
 from rlvr.types import Query, RolloutBatch
 from rlvr.verifiers import RewardFunction, ScoredCompletion
 
@@ -148,10 +147,10 @@ class Trainer:
         )  # [B, G]
         ref_logp = None
         if self.reference is not None:
-            with timer.phase("reference"), torch.no_grad():
-                ref_logp, _ = token_logprobs(
-                    self.reference, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                    batch.completion_mask, temperature=cfg.rollout.temperature,
+            with timer.phase("reference"):
+                ref_logp = reference_logprobs(
+                    self.reference, batch, temperature=cfg.rollout.temperature,
+                    micro_batch_size=cfg.optim.micro_batch_size,
                 )  # [N, T]
         for group in self.optimizer.param_groups:
             group["lr"] = self._learning_rate(step)

@@ -2,6 +2,8 @@
 
 The loss of each micro-batch is aggregated with whole-batch counts (sequences, tokens), so the
 summed micro-batch gradients equal the gradient of one big batch (tests/train/test_update.py).
+Micro-batches group rows of similar length and drop their shared padding, which is where most of
+a naive step's wasted compute goes.
 """
 
 from __future__ import annotations
@@ -24,9 +26,65 @@ class UpdateResult:
     """Token-weighted means over the whole batch: kl, clip ratios, ratio_mean, entropy."""
 
 
-def micro_batches(num_rows: int, micro_batch_size: int) -> list[slice]:
-    size = micro_batch_size or num_rows
-    return [slice(start, min(start + size, num_rows)) for start in range(0, num_rows, size)]
+@dataclass
+class MicroBatch:
+    """Some rows of a RolloutBatch with the padding columns they all share cut off."""
+
+    rows: torch.Tensor  # [n] indices into the batch
+    prompt_ids: torch.Tensor  # [n, p] p <= P
+    prompt_mask: torch.Tensor  # [n, p]
+    completion_ids: torch.Tensor  # [n, t] t <= T
+    completion_mask: torch.Tensor  # [n, t]
+
+    @property
+    def width(self) -> int:
+        return self.completion_ids.shape[1]
+
+
+def micro_batches(batch: RolloutBatch, micro_batch_size: int) -> list[MicroBatch]:
+    """Split the batch into micro-batches of rows of similar length, each trimmed to its longest row.
+
+    Sorting by length first means little padding is left to trim, and padding is most of the
+    compute a naive split wastes on short completions. Which rows go together does not change the
+    loss or the gradient: aggregation uses whole-batch counts (algos/aggregation.py).
+    """
+    lengths = batch.prompt_mask.sum(dim=1) + batch.completion_mask.sum(dim=1)  # [N]
+    order = torch.argsort(lengths, stable=True)  # [N]
+    groups = order.split(micro_batch_size or batch.num_completions)
+    return [_trim(batch, rows.sort().values) for rows in groups]
+
+
+def _trim(batch: RolloutBatch, rows: torch.Tensor) -> MicroBatch:
+    prompt_mask = batch.prompt_mask[rows]  # [n, P] left-padded
+    completion_mask = batch.completion_mask[rows]  # [n, T] right-padded
+    first = int(prompt_mask.any(dim=0).long().argmax())  # first column with a real prompt token
+    width = int(completion_mask.sum(dim=1).max())  # longest completion among these rows
+    return MicroBatch(
+        rows=rows,
+        prompt_ids=batch.prompt_ids[rows, first:], prompt_mask=prompt_mask[:, first:],
+        completion_ids=batch.completion_ids[rows, :width], completion_mask=completion_mask[:, :width],
+    )
+
+
+def micro_batch_logprobs(
+    model: PreTrainedModel, mb: MicroBatch, *, temperature: float, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    return token_logprobs(
+        model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
+        temperature=temperature, with_entropy=with_entropy,
+    )  # [n, t] each
+
+
+@torch.no_grad()
+def reference_logprobs(
+    reference: PreTrainedModel, batch: RolloutBatch, *, temperature: float, micro_batch_size: int = 0
+) -> torch.Tensor:
+    """log π_ref of every sampled token, [N, T] (0 on padding), computed micro-batch by micro-batch."""
+    ref_logp = torch.zeros_like(batch.old_logp)  # [N, T]
+    for mb in micro_batches(batch, micro_batch_size):
+        logp, _ = micro_batch_logprobs(reference, mb, temperature=temperature)  # [n, t]
+        ref_logp[mb.rows, : mb.width] = logp.to(ref_logp.dtype)
+    return ref_logp
 
 
 def accumulate_policy_gradient(
@@ -41,18 +99,14 @@ def accumulate_policy_gradient(
     micro_batch_size: int = 0,
 ) -> UpdateResult:
     """Backpropagate the GRPO loss of the whole batch into policy .grad (no optimizer step)."""
-    mask = batch.completion_mask  # [N, T]
-    num_tokens = int(mask.sum())
+    num_tokens = int(batch.completion_mask.sum())
     totals: dict[str, float] = {}
     loss_total = 0.0
-    for rows in micro_batches(batch.num_completions, micro_batch_size):
-        logp, entropy = token_logprobs(
-            policy, batch.prompt_ids[rows], batch.prompt_mask[rows],
-            batch.completion_ids[rows], mask[rows], temperature=temperature, with_entropy=True,
-        )  # [n, T] each
+    for mb in micro_batches(batch, micro_batch_size):
+        logp, entropy = micro_batch_logprobs(policy, mb, temperature=temperature, with_entropy=True)  # [n, t]
         loss, stats = grpo_loss(
-            logp, batch.old_logp[rows], advantages[rows], mask[rows],
-            ref_logp=None if ref_logp is None else ref_logp[rows],
+            logp, batch.old_logp[mb.rows, : mb.width], advantages[mb.rows], mb.completion_mask,
+            ref_logp=None if ref_logp is None else ref_logp[mb.rows, : mb.width],
             epsilon_low=algo.epsilon,
             epsilon_high=algo.epsilon if algo.epsilon_high is None else algo.epsilon_high,
             beta=algo.beta, aggregation=algo.aggregation, kl_estimator=algo.kl_estimator,
@@ -60,8 +114,9 @@ def accumulate_policy_gradient(
         )
         loss.backward()
         loss_total += float(loss.detach())
-        share = float(mask[rows].sum()) / max(num_tokens, 1)  # token share, to turn means into a batch mean
-        stats["entropy"] = float(entropy.sum()) / max(float(mask[rows].sum()), 1.0)
+        mb_tokens = float(mb.completion_mask.sum())
+        share = mb_tokens / max(num_tokens, 1)  # token share, to turn means into a batch mean
+        stats["entropy"] = float(entropy.sum()) / max(mb_tokens, 1.0)
         for key, value in stats.items():
             totals[key] = totals.get(key, 0.0) + share * value
     return UpdateResult(loss=loss_total, stats=totals)
