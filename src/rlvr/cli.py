@@ -40,7 +40,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    help="override one config field, e.g. --set algo.beta=0.1 (repeatable)")
     p.add_argument("--seed", type=int, help="shorthand for --set train.seed=N")
     p.add_argument("--out", help="run directory (default: runs/<time>-seed<N>)")
-    p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    p.add_argument("--resume", metavar="DIR",
+                   help="continue the run in DIR from its last checkpoint (with --set train.steps=N to extend it)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
 

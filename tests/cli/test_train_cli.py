@@ -68,6 +68,12 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, tmp_pa
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
+def test_asking_for_cuda_without_one_is_a_user_error(tmp_path):
+    done = rlvr("train", "--set", "model.device=cuda", "--set", "task.num_eval=8", "--out", str(tmp_path / "r"))
+    assert done.returncode == 2 and "no CUDA device" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_dataset_row_without_criteria_is_named(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"id": "a", "prompt": "1+1", "verifier": {"type": "math", "answer": "2"}}\n{"id": "b", "prompt": "2+2"}\n')

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from rlvr.algos import group_advantages
 from rlvr.config import RunConfig
+from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
@@ -89,6 +90,8 @@ class Trainer:
         if cfg.train.threads:
             torch.set_num_threads(cfg.train.threads)
         device = cfg.model.device
+        if device == "cuda" and not torch.cuda.is_available():
+            raise UserError("model.device=cuda but no CUDA device is visible; use model.device=cpu or auto")
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         torch.manual_seed(cfg.train.seed)
         self.train_queries, self.eval_queries = load_task(cfg.task)
