@@ -69,6 +69,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         overrides = list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
         cfg = load_config(args.config, overrides)
         out = Path(args.out) if args.out else Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{cfg.train.seed}"
+        if (out / "config.yaml").exists():
+            raise UsageError(f"--out {out} already holds a run; continue it with --resume {out} or pick another --out")
     from rlvr.train.loop import train
 
     _quiet_hugging_face()

@@ -43,6 +43,8 @@ def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path):
     assert {"base", "final", "steps", "wall_s"} <= set(summary) and summary["steps"] == 3
     assert 0 <= summary["base"]["pass@1"] <= 1 and 0 <= summary["final"]["pass@1"] <= 1
     # the checkpoint is a Hugging Face model that differs from the base: training moved it
+    again = rlvr("train", "--out", str(out))  # never clobbers a finished run
+    assert again.returncode == 2 and "already holds a run" in again.stderr
     trained = AutoModelForCausalLM.from_pretrained(str(out / "final"))
     base = AutoModelForCausalLM.from_pretrained(str(base_model_dir))
     moved = [not torch.equal(a, b) for a, b in zip(trained.parameters(), base.parameters())]

@@ -70,10 +70,8 @@ def reward_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: 
 def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards: torch.Tensor) -> dict[str, float]:
     lengths = batch.completion_mask.sum(dim=1).float()  # [N]
     valid = ~torch.isnan(rewards)  # [B, G]
-    group_std = torch.stack([r[v].std() if v.sum() > 1 else torch.tensor(0.0) for r, v in zip(rewards, valid)])
     return {
         "reward": float(rewards[valid].mean()) if valid.any() else float("nan"),
-        "reward_std": float(group_std.mean()),
         "accuracy": sum(s.correct for s in scored) / len(scored),
         "format_rate": sum(s.results["format"].score for s in scored) / len(scored),
         "completions/mean_length": float(lengths.mean()),
@@ -168,6 +166,7 @@ class Trainer:
                 grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
         return {
             **rollout_metrics(batch, scored, rewards),
+            "reward_std": float(adv_stats["group_std"].mean()),  # mean within-group std, as TRL
             "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),
             "loss": update.loss,
             **update.stats,
