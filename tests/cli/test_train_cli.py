@@ -115,3 +115,17 @@ def test_resume_after_kill_loses_no_step_and_matches_an_uninterrupted_run(base_m
     a = load_file(straight / "final" / "model.safetensors")
     b = load_file(killed / "final" / "model.safetensors")
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def _has_tensorboard() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+@pytest.mark.skipif(_has_tensorboard(), reason="tensorboard is installed")
+def test_tensorboard_without_the_extra_says_how_to_install_it(base_model_dir, tmp_path):
+    done = rlvr("train", "--set", f"model.name={base_model_dir}", "--set", "train.tensorboard=true",
+                "--set", "train.steps=1", *SMALL, "--out", str(tmp_path / "r"), "--quiet")
+    assert done.returncode == 2 and "pip install -e '.[tensorboard]'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -191,12 +191,12 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     say = print if progress else (lambda *_: None)
     trainer = Trainer(cfg, out_dir, resume=resume)
+    log = MetricsLog(out_dir, tensorboard=cfg.train.tensorboard,
+                     keep_until_step=trainer.start_step if resume else 0)
     if trainer.base_eval is None:
         say(f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples")
         trainer.base_eval = trainer.evaluate()
         say(f"base held-out pass@1 {trainer.base_eval.pass_at_1:.3f}, greedy {trainer.base_eval.greedy:.3f}")
-    log = MetricsLog(out_dir, tensorboard=cfg.train.tensorboard,
-                     keep_until_step=trainer.start_step if resume else 0)
     bar = tqdm(range(trainer.start_step, cfg.train.steps), initial=trainer.start_step,
                total=cfg.train.steps, desc="GRPO", unit="step", disable=not progress)
     for step in bar:
