@@ -87,6 +87,89 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="pass@k and CoT-pass@k curves of a model (and its base) on held-out queries",
+        description="Sample n completions per held-out query, estimate pass@k (Chen et al. 2021) and "
+        "CoT-pass@k (right answer and right reasoning) for each k, and name the k where the base "
+        "model's curve catches up with the trained one, if it does. See docs/evaluation.md.",
+    )
+    p.add_argument("--model", required=True, help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)")
+    p.add_argument("--base", help="a second model to compare against, usually the one training started from")
+    p.add_argument("--task", default="arith", choices=["arith"], help="task whose held-out split is used")
+    p.add_argument("--n", type=int, default=16, help="samples per query (default 16); every k must be <= n")
+    p.add_argument("--k", default="1,2,4,8,16", help="comma-separated k values (default 1,2,4,8,16)")
+    p.add_argument("--num-queries", type=int, default=200, help="held-out queries (default 200)")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed, the same for both models (default 0)")
+    p.add_argument("--out", default="eval", help="folder for eval.json and passk.png (default ./eval)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_eval)
+
+
+def _parse_ks(text: str, n: int) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise UsageError(f"--k {text!r}: expected comma-separated integers, e.g. --k 1,2,4,8") from None
+    if not ks or ks[0] < 1:
+        raise UsageError(f"--k {text!r}: every k must be an integer >= 1")
+    if ks[-1] > n:
+        raise UsageError(f"--k {ks[-1]} exceeds --n {n}: pass@k needs at least k samples per query; "
+                         f"raise --n or drop that k")
+    return ks
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    if args.n < 1 or args.num_queries < 1:
+        raise UsageError("--n and --num-queries must be >= 1")
+    if args.temperature <= 0:
+        raise UsageError("--temperature must be > 0 (pass@k is estimated from sampled completions)")
+    ks = _parse_ks(args.k, args.n)
+    for flag, name in (("--model", args.model), ("--base", args.base)):
+        if name and name != "tiny-arith" and not (Path(name).expanduser() / "config.json").is_file():
+            raise UsageError(f"{flag} {name}: neither 'tiny-arith' nor a directory with a Hugging Face config.json")
+    from rlvr.train.passk_eval import evaluate_passk
+
+    _quiet_hugging_face()
+    out = Path(args.out)
+    print(f"rlvr eval: {args.num_queries} held-out {args.task} queries x n={args.n} samples at "
+          f"T={args.temperature} -> {out}")
+    report = evaluate_passk(args.model, base=args.base, task=args.task, n=args.n, ks=ks,
+                            num_queries=args.num_queries, temperature=args.temperature, seed=args.seed,
+                            out=out, progress=not args.quiet)
+    print(format_eval_table(report))
+    print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")
+    return 0
+
+
+def format_eval_table(report: dict) -> str:
+    """The printed table: one row per k, pass@k and CoT-pass@k in percent for each model."""
+    def pct(values: list[float] | None, i: int) -> str:
+        return "n/a" if values is None else f"{100 * values[i]:.1f}%"
+
+    models = report["models"]
+    header = "   k" + "".join(f"  {label + ' pass@k':>14}  {label + ' CoT-pass@k':>18}" for label in models)
+    rows = [header]
+    for i, k in enumerate(report["k"]):
+        rows.append(f"{k:>4}" + "".join(f"  {pct(m['pass@k'], i):>14}  {pct(m['cot_pass@k'], i):>18}"
+                                         for m in models.values()))
+    if "base" in models:
+        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
+            k = report["crossing"][key]
+            if models["base"][key] is None:
+                rows.append(f"{name}: unavailable for task '{report['task']}' (no reasoning checker)")
+            elif k is None:
+                rows.append(f"{name}: the curves do not cross (base never catches up from below at these k)")
+            else:
+                rows.append(f"{name}: base catches up with the trained model at k={k}")
+    unscorable = {label: m["unscorable"] for label, m in models.items() if m["unscorable"]}
+    if unscorable:
+        rows.append(f"unscorable samples (kept out of n): {unscorable}")
+    return "\n".join(rows)
+
+
 def _build_base_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "build-base",
@@ -115,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with verifiable rewards.")
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
+    _eval_parser(sub)
     _build_base_parser(sub)
     return parser
 

@@ -1,0 +1,77 @@
+"""CoT-pass@k's reasoning checkers (Wen et al. 2025, "Reinforcement Learning with Verifiable Rewards
+Implicitly Incentivizes Correct Reasoning in Base LLMs"): a sample counts for CoT-pass@k only when
+its final answer *and* its reasoning are correct.
+
+Checkers are pure `(query, completion) -> bool` functions registered by task name. A task without
+a checker has no CoT-pass@k: `reasoning_checker` returns None and the number is reported as
+unavailable, never guessed from the answer alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # rlvr.types imports torch; the checkers only read .prompt and .meta
+    from rlvr.types import Query
+
+ReasoningChecker = Callable[["Query", str], bool]
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+# One step claim "a op b = c"; operands and result may be negative ("5-9=-4", "-4*3=-12").
+_CLAIM = re.compile(r"^\s*(-?\d+)\s*([+\-*])\s*(-?\d+)\s*=\s*(-?\d+)\s*$")
+_APPLY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+
+def parse_arith_expression(text: str) -> tuple[list[int], list[str]]:
+    """Operands and operators of a left-nested expression: "(7*8)-5" -> ([7, 8, 5], ["*", "-"])."""
+    tokens = re.findall(r"\d+|[+\-*]", text.replace("(", " ").replace(")", " "))
+    numbers, ops = tokens[0::2], tokens[1::2]
+    if (not tokens or not all(t.isdigit() for t in numbers) or not all(o in _APPLY for o in ops)
+            or len(numbers) != len(ops) + 1 or re.sub(r"[\s()]", "", text) != "".join(tokens)):
+        raise ValueError(f"not a left-nested arith expression: {text!r}")
+    return [int(t) for t in numbers], ops
+
+
+def _query_operands(query: Query) -> tuple[list[int], list[str]]:
+    if "operands" in query.meta and "ops" in query.meta:
+        return list(query.meta["operands"]), list(query.meta["ops"])
+    return parse_arith_expression(query.prompt)
+
+
+def check_arith_reasoning(query: Query, completion: str) -> bool:
+    """True when the <think> steps are true claims that chain through the query to the <answer>.
+
+    Step i must read `left op right = result` with `op` the query's i-th operator, `right` its
+    (i+1)-th operand, `left` the query's first operand for step 1 and the previous step's result
+    after that, `result` arithmetically equal to `left op right`; there is one step per operator,
+    and the last result equals the integer in <answer>.
+    """
+    operands, ops = _query_operands(query)
+    think, answer = _THINK.search(completion), _ANSWER.search(completion)
+    if think is None or answer is None:
+        return False
+    steps = think.group(1).split(";")
+    if len(steps) != len(ops):
+        return False
+    acc = operands[0]
+    for step, op, right in zip(steps, ops, operands[1:]):
+        claim = _CLAIM.match(step)
+        if claim is None:
+            return False
+        left, claimed_op, claimed_right, result = claim.groups()
+        if (int(left), claimed_op, int(claimed_right)) != (acc, op, right):
+            return False  # the chain is broken: wrong operand, operator or carried value
+        if int(result) != _APPLY[op](acc, right):
+            return False  # a false claim
+        acc = int(result)
+    return answer.group(1).strip() == str(acc)
+
+
+REASONING_CHECKERS: dict[str, ReasoningChecker] = {"arith": check_arith_reasoning}
+
+
+def reasoning_checker(task: str) -> ReasoningChecker | None:
+    """The task's reasoning checker, or None when the task has none (CoT-pass@k unavailable)."""
+    return REASONING_CHECKERS.get(task)

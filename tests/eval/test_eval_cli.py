@@ -1,0 +1,59 @@
+"""The real `rlvr eval` command on the shipped tiny model: JSON contract, PNG, user errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+RLVR = [sys.executable, "-m", "rlvr.cli"]
+
+
+def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_eval_writes_json_and_png(base_model_dir, tmp_path):
+    out = tmp_path / "ev"
+    done = rlvr("eval", "--model", str(base_model_dir), "--base", "tiny-arith", "--n", "4", "--k", "1,2,4",
+                "--num-queries", "6", "--seed", "3", "--out", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "CoT-pass@k" in done.stdout and "pass@k:" in done.stdout
+    report = json.loads((out / "eval.json").read_text())
+    assert {"task", "n", "k", "num_queries", "temperature", "seed", "models", "crossing"} <= set(report)
+    assert report["n"] == 4 and report["k"] == [1, 2, 4] and report["num_queries"] == 6
+    assert set(report["models"]) == {"model", "base"} and set(report["crossing"]) == {"pass@k", "cot_pass@k"}
+    for result in report["models"].values():
+        answer, cot = result["pass@k"], result["cot_pass@k"]
+        assert len(answer) == len(cot) == 3
+        assert all(0 <= v <= 1 for v in answer + cot)
+        assert answer == sorted(answer)  # pass@k never falls as k grows
+        assert all(c <= a + 1e-12 for a, c in zip(answer, cot))  # right reasoning implies right answer
+        assert len(result["per_query"]) + result["unscorable"] // 4 <= 6
+    # the same weights and the same seed sample the same completions: identical curves, no crossing
+    assert report["models"]["model"]["pass@k"] == report["models"]["base"]["pass@k"]
+    assert report["crossing"] == {"pass@k": None, "cot_pass@k": None}
+    assert (out / "passk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--n", "4", "--k", "1,8"], "--k 8 exceeds --n 4"),
+        (["--k", "1,two"], "expected comma-separated integers"),
+        (["--k", "0,1"], "every k must be an integer >= 1"),
+        (["--n", "0"], "--n and --num-queries must be >= 1"),
+        (["--temperature", "0"], "--temperature must be > 0"),
+        (["--base", "/nonexistent"], "--base /nonexistent: neither 'tiny-arith' nor a directory"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, base_model_dir, tmp_path):
+    done = rlvr("eval", "--model", str(base_model_dir), *args, "--out", str(tmp_path / "ev"))
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "ev").exists()
+
+
+def test_missing_model_dir_is_a_user_error(tmp_path):
+    done = rlvr("eval", "--model", str(tmp_path / "nope"))
+    assert done.returncode == 2 and "neither 'tiny-arith' nor a directory" in done.stderr
