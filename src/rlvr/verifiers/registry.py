@@ -77,3 +77,10 @@ def _format() -> Verifier:
     from rlvr.verifiers.format import FormatVerifier
 
     return FormatVerifier()
+
+
+@register("python")
+def _python() -> Verifier:
+    from rlvr.verifiers.python import PythonVerifier
+
+    return PythonVerifier()

@@ -1,0 +1,228 @@
+"""Python function tasks, judged on the host from data returned by a sandboxed run.
+
+Rows look like ``{"type": "python", "entry_point": "f", "tests": [{"args": [1, 2], "expected": 3}],
+"hidden_tests": [...]}``. The code is ``extract_code(completion, "python")``. All tests of one
+completion run in ONE sandboxed process (``rlvr.sandbox.run_untrusted``): a driver
+(``rlvr/sandbox/python_driver.py``) calls ``entry_point(*args)`` for each test and returns plain
+JSON values on a private channel; expected values never enter the sandbox. Exit codes, printed
+text and sentinels never decide a pass: only ``same_value(expected, returned)`` does.
+
+Comparison (``same_value``) is exact and type-aware: ``True`` is not ``1``, ``"1"`` is not ``1``,
+an int expected needs an int back. A float expected accepts a float (or int) within a relative
+tolerance of 1e-9, because float arithmetic is not associative (0.1 + 0.2 != 0.3). Tuples come back
+as lists (JSON has no tuples), so ``(1, 2)`` matches ``[1, 2]``.
+
+Reward is binary by default: ``pass`` (score 1) only if every visible and hidden test passes,
+else ``fail`` with score 0; the passed share is in ``detail`` and the per-test outcomes. With
+``partial_credit=True`` a completion that passes some tests gets ``partial`` with that share.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import signal
+import time
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
+from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
+from rlvr.verifiers._text import clip
+from rlvr.verifiers.base import BaseVerifier, extract_code
+
+DRIVER = resources.files("rlvr.sandbox").joinpath("python_driver.py").read_bytes()
+
+DEFAULT_LIMITS = SandboxLimits(wall_s=5.0, cpu_s=3, memory_mb=512, processes=16, output_bytes=1 << 20)
+"""Per completion (all its tests together)."""
+
+FLOAT_REL_TOL = 1e-9
+
+SELF_CHECK = Query("python-self-check", "", {"type": "python", "entry_point": "f",
+                                             "tests": [{"args": [2], "expected": 4}]})
+SELF_CHECK_CODE = "def f(x):\n    return x * 2\n"
+"""A known-good answer run once per verifier: if it does not pass, the sandbox or the driver is
+broken, and every result is ``error`` (infrastructure), not a silent fail for the completions."""
+
+
+@dataclass(frozen=True)
+class PythonCriteria:
+    """The ``verifier`` object of a python row."""
+
+    entry_point: str
+    tests: list[dict[str, Any]]
+    """Visible and hidden tests together, each {"args": [...], "expected": ...}, visible first."""
+    num_visible: int
+
+    @classmethod
+    def from_dict(cls, criteria: dict[str, Any]) -> PythonCriteria:
+        """Validated criteria; a ValueError says which key is wrong."""
+        entry_point = criteria.get("entry_point")
+        if not isinstance(entry_point, str) or not entry_point.isidentifier():
+            raise ValueError(f'"entry_point" must be a Python identifier, got {entry_point!r}')
+        visible, hidden = criteria.get("tests"), criteria.get("hidden_tests", [])
+        for key, tests in (("tests", visible), ("hidden_tests", hidden)):
+            if not isinstance(tests, list) or not all(
+                isinstance(t, dict) and isinstance(t.get("args"), list) and "expected" in t for t in tests
+            ):
+                raise ValueError(f'"{key}" must be a list of {{"args": [...], "expected": ...}}')
+        if not visible and not hidden:
+            raise ValueError('"tests" is empty: nothing to check the code against')
+        return cls(entry_point, [*visible, *hidden], len(visible))
+
+
+def same_value(expected: Any, returned: Any) -> bool:
+    """Exact, type-aware equality of plain JSON values (see the module docstring)."""
+    if isinstance(expected, bool) or expected is None or isinstance(expected, str):
+        return type(returned) is type(expected) and returned == expected
+    if isinstance(expected, int):
+        return type(returned) is int and returned == expected
+    if isinstance(expected, float):
+        if type(returned) not in (int, float):
+            return False
+        try:
+            return math.isclose(returned, expected, rel_tol=FLOAT_REL_TOL)
+        except OverflowError:  # an int too large for a float is not close to any float
+            return False
+    if isinstance(expected, list):
+        return (type(returned) is list and len(returned) == len(expected)
+                and all(same_value(e, r) for e, r in zip(expected, returned)))
+    if isinstance(expected, dict):
+        return (type(returned) is dict and returned.keys() == expected.keys()
+                and all(same_value(expected[k], returned[k]) for k in expected))
+    raise ValueError(f"expected value of type {type(expected).__name__} is not plain JSON")
+
+
+def _fail(error_class: ErrorClass, detail: str, tests: list[TestOutcome] | None = None) -> VerifierResult:
+    return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, tests or [])
+
+
+class PythonVerifier(BaseVerifier):
+    """Verifier for ``{"type": "python", ...}`` rows; one fresh bubblewrap sandbox per completion."""
+
+    name = "python"
+
+    def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS, partial_credit: bool = False) -> None:
+        self.limits = limits
+        self.partial_credit = partial_credit
+        self._broken: VerifierResult | None = None
+        self._checked = False
+
+    def _self_check(self) -> VerifierResult | None:
+        """None if the known-good answer passes, else the result every completion should get."""
+        if not self._checked:
+            self._checked = True
+            result = self._verify(SELF_CHECK, SELF_CHECK_CODE)
+            if result.verdict is Verdict.UNAVAILABLE:
+                self._broken = result
+            elif result.verdict is not Verdict.PASS:
+                detail = f"sandbox self-check failed ({result.error_class.value}: {result.detail})"
+                self._broken = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+        return self._broken
+
+    def verify(self, query: Query, completion: str) -> VerifierResult:
+        started = time.perf_counter()
+        broken = self._self_check()
+        if broken is not None:
+            return VerifierResult(broken.verdict, 0.0, broken.error_class, broken.detail)
+        result = self._verify(query, completion)
+        result.elapsed_s = time.perf_counter() - started
+        return result
+
+    def _verify(self, query: Query, completion: str) -> VerifierResult:
+        try:
+            criteria = PythonCriteria.from_dict(query.verifier)
+        except ValueError as error:
+            detail = f"query {query.id!r} has bad python criteria: {error}"
+            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+        code = extract_code(completion, "python")
+        if not code.strip():
+            return _fail(ErrorClass.NO_ANSWER, "no code in completion")
+        nonce = secrets.token_hex(16)
+        job = {"nonce": nonce, "entry_point": criteria.entry_point,
+               "args": [json.dumps(test["args"]) for test in criteria.tests]}  # inputs only, never "expected"
+        files = {"/sandbox/driver.py": DRIVER, "/sandbox/solution.py": code.encode("utf-8", "replace"),
+                 "/sandbox/job.json": json.dumps(job).encode()}
+        try:
+            run = run_untrusted([sandbox_python(), "-I", "/sandbox/driver.py"], files=files,
+                                limits=self.limits, channel=True)
+        except SandboxUnavailable as error:
+            return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
+        return self._judge(criteria, run, nonce)
+
+    def _judge(self, criteria: PythonCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
+        if run.timed_out:
+            return _fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
+        if run.output_truncated:
+            return _fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
+        frame = _read_frame(run.channel, nonce)
+        if frame is None:
+            return _fail(*_classify_silent_death(run))
+        status = frame.get("status")
+        if status == "syntax_error":
+            return _fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
+        if status in ("import_raised", "no_entry_point"):
+            raised = str(frame.get("detail", ""))
+            error_class = ErrorClass.MEMORY if raised == "MemoryError" else ErrorClass.RUNTIME_ERROR
+            return _fail(error_class, clip(f"{status}: {raised}"))
+        results = frame.get("results")
+        if status != "ok" or not isinstance(results, list) or len(results) != len(criteria.tests):
+            return _fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
+        return self._score(criteria, results)
+
+    def _score(self, criteria: PythonCriteria, results: list[Any]) -> VerifierResult:
+        outcomes, raised = [], []
+        for index, (test, result) in enumerate(zip(criteria.tests, results)):
+            name = f"{'visible' if index < criteria.num_visible else 'hidden'}[{index}]"
+            if isinstance(result, dict) and "value" in result:
+                passed = same_value(test["expected"], result["value"])
+                detail = "" if passed else clip(f"returned {json.dumps(result['value'])}")
+            elif isinstance(result, dict) and "raised" in result:
+                passed, detail = False, clip(f"raised {result['raised']}")
+                raised.append(str(result["raised"]))
+            else:
+                passed, detail = False, clip(f"returned a non-plain value: {result.get('bad_type', '?')}"
+                                             if isinstance(result, dict) else "malformed result")
+            outcomes.append(TestOutcome(name, passed, detail))
+        passed_count = sum(outcome.passed for outcome in outcomes)
+        share = passed_count / len(outcomes)
+        summary = f"{passed_count}/{len(outcomes)} tests passed"
+        if passed_count == len(outcomes):
+            return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, summary, outcomes)
+        if "MemoryError" in raised:
+            error_class = ErrorClass.MEMORY
+        elif raised:
+            error_class = ErrorClass.RUNTIME_ERROR
+        else:
+            error_class = ErrorClass.WRONG_ANSWER
+        first_failure = next(outcome for outcome in outcomes if not outcome.passed)
+        detail = f"{summary}; {first_failure.name} {first_failure.detail}"
+        if self.partial_credit and passed_count:
+            return VerifierResult(Verdict.PARTIAL, share, error_class, detail, outcomes)
+        return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, outcomes)
+
+
+def _read_frame(channel: bytes, nonce: str) -> dict[str, Any] | None:
+    """The driver's single JSON frame if it is intact and carries this run's nonce, else None."""
+
+    def reject_constant(name: str) -> None:
+        raise ValueError(f"{name} is not plain JSON")
+
+    try:
+        frame = json.loads(channel.decode("utf-8"), parse_constant=reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(frame, dict) or frame.get("nonce") != nonce:
+        return None
+    return frame
+
+
+def _classify_silent_death(run: SandboxRun) -> tuple[ErrorClass, str]:
+    """No result frame: say why as well as the run lets us tell. Never a pass."""
+    if run.signal == signal.SIGXCPU:
+        return ErrorClass.TIMEOUT, "killed at the CPU-time limit"
+    if b"MemoryError" in run.stderr:
+        return ErrorClass.MEMORY, "ran out of memory before returning results"
+    return ErrorClass.PROTOCOL_VIOLATION, f"no result frame (exit status {run.exit_code})"
