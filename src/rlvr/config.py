@@ -79,8 +79,8 @@ class RewardConfig:
 
 @dataclass
 class AlgoConfig:
-    algorithm: Literal["grpo"] = "grpo"
-    """Policy-optimisation algorithm. GRPO: Shao et al. 2024 (DeepSeekMath), eq. 3."""
+    algorithm: Literal["grpo", "gspo", "rloo", "reinforce_pp"] = "grpo"
+    """grpo (DeepSeekMath eq. 3), gspo (sequence-level ratio), rloo (leave-one-out baseline), reinforce_pp (batch-normalised advantages); see docs/algorithms.md."""
     epsilon: float = 0.2
     """Clipping range: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]."""
     epsilon_high: float | None = None

@@ -37,3 +37,12 @@ def test_later_passes_over_one_batch_have_ratios_off_one(base_model_dir, tmp_pat
     three = _trainer(base_model_dir, tmp_path / "b", "algo.num_iterations=3", "optim.lr=1e-3").step(0)
     # the logged stats are the last pass's: two AdamW steps have moved π_θ away from π_old
     assert abs(three["ratio_mean"] - 1.0) > 1e-4
+
+
+def test_each_algorithm_runs_a_real_step(base_model_dir, tmp_path):
+    from rlvr.algos import ALGORITHMS
+
+    for name in ALGORITHMS:
+        metrics = _trainer(base_model_dir, tmp_path / name, f"algo.algorithm={name}").step(0)
+        assert metrics["grad_norm"] > 0 or metrics["frac_reward_zero_std"] == 1.0, name
+        assert abs(metrics["ratio_mean"] - 1.0) < 1e-4, name

@@ -35,8 +35,9 @@ def test_micro_batched_gradient_equals_full_batch_for_each_aggregation(base_poli
     batch = sample_completions(model, tok, queries, group_size=4, max_new_tokens=40)
     advantages = torch.linspace(-1.5, 1.5, 12, dtype=torch.float64)  # [N]
     ref_logp = batch.old_logp.double() - 0.05 * batch.completion_mask  # a reference that differs a little
-    for aggregation in ("sequence_mean", "token_mean", "constant"):
-        algo = AlgoConfig(beta=0.04, aggregation=aggregation)
+    cases = [("grpo", a) for a in ("sequence_mean", "token_mean", "constant")] + [("gspo", "sequence_mean")]
+    for algorithm, aggregation in cases:
+        algo = AlgoConfig(algorithm=algorithm, beta=0.04, aggregation=aggregation)
         full = copy.deepcopy(model)
         accumulate_policy_gradient(full, batch, advantages, ref_logp, algo, temperature=1.0, max_new_tokens=40)
         micro = copy.deepcopy(model)

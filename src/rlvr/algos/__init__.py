@@ -1,15 +1,24 @@
 """Pure math for RLVR: tensors and plain numbers in, tensors or (loss, stats) out.
 
 GRPO (DeepSeekMath, arXiv:2402.03300): group advantages (§4.1.2), per-token KL estimators
-(eq. 4), the clipped surrogate (eq. 3) and the loss aggregation modes of its descendants.
+(eq. 4), the clipped surrogate (eq. 3) and the loss aggregation modes of its descendants; GSPO's
+sequence-level ratio, RLOO's leave-one-out and REINFORCE++'s batch-normalised advantages.
 """
 
-from rlvr.algos.advantages import group_advantages
+from rlvr.algos.advantages import batch_normalized_advantages, group_advantages, rloo_advantages
 from rlvr.algos.aggregation import AGGREGATIONS, constant, sequence_mean, token_mean
 from rlvr.algos.grpo import grpo_loss, grpo_per_token_loss
+from rlvr.algos.gspo import gspo_loss, sequence_ratio
 from rlvr.algos.kl import KL_ESTIMATORS, kl_k1, kl_k2, kl_k3
+from rlvr.algos.registry import ALGORITHMS, Algorithm
 
 __all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "batch_normalized_advantages",
+    "gspo_loss",
+    "rloo_advantages",
+    "sequence_ratio",
     "AGGREGATIONS",
     "KL_ESTIMATORS",
     "constant",

@@ -67,3 +67,49 @@ def group_advantages(
         "frac_zero_std": zero_std.float().mean(),  # []
     }
     return advantages, stats
+
+
+def _valid_counts(rewards: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(valid mask [B, G], rewards with NaN replaced by 0 [B, G], valid count per group [B])."""
+    if rewards.ndim != 2:
+        raise ValueError(f"rewards must be [B, G], got shape {tuple(rewards.shape)}")
+    rewards = rewards if rewards.is_floating_point() else rewards.float()  # [B, G]
+    valid = ~torch.isnan(rewards)  # [B, G]
+    return valid, torch.where(valid, rewards, torch.zeros_like(rewards)), valid.sum(dim=1)
+
+
+def rloo_advantages(rewards: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+    """REINFORCE leave-one-out: A_i = r_i − mean_{j≠i} r_j (Ahmadian et al. 2024, arXiv:2402.14740, eq. 5;
+    Kool et al. 2019). Each sample's baseline excludes itself, so the estimate stays unbiased.
+
+    With n valid samples in a group, mean_{j≠i} r_j = (Σ_j r_j − r_i) / (n − 1), hence
+    A_i = n / (n − 1) · (r_i − mean_j r_j): the GRPO numerator rescaled, no division by std.
+    NaN rewards (unscorable) are excluded; groups with fewer than 2 valid samples get 0.
+    """
+    valid, rewards_or_zero, num_valid = _valid_counts(rewards)
+    total = rewards_or_zero.sum(dim=1, keepdim=True)  # [B, 1]
+    others = (num_valid - 1).clamp(min=1)[:, None]  # [B, 1]
+    advantages = rewards_or_zero - (total - rewards_or_zero) / others  # [B, G]
+    usable = valid & (num_valid >= 2)[:, None]  # [B, G]
+    advantages = torch.where(usable, advantages, torch.zeros_like(advantages))  # [B, G]
+    _, stats = group_advantages(rewards)
+    return advantages, stats
+
+
+def batch_normalized_advantages(rewards: Tensor, *, eps: float = 1e-4) -> tuple[Tensor, dict[str, Tensor]]:
+    """REINFORCE++ (Hu 2025, arXiv:2501.03262, §3.2): advantages normalised over the whole batch,
+    A_i = (r_i − mean_batch r) / (std_batch r + ε), with no per-group baseline.
+
+    std uses Bessel's correction as everywhere in rlvr. NaN rewards are excluded and get 0; a batch
+    whose valid rewards are all equal gets 0 everywhere.
+    """
+    valid, rewards_or_zero, _ = _valid_counts(rewards)
+    n = int(valid.sum())
+    _, stats = group_advantages(rewards)
+    if n < 2:
+        return torch.zeros_like(rewards_or_zero), stats
+    values = rewards_or_zero[valid]  # [n]
+    if bool(values.max() == values.min()):
+        return torch.zeros_like(rewards_or_zero), stats
+    normalized = (rewards_or_zero - values.mean()) / (values.std() + eps)  # [B, G]
+    return torch.where(valid, normalized, torch.zeros_like(normalized)), stats

@@ -12,23 +12,12 @@ How the per-token loss becomes a scalar (1/G Σ_i 1/|o_i| Σ_t in eq. 3) is aggr
 
 from __future__ import annotations
 
-from typing import Mapping, TypeVar
-
 import torch
 from torch import Tensor
 
 from rlvr.algos.aggregation import AGGREGATIONS
+from rlvr.algos.common import choose, token_means, zero_padding
 from rlvr.algos.kl import KL_ESTIMATORS
-
-_V = TypeVar("_V")
-
-
-def _choose(registry: Mapping[str, _V], name: str, what: str) -> _V:
-    """registry[name], or a ValueError that names the valid choices."""
-    if name not in registry:
-        raise ValueError(f"unknown {what} {name!r}; choose one of {sorted(registry)}")
-    return registry[name]
-
 
 def grpo_per_token_loss(
     logp: Tensor,
@@ -58,7 +47,7 @@ def grpo_per_token_loss(
         (ρ < 1−ε_low and A < 0), "is_high_clipped" (ρ > 1+ε_high and A > 0), "clipped" (either):
         exactly the tokens whose gradient the clip switches off.
     """
-    estimate_kl = _choose(KL_ESTIMATORS, kl_estimator, "kl_estimator")
+    estimate_kl = choose(KL_ESTIMATORS, kl_estimator, "kl_estimator")
     if beta > 0 and ref_logp is None:
         raise ValueError("beta > 0 needs ref_logp (log-probs under the reference policy); pass it or set beta = 0")
     if advantages.ndim != 1 or advantages.shape[0] != logp.shape[0]:
@@ -118,10 +107,10 @@ def grpo_loss(
         "kl", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
         "ratio_mean" (TRL's names; 0.0 when the mask is empty).
     """
-    aggregate = _choose(AGGREGATIONS, aggregation, "aggregation")
+    aggregate = choose(AGGREGATIONS, aggregation, "aggregation")
     mask = mask.bool()  # [N, T]
-    logp, old_logp = _zero_padding(logp, mask), _zero_padding(old_logp, mask)  # [N, T] each
-    ref_logp = None if ref_logp is None else _zero_padding(ref_logp, mask)  # [N, T]
+    logp, old_logp = zero_padding(logp, mask), zero_padding(old_logp, mask)  # [N, T] each
+    ref_logp = None if ref_logp is None else zero_padding(ref_logp, mask)  # [N, T]
     per_token_loss, token_stats = grpo_per_token_loss(
         logp, old_logp, advantages, ref_logp=ref_logp, epsilon_low=epsilon_low,
         epsilon_high=epsilon_high, beta=beta, kl_estimator=kl_estimator,
@@ -132,25 +121,4 @@ def grpo_loss(
         num_tokens=int(mask.sum()) if num_tokens is None else num_tokens,
         max_tokens=logp.shape[1] if max_tokens is None else max_tokens,
     )  # []
-    return loss, _token_means(token_stats, mask)
-
-
-def _zero_padding(values: Tensor, mask: Tensor) -> Tensor:
-    return torch.where(mask, values, torch.zeros_like(values))  # [N, T]
-
-
-@torch.no_grad()
-def _token_means(token_stats: dict[str, Tensor], mask: Tensor) -> dict[str, float]:
-    """Means over real tokens of the per-token stats, as plain floats for logging."""
-    num_tokens = mask.sum().clamp(min=1)  # []
-
-    def mean(values: Tensor) -> float:
-        return float(torch.where(mask, values.to(torch.float64), 0.0).sum() / num_tokens)
-
-    return {
-        "kl": mean(token_stats["kl"]),
-        "clip_ratio/low_mean": mean(token_stats["is_low_clipped"]),
-        "clip_ratio/high_mean": mean(token_stats["is_high_clipped"]),
-        "clip_ratio/region_mean": mean(token_stats["clipped"]),
-        "ratio_mean": mean(token_stats["ratio"]),
-    }
+    return loss, token_means(token_stats, mask)

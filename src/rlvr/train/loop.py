@@ -21,7 +21,7 @@ import torch
 import yaml
 from tqdm import tqdm
 
-from rlvr.algos import group_advantages
+from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
@@ -131,7 +131,7 @@ class Trainer:
         return self.cfg.optim.lr * min(1.0, (step + 1) / warmup) if warmup else self.cfg.optim.lr
 
     def step(self, step: int) -> dict[str, float]:
-        """One GRPO step; returns its metrics."""
+        """One step of the configured algorithm (GRPO by default); returns its metrics."""
         cfg, timer = self.cfg, Timer()
         queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
         with timer.phase("generate"):
@@ -143,7 +143,7 @@ class Trainer:
         with timer.phase("verify"):
             scored = self.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
         rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
-        advantages, adv_stats = group_advantages(
+        advantages, adv_stats = ALGORITHMS[cfg.algo.algorithm].advantages(
             rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
         )  # [B, G]
         ref_logp = None
@@ -184,7 +184,7 @@ def _write_summary(out_dir: Path, base: HeldoutResult, final: HeldoutResult, ste
 
 
 def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True) -> dict:
-    """Run GRPO as configured; write the run directory; return the summary."""
+    """Run training as configured; write the run directory; return the summary."""
     start = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -198,7 +198,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
         trainer.base_eval = trainer.evaluate()
         say(f"base held-out pass@1 {trainer.base_eval.pass_at_1:.3f}, greedy {trainer.base_eval.greedy:.3f}")
     bar = tqdm(range(trainer.start_step, cfg.train.steps), initial=trainer.start_step,
-               total=cfg.train.steps, desc="GRPO", unit="step", disable=not progress)
+               total=cfg.train.steps, desc=cfg.algo.algorithm, unit="step", disable=not progress)
     for step in bar:
         step_start = time.perf_counter()
         metrics = trainer.step(step)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel
 
-from rlvr.algos import grpo_loss
+from rlvr.algos import ALGORITHMS
 from rlvr.config import AlgoConfig
 from rlvr.models.logprobs import token_logprobs
 from rlvr.types import RolloutBatch
@@ -98,13 +98,14 @@ def accumulate_policy_gradient(
     max_new_tokens: int,
     micro_batch_size: int = 0,
 ) -> UpdateResult:
-    """Backpropagate the GRPO loss of the whole batch into policy .grad (no optimizer step)."""
+    """Backpropagate the policy loss (algo.algorithm) of the whole batch into .grad (no optimizer step)."""
+    policy_loss = ALGORITHMS[algo.algorithm].loss
     num_tokens = int(batch.completion_mask.sum())
     totals: dict[str, float] = {}
     loss_total = 0.0
     for mb in micro_batches(batch, micro_batch_size):
         logp, entropy = micro_batch_logprobs(policy, mb, temperature=temperature, with_entropy=True)  # [n, t]
-        loss, stats = grpo_loss(
+        loss, stats = policy_loss(
             logp, batch.old_logp[mb.rows, : mb.width], advantages[mb.rows], mb.completion_mask,
             ref_logp=None if ref_logp is None else ref_logp[mb.rows, : mb.width],
             epsilon_low=algo.epsilon,

@@ -1,0 +1,48 @@
+"""The policy-optimisation algorithms the trainer can run, by name: `algo.algorithm`.
+
+Each is a pair of small pure functions, an advantage estimator and a policy loss; the loop is the
+same for all of them. Variants that only change a knob of these (Dr. GRPO: no std scaling and a
+constant normaliser; DAPO's clip-higher and token-mean loss) are presets in configs/, not entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from torch import Tensor
+
+from rlvr.algos.advantages import batch_normalized_advantages, group_advantages, rloo_advantages
+from rlvr.algos.gspo import gspo_loss
+from rlvr.algos.grpo import grpo_loss
+
+AdvantageFn = Callable[..., tuple[Tensor, dict[str, Tensor]]]
+"""fn(rewards [B, G], *, eps, scale_by_std) -> (advantages [B, G], stats)."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    advantages: AdvantageFn
+    loss: Callable[..., tuple[Tensor, dict[str, float]]]
+    """Same signature as `grpo_loss`."""
+    paper: str
+
+
+def _group(rewards: Tensor, *, eps: float, scale_by_std: bool) -> tuple[Tensor, dict[str, Tensor]]:
+    return group_advantages(rewards, eps=eps, scale_by_std=scale_by_std)
+
+
+def _leave_one_out(rewards: Tensor, *, eps: float, scale_by_std: bool) -> tuple[Tensor, dict[str, Tensor]]:
+    return rloo_advantages(rewards)  # RLOO has no std scaling
+
+
+def _batch(rewards: Tensor, *, eps: float, scale_by_std: bool) -> tuple[Tensor, dict[str, Tensor]]:
+    return batch_normalized_advantages(rewards, eps=eps)  # normalised over the batch by definition
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    "grpo": Algorithm(_group, grpo_loss, "Shao et al. 2024, DeepSeekMath, arXiv:2402.03300"),
+    "gspo": Algorithm(_group, gspo_loss, "Zheng et al. 2025, GSPO, arXiv:2507.18071"),
+    "rloo": Algorithm(_leave_one_out, grpo_loss, "Ahmadian et al. 2024, RLOO, arXiv:2402.14740"),
+    "reinforce_pp": Algorithm(_batch, grpo_loss, "Hu 2025, REINFORCE++, arXiv:2501.03262"),
+}
