@@ -84,3 +84,17 @@ def _python() -> Verifier:
     from rlvr.verifiers.python import PythonVerifier
 
     return PythonVerifier()
+
+
+@register("stdio")
+def _stdio() -> Verifier:
+    from rlvr.verifiers.stdio import StdioVerifier
+
+    return StdioVerifier()
+
+
+@register("c")
+def _c() -> Verifier:
+    from rlvr.verifiers.c import CVerifier
+
+    return CVerifier()
