@@ -1,7 +1,6 @@
 """The real `rlvr` command on a tiny model: run directory contract, errors, resume after a kill."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -23,7 +23,6 @@ import json
 import math
 import secrets
 import signal
-import time
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -31,7 +30,8 @@ from typing import Any
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, extract_code
+from rlvr.verifiers.base import extract_code
+from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("python_driver.py").read_bytes()
 
@@ -95,41 +95,15 @@ def same_value(expected: Any, returned: Any) -> bool:
     raise ValueError(f"expected value of type {type(expected).__name__} is not plain JSON")
 
 
-def _fail(error_class: ErrorClass, detail: str, tests: list[TestOutcome] | None = None) -> VerifierResult:
-    return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, tests or [])
-
-
-class PythonVerifier(BaseVerifier):
+class PythonVerifier(SandboxedVerifier):
     """Verifier for ``{"type": "python", ...}`` rows; one fresh bubblewrap sandbox per completion."""
 
     name = "python"
+    self_check = (SELF_CHECK, SELF_CHECK_CODE)
 
     def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS, partial_credit: bool = False) -> None:
         self.limits = limits
         self.partial_credit = partial_credit
-        self._broken: VerifierResult | None = None
-        self._checked = False
-
-    def _self_check(self) -> VerifierResult | None:
-        """None if the known-good answer passes, else the result every completion should get."""
-        if not self._checked:
-            self._checked = True
-            result = self._verify(SELF_CHECK, SELF_CHECK_CODE)
-            if result.verdict is Verdict.UNAVAILABLE:
-                self._broken = result
-            elif result.verdict is not Verdict.PASS:
-                detail = f"sandbox self-check failed ({result.error_class.value}: {result.detail})"
-                self._broken = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        return self._broken
-
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        started = time.perf_counter()
-        broken = self._self_check()
-        if broken is not None:
-            return VerifierResult(broken.verdict, 0.0, broken.error_class, broken.detail)
-        result = self._verify(query, completion)
-        result.elapsed_s = time.perf_counter() - started
-        return result
 
     def _verify(self, query: Query, completion: str) -> VerifierResult:
         try:
@@ -139,7 +113,7 @@ class PythonVerifier(BaseVerifier):
             return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
         code = extract_code(completion, "python")
         if not code.strip():
-            return _fail(ErrorClass.NO_ANSWER, "no code in completion")
+            return fail(ErrorClass.NO_ANSWER, "no code in completion")
         nonce = secrets.token_hex(16)
         job = {"nonce": nonce, "entry_point": criteria.entry_point,
                "args": [json.dumps(test["args"]) for test in criteria.tests]}  # inputs only, never "expected"
@@ -154,22 +128,22 @@ class PythonVerifier(BaseVerifier):
 
     def _judge(self, criteria: PythonCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
         if run.timed_out:
-            return _fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
+            return fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
         if run.output_truncated:
-            return _fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
+            return fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
         frame = _read_frame(run.channel, nonce)
         if frame is None:
-            return _fail(*_classify_silent_death(run))
+            return fail(*_classify_silent_death(run))
         status = frame.get("status")
         if status == "syntax_error":
-            return _fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
+            return fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
         if status in ("import_raised", "no_entry_point"):
             raised = str(frame.get("detail", ""))
             error_class = ErrorClass.MEMORY if raised == "MemoryError" else ErrorClass.RUNTIME_ERROR
-            return _fail(error_class, clip(f"{status}: {raised}"))
+            return fail(error_class, clip(f"{status}: {raised}"))
         results = frame.get("results")
         if status != "ok" or not isinstance(results, list) or len(results) != len(criteria.tests):
-            return _fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
+            return fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
         return self._score(criteria, results)
 
     def _score(self, criteria: PythonCriteria, results: list[Any]) -> VerifierResult:

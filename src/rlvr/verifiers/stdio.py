@@ -27,7 +27,6 @@ import binascii
 import json
 import secrets
 import signal
-import time
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
@@ -35,7 +34,8 @@ from typing import Any
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, extract_code
+from rlvr.verifiers.base import extract_code
+from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
 from rlvr.verifiers.python import _classify_silent_death, _read_frame
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("stdio_driver.py").read_bytes()
@@ -105,11 +105,7 @@ class Program:
     """A Python file whose syntax the driver checks before running it, or None."""
 
 
-def _fail(error_class: ErrorClass, detail: str, tests: list[TestOutcome] | None = None) -> VerifierResult:
-    return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, tests or [])
-
-
-class StdioVerifier(BaseVerifier):
+class StdioVerifier(SandboxedVerifier):
     """Verifier for ``{"type": "stdio", ...}`` rows (Python scripts); one sandbox per completion."""
 
     name = "stdio"
@@ -124,8 +120,6 @@ class StdioVerifier(BaseVerifier):
         self.test_timeout_s = test_timeout_s
         self.max_stdout_bytes = max_stdout_bytes
         self.partial_credit = partial_credit
-        self._broken: VerifierResult | None = None
-        self._checked = False
 
     # --- what differs between languages ---------------------------------------------------------
 
@@ -139,26 +133,6 @@ class StdioVerifier(BaseVerifier):
 
     # --- shared ---------------------------------------------------------------------------------
 
-    def _self_check(self) -> VerifierResult | None:
-        if not self._checked:
-            self._checked = True
-            result = self._verify(*self.self_check)
-            if result.verdict is Verdict.UNAVAILABLE:
-                self._broken = result
-            elif result.verdict is not Verdict.PASS:
-                detail = f"sandbox self-check failed ({result.error_class.value}: {result.detail})"
-                self._broken = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        return self._broken
-
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        started = time.perf_counter()
-        broken = self._self_check()
-        if broken is not None:
-            return VerifierResult(broken.verdict, 0.0, broken.error_class, broken.detail)
-        result = self._verify(query, completion)
-        result.elapsed_s = time.perf_counter() - started
-        return result
-
     def _verify(self, query: Query, completion: str) -> VerifierResult:
         try:
             criteria = self.criteria(query.verifier)
@@ -167,7 +141,7 @@ class StdioVerifier(BaseVerifier):
             return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
         code = extract_code(completion, self.language)
         if not code.strip():
-            return _fail(ErrorClass.NO_ANSWER, "no code in completion")
+            return fail(ErrorClass.NO_ANSWER, "no code in completion")
         nonce = secrets.token_hex(16)
         try:
             program = self.program(criteria, code)
@@ -189,22 +163,22 @@ class StdioVerifier(BaseVerifier):
 
     def _judge(self, criteria: StdioCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
         if run.timed_out:
-            return _fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
+            return fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
         if run.output_truncated:
-            return _fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
+            return fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
         frame = _read_frame(run.channel, nonce)
         if frame is None:
-            return _fail(*_classify_silent_death(run))
+            return fail(*_classify_silent_death(run))
         status = frame.get("status")
         if status == "syntax_error":
-            return _fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
+            return fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
         if status == "compile_error":
-            return _fail(ErrorClass.COMPILE_ERROR, clip(first_error_line(str(frame.get("stderr", ""))), 200))
+            return fail(ErrorClass.COMPILE_ERROR, clip(first_error_line(str(frame.get("stderr", ""))), 200))
         if status == "compile_timeout":
-            return _fail(ErrorClass.TIMEOUT, "the compiler ran out of time")
+            return fail(ErrorClass.TIMEOUT, "the compiler ran out of time")
         results = frame.get("results")
         if status != "ok" or not isinstance(results, list) or len(results) != len(criteria.tests):
-            return _fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
+            return fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
         return self._score(criteria, results)
 
     def _score(self, criteria: StdioCriteria, results: list[Any]) -> VerifierResult:
