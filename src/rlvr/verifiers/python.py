@@ -120,7 +120,7 @@ class PythonVerifier(SandboxedVerifier):
         files = {"/sandbox/driver.py": DRIVER, "/sandbox/solution.py": code.encode("utf-8", "replace"),
                  "/sandbox/job.json": json.dumps(job).encode()}
         try:
-            run = run_untrusted([sandbox_python(), "-I", "/sandbox/driver.py"], files=files,
+            run = run_untrusted([sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files,
                                 limits=self.limits, channel=True)
         except SandboxUnavailable as error:
             return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
