@@ -7,6 +7,8 @@ from typing import Mapping, TypeVar
 import torch
 from torch import Tensor
 
+from rlvr.algos.aggregation import AGGREGATIONS
+
 _V = TypeVar("_V")
 
 
@@ -15,6 +17,21 @@ def choose(registry: Mapping[str, _V], name: str, what: str) -> _V:
     if name not in registry:
         raise ValueError(f"unknown {what} {name!r}; choose one of {sorted(registry)}")
     return registry[name]
+
+
+def aggregate_loss(
+    per_token_loss: Tensor, mask: Tensor, aggregation: str,
+    num_sequences: int | None, num_tokens: int | None, max_tokens: int | None,
+) -> Tensor:
+    """Reduce [N, T] to the scalar loss with `AGGREGATIONS[aggregation]`; whole-step counts default
+    to this batch's own (N, mask.sum(), T)."""
+    aggregate = choose(AGGREGATIONS, aggregation, "aggregation")
+    return aggregate(
+        per_token_loss, mask,
+        num_sequences=per_token_loss.shape[0] if num_sequences is None else num_sequences,
+        num_tokens=int(mask.sum()) if num_tokens is None else num_tokens,
+        max_tokens=per_token_loss.shape[1] if max_tokens is None else max_tokens,
+    )  # []
 
 
 def zero_padding(values: Tensor, mask: Tensor) -> Tensor:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rlvr.algos.aggregation import AGGREGATIONS
-from rlvr.algos.common import choose, token_means, zero_padding
+from rlvr.algos.common import aggregate_loss, choose, token_means, zero_padding
 from rlvr.algos.kl import KL_ESTIMATORS
 
 def grpo_per_token_loss(
@@ -107,7 +106,6 @@ def grpo_loss(
         "kl", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
         "ratio_mean" (TRL's names; 0.0 when the mask is empty).
     """
-    aggregate = choose(AGGREGATIONS, aggregation, "aggregation")
     mask = mask.bool()  # [N, T]
     logp, old_logp = zero_padding(logp, mask), zero_padding(old_logp, mask)  # [N, T] each
     ref_logp = None if ref_logp is None else zero_padding(ref_logp, mask)  # [N, T]
@@ -115,10 +113,5 @@ def grpo_loss(
         logp, old_logp, advantages, ref_logp=ref_logp, epsilon_low=epsilon_low,
         epsilon_high=epsilon_high, beta=beta, kl_estimator=kl_estimator,
     )  # [N, T]
-    loss = aggregate(
-        per_token_loss, mask,
-        num_sequences=logp.shape[0] if num_sequences is None else num_sequences,
-        num_tokens=int(mask.sum()) if num_tokens is None else num_tokens,
-        max_tokens=logp.shape[1] if max_tokens is None else max_tokens,
-    )  # []
+    loss = aggregate_loss(per_token_loss, mask, aggregation, num_sequences, num_tokens, max_tokens)  # []
     return loss, token_means(token_stats, mask)

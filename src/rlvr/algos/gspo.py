@@ -17,8 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rlvr.algos.aggregation import AGGREGATIONS
-from rlvr.algos.common import choose, token_means, zero_padding
+from rlvr.algos.common import aggregate_loss, choose, token_means, zero_padding
 from rlvr.algos.kl import KL_ESTIMATORS
 
 
@@ -47,7 +46,6 @@ def gspo_loss(
     kl_estimator: str = "k3",
 ) -> tuple[Tensor, dict[str, float]]:
     """Scalar GSPO loss; same arguments and stats as `grpo_loss`, the ratio being per sequence."""
-    aggregate = choose(AGGREGATIONS, aggregation, "aggregation")
     estimate_kl = choose(KL_ESTIMATORS, kl_estimator, "kl_estimator")
     if beta > 0 and ref_logp is None:
         raise ValueError("beta > 0 needs ref_logp (log-probs under the reference policy); pass it or set beta = 0")
@@ -63,12 +61,7 @@ def gspo_loss(
         kl = estimate_kl(logp, zero_padding(ref_logp, mask))  # [N, T]
     if beta > 0:
         per_token_loss = per_token_loss + beta * kl  # [N, T]
-    loss = aggregate(
-        per_token_loss, mask,
-        num_sequences=logp.shape[0] if num_sequences is None else num_sequences,
-        num_tokens=int(mask.sum()) if num_tokens is None else num_tokens,
-        max_tokens=logp.shape[1] if max_tokens is None else max_tokens,
-    )  # []
+    loss = aggregate_loss(per_token_loss, mask, aggregation, num_sequences, num_tokens, max_tokens)  # []
     is_low = ((ratio < 1.0 - epsilon_low) & (adv < 0))[:, None].expand_as(mask)  # [N, T]
     is_high = ((ratio > 1.0 + epsilon_high) & (adv > 0))[:, None].expand_as(mask)  # [N, T]
     token_stats = {

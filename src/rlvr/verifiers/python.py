@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import secrets
-import signal
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -127,16 +126,10 @@ class PythonVerifier(SandboxedVerifier):
         return self._judge(criteria, run, nonce)
 
     def _judge(self, criteria: PythonCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
-        if run.timed_out:
-            return fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
-        if run.output_truncated:
-            return fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
-        frame = _read_frame(run.channel, nonce)
-        if frame is None:
-            return fail(*_classify_silent_death(run))
+        frame, failure = self._frame_or_failure(run, nonce)
+        if failure is not None:
+            return failure
         status = frame.get("status")
-        if status == "syntax_error":
-            return fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
         if status in ("import_raised", "no_entry_point"):
             raised = str(frame.get("detail", ""))
             error_class = ErrorClass.MEMORY if raised == "MemoryError" else ErrorClass.RUNTIME_ERROR
@@ -176,27 +169,3 @@ class PythonVerifier(SandboxedVerifier):
         if self.partial_credit and passed_count:
             return VerifierResult(Verdict.PARTIAL, share, error_class, detail, outcomes)
         return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, outcomes)
-
-
-def _read_frame(channel: bytes, nonce: str) -> dict[str, Any] | None:
-    """The driver's single JSON frame if it is intact and carries this run's nonce, else None."""
-
-    def reject_constant(name: str) -> None:
-        raise ValueError(f"{name} is not plain JSON")
-
-    try:
-        frame = json.loads(channel.decode("utf-8"), parse_constant=reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    if not isinstance(frame, dict) or frame.get("nonce") != nonce:
-        return None
-    return frame
-
-
-def _classify_silent_death(run: SandboxRun) -> tuple[ErrorClass, str]:
-    """No result frame: say why as well as the run lets us tell. Never a pass."""
-    if run.signal == signal.SIGXCPU:
-        return ErrorClass.TIMEOUT, "killed at the CPU-time limit"
-    if b"MemoryError" in run.stderr:
-        return ErrorClass.MEMORY, "ran out of memory before returning results"
-    return ErrorClass.PROTOCOL_VIOLATION, f"no result frame (exit status {run.exit_code})"

@@ -8,10 +8,15 @@ a silent fail: a broken harness must never read as wrong answers (DESIGN.md, "Ve
 
 from __future__ import annotations
 
+import json
+import signal
 import time
 from abc import abstractmethod
+from typing import Any
 
+from rlvr.sandbox import SandboxLimits, SandboxRun
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
+from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import BaseVerifier
 
 
@@ -22,6 +27,7 @@ def fail(error_class: ErrorClass, detail: str, tests: list[TestOutcome] | None =
 class SandboxedVerifier(BaseVerifier):
     self_check: tuple[Query, str]
     """(query, known-good completion) run once before the first real verification."""
+    limits: SandboxLimits
 
     _broken: VerifierResult | None = None
     _checked: bool = False
@@ -50,3 +56,41 @@ class SandboxedVerifier(BaseVerifier):
         result = self._verify(query, completion)
         result.elapsed_s = time.perf_counter() - started
         return result
+
+    def _frame_or_failure(self, run: SandboxRun, nonce: str) -> tuple[dict[str, Any], VerifierResult | None]:
+        """The driver's result frame, or the failure that decides the verdict before any result is read:
+        wall-clock timeout, output limit, no intact frame, or code that does not parse."""
+        if run.timed_out:
+            return {}, fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
+        if run.output_truncated:
+            return {}, fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
+        frame = read_frame(run.channel, nonce)
+        if frame is None:
+            return {}, fail(*classify_silent_death(run))
+        if frame.get("status") == "syntax_error":
+            return frame, fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
+        return frame, None
+
+
+def read_frame(channel: bytes, nonce: str) -> dict[str, Any] | None:
+    """The driver's single JSON frame if it is intact and carries this run's nonce, else None."""
+
+    def reject_constant(name: str) -> None:
+        raise ValueError(f"{name} is not plain JSON")
+
+    try:
+        frame = json.loads(channel.decode("utf-8"), parse_constant=reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(frame, dict) or frame.get("nonce") != nonce:
+        return None
+    return frame
+
+
+def classify_silent_death(run: SandboxRun) -> tuple[ErrorClass, str]:
+    """No result frame: say why as well as the run lets us tell. Never a pass."""
+    if run.signal == signal.SIGXCPU:
+        return ErrorClass.TIMEOUT, "killed at the CPU-time limit"
+    if b"MemoryError" in run.stderr:
+        return ErrorClass.MEMORY, "ran out of memory before returning results"
+    return ErrorClass.PROTOCOL_VIOLATION, f"no result frame (exit status {run.exit_code})"

@@ -36,7 +36,6 @@ from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import extract_code
 from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
-from rlvr.verifiers.python import _classify_silent_death, _read_frame
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("stdio_driver.py").read_bytes()
 
@@ -162,16 +161,10 @@ class StdioVerifier(SandboxedVerifier):
         return run_untrusted([sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files, limits=limits, channel=True)
 
     def _judge(self, criteria: StdioCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
-        if run.timed_out:
-            return fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
-        if run.output_truncated:
-            return fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
-        frame = _read_frame(run.channel, nonce)
-        if frame is None:
-            return fail(*_classify_silent_death(run))
+        frame, failure = self._frame_or_failure(run, nonce)
+        if failure is not None:
+            return failure
         status = frame.get("status")
-        if status == "syntax_error":
-            return fail(ErrorClass.SYNTAX_ERROR, clip(str(frame.get("detail", ""))))
         if status == "compile_error":
             return fail(ErrorClass.COMPILE_ERROR, clip(first_error_line(str(frame.get("stderr", ""))), 200))
         if status == "compile_timeout":
