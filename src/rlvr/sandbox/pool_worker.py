@@ -31,6 +31,7 @@ Frames both ways are a 4-byte big-endian length and a UTF-8 JSON body.
 import base64
 import ctypes
 import json
+import math  # noqa: F401  (drivers import it: loaded once here, every forked job inherits it)
 import os
 import resource
 import select
@@ -39,6 +40,7 @@ import signal
 import struct
 import sys
 import time
+import types  # noqa: F401  (likewise)
 
 JOB_DIR = "/sandbox/job"
 SCRATCH_DIRS = ("/tmp", "/dev/shm")
