@@ -204,72 +204,40 @@ def _verify_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--input", required=True, help="JSONL file, one {\"query\", \"completion\"} object per line")
     p.add_argument("--out", help="write one JSON result per row here (JSONL)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object instead of a table")
     p.set_defaults(func=_cmd_verify)
-
-
-def _parse_verify_row(line: str) -> tuple[str | None, object]:
-    """(None, Query and completion) for a good row, else (why it is bad, the query id or None)."""
-    import json
-
-    from rlvr.types import Query
-    from rlvr.verifiers.registry import known_types
-
-    try:
-        row = json.loads(line)
-    except ValueError as error:
-        return f"malformed JSON ({error})", None
-    if not isinstance(row, dict) or not isinstance(row.get("query"), dict) or not isinstance(row.get("completion"), str):
-        return 'expected an object with "query" (an object) and "completion" (a string)', None
-    query, query_id = row["query"], row["query"].get("id")
-    criteria = query.get("verifier")
-    if not isinstance(criteria, dict) or not isinstance(criteria.get("type"), str):
-        return 'the query has no verification criteria (a "verifier" object with a "type")', query_id
-    if criteria["type"] not in known_types():
-        return f"unknown verifier type {criteria['type']!r}; known types: {', '.join(known_types())}", query_id
-    query_id = "" if query_id is None else str(query_id)
-    return None, (Query(query_id, str(query.get("prompt", "")), criteria), row["completion"])
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     import json
-    import time
-    from collections import Counter
 
-    from rlvr.verifiers.registry import close_verifiers, get_verifier
+    from rlvr.verifiers.registry import close_verifiers
+    from rlvr.verifiers.rows import verify_rows
 
     path = Path(args.input)
     if not path.is_file():
         raise UsageError(f"--input {path}: no such file")
-    records, bad = [], 0
-    started = time.perf_counter()
     try:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            problem, parsed = _parse_verify_row(line)
-            if problem is not None:
-                bad += 1
-                print(f"rlvr verify: row {number}: {problem}", file=sys.stderr)
-                records.append({"row": number, "query_id": parsed, "bad_row": problem})
-                continue
-            query, completion = parsed
-            result = get_verifier(query.verifier["type"]).verify(query, completion)
-            records.append({"row": number, "query_id": query.id or None, **result.to_dict()})
+        report = verify_rows(path.read_text(encoding="utf-8").splitlines())
     finally:
         close_verifiers()
-    wall = time.perf_counter() - started
-    checked = [r for r in records if "verdict" in r]
-    print(f"rlvr verify: {len(records)} rows from {path}: {len(checked)} checked, {bad} bad")
-    for title, key in (("verdict", "verdict"), ("error class", "error_class")):
-        print(f"  {title:<20} {'rows':>6}")
-        for name, count in sorted(Counter(r[key] for r in checked).items()):
-            print(f"  {name:<20} {count:>6}")
-    rate = len(checked) / wall if wall > 0 else 0.0
-    print(f"throughput: {len(checked)} checks in {wall:.2f} s = {rate:.1f} checks/s (one after another)")
+    for record in report.records:
+        if "bad_row" in record:
+            print(f"rlvr verify: row {record['row']}: {record['bad_row']}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.summary()))
+    else:
+        print(f"rlvr verify: {len(report.records)} rows from {path}: {report.checked} checked, {report.bad} bad")
+        for title, counts in (("verdict", report.verdicts), ("error class", report.error_classes)):
+            print(f"  {title:<20} {'rows':>6}")
+            for name, count in counts.items():
+                print(f"  {name:<20} {count:>6}")
+        print(f"throughput: {report.checked} checks in {report.wall_s:.2f} s = {report.checks_per_s:.1f} checks/s")
     if args.out:
-        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        print(f"results: {args.out}")
-    return USAGE_ERROR if bad else 0
+        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in report.records), encoding="utf-8")
+        if not args.json:
+            print(f"results: {args.out}")
+    return USAGE_ERROR if report.bad else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
