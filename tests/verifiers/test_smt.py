@@ -7,7 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from rlvr.types import ErrorClass, Query, Verdict
+from rlvr.verifiers.format import FormatVerifier
 from rlvr.verifiers.registry import get_verifier
+from rlvr.verifiers.reward import RewardFunction
 from rlvr.verifiers.smt import SmtVerifier, check_term, parse_assignment
 
 XY = "(declare-const x Int) (declare-const y Int)"
@@ -192,3 +194,11 @@ def test_parse_assignment_and_check_term() -> None:
 
 def test_registry_builds_the_smt_verifier() -> None:
     assert isinstance(get_verifier("smt"), SmtVerifier)
+
+
+def test_unknown_gets_no_reward_and_stays_out_of_the_baseline(verifier: SmtVerifier) -> None:
+    rewards = RewardFunction(verifier_for=lambda name: verifier if name == "smt" else FormatVerifier())
+    unknown = rewards.score(equivalent_row("1", FERMAT3, FERMAT3_DECLS), answered("0"))
+    judged = rewards.score(equivalent_row(), answered("(* 2 x)"))
+    assert unknown.reward is None and not unknown.correct  # NaN in the trainer: no reward, no baseline
+    assert judged.reward == 1.0 and judged.correct
