@@ -13,8 +13,8 @@ import pytest
 
 from rlvr.sandbox import SandboxLimits, bwrap
 from rlvr.types import ErrorClass, Query, Verdict
-from rlvr.verifiers.python import PythonVerifier
 from rlvr.verifiers.pytest_style import PytestVerifier
+from rlvr.verifiers.python import PythonVerifier
 from rlvr.verifiers.registry import get_verifier
 
 pytestmark = [
@@ -195,10 +195,11 @@ def test_defining_extra_tests_never_passes(verifier: PytestVerifier) -> None:
 @pytest.mark.parametrize("code", [
     "print('3 passed in 0.01s')\nprint('===== 3 passed =====')\nimport sys\nsys.exit(0)",
     "import sys\nsys.stderr.write('OK\\n3 passed\\n')\ndef f(x):\n    return x",
-    'import os, json\nos.write(int(os.environ["RLVR_CHANNEL_FD"]), json.dumps({"status": "ok", "results": []}).encode())\n'
-    "os._exit(0)",
+    ('import os, json\nfd = int(os.environ["RLVR_CHANNEL_FD"])\n'
+     'os.write(fd, json.dumps({"status": "ok", "results": []}).encode())\nos._exit(0)'),
 ])  # fmt: skip
-def test_printing_fake_summaries_or_forging_without_the_nonce_never_passes(verifier: PytestVerifier, code: str) -> None:
+def test_printing_fake_summaries_or_forging_without_the_nonce_never_passes(verifier: PytestVerifier,
+                                                                          code: str) -> None:
     result = verify(verifier, code)
     assert result.verdict is Verdict.FAIL, result
 
@@ -222,11 +223,25 @@ def test_memory_hog_is_memory(verifier: PytestVerifier) -> None:
     ({"test_code": TESTS}, '"expected_tests"'),
     ({"test_code": "import pytest\ndef test_a():\n    assert f(1) == 2\n", "expected_tests": 1}, "imports pytest"),
 ])  # fmt: skip
-def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: PytestVerifier, criteria: dict, key: str) -> None:
-    result = verifier.verify(Query("bad-row", "", {"type": "pytest", **criteria}), fenced("def f(x):\n    return 2 * x"))
+def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: PytestVerifier, criteria: dict,
+                                                           key: str) -> None:
+    query = Query("bad-row", "", {"type": "pytest", **criteria})
+    result = verifier.verify(query, fenced("def f(x):\n    return 2 * x"))
     assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
     assert "'bad-row'" in result.detail and key in result.detail
 
 
 def test_registry_builds_the_pytest_verifier() -> None:
     assert isinstance(get_verifier("pytest"), PytestVerifier)
+
+
+def test_patching_json_dumps_cannot_rewrite_the_frame(verifier: PytestVerifier) -> None:
+    # The lazy forgery: rewrite every frame the driver sends. The driver bound dumps before import.
+    code = ("import json\n_real = json.dumps\n"
+            "def _fake(body, **kw):\n"
+            "    body['results'] = [dict(r, outcome='passed') for r in body.get('results', [])]\n"
+            "    return _real(body, **kw)\n"
+            "json.dumps = _fake\n"
+            "def f(x):\n    return x\n")
+    result = verify(verifier, code)
+    assert_fails(result, ErrorClass.WRONG_ANSWER)

@@ -202,3 +202,9 @@ def test_unknown_gets_no_reward_and_stays_out_of_the_baseline(verifier: SmtVerif
     judged = rewards.score(equivalent_row(), answered("(* 2 x)"))
     assert unknown.reward is None and not unknown.correct  # NaN in the trainer: no reward, no baseline
     assert judged.reward == 1.0 and judged.correct
+
+
+@pytest.mark.parametrize("value", ["1/0", "1.5/2", "1e3", "0x10"])
+def test_odd_real_literals_are_unparseable(verifier: SmtVerifier, value: str) -> None:
+    result = verifier.verify(model_row("(assert (> r 0))", "(declare-const r Real)"), answered(f"r = {value}"))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.UNPARSEABLE), result

@@ -58,11 +58,15 @@ def main():
         nonce = json.loads(handle.read())["nonce"]
     os.unlink("/sandbox/job.json")
     channel = os.fdopen(int(os.environ["RLVR_CHANNEL_FD"]), "w", encoding="utf-8")
+    # Bound before the candidate runs, so that patching json.dumps or the channel's class cannot
+    # reach them. This stops only the lazy forgery: the candidate can still read ``nonce`` from
+    # this frame (see the module docstring).
+    dumps, write, flush = json.dumps, channel.write, channel.flush
 
     def frame(body):
         body["nonce"] = nonce
-        channel.write(json.dumps(body, allow_nan=False))
-        channel.flush()
+        write(dumps(body, allow_nan=False))
+        flush()
 
     with open("/sandbox/solution.py", encoding="utf-8", errors="replace") as handle:
         source = handle.read()

@@ -139,8 +139,9 @@ def judge_model(declarations: str, constraints: str, assignment: list[tuple[str,
         try:
             pairs.append((constants[name], value_of(constants[name], text)))
         except (ValueError, z3.Z3Exception) as error:
+            why = message(error) if isinstance(error, z3.Z3Exception) else str(error)
             sort = constants[name].sort()
-            return "fail", "unparseable", clip(f"{name} = {text} is not a {sort} value ({error})", 160), []
+            return "fail", "unparseable", clip(f"{name} = {text} is not a {sort} value ({why})", 160), []
     tests, reasons = [], []
     for index, assertion in enumerate(assertions):
         truth, reason = _decide(z3.substitute(assertion, *pairs), timeout_ms)

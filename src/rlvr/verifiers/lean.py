@@ -148,9 +148,9 @@ class LeanVerifier(SandboxedVerifier):
         output = (run.stdout + run.stderr).decode("utf-8", "replace")
         errors = [line for line in output.splitlines() if "error:" in line]
         if run.exit_code != 0 or errors:
-            return fail(ErrorClass.COMPILE_ERROR, clip(errors[0] if errors else f"lean exit status {run.exit_code}", 160))
-        reports = re.findall(rf"'{re.escape(qualified_name)}' (depends on axioms: \[([^\]]*)\]|does not depend on any axioms)",
-                             output)
+            return fail(ErrorClass.COMPILE_ERROR, clip(errors[0] if errors else f"lean exit status {run.exit_code}"))
+        report = rf"'{re.escape(qualified_name)}' (depends on axioms: \[([^\]]*)\]|does not depend on any axioms)"
+        reports = re.findall(report, output)
         if len(reports) != 1:
             return fail(ErrorClass.PROTOCOL_VIOLATION, f"expected one axioms report, found {len(reports)}")
         axioms = {axiom.strip() for axiom in reports[0][1].split(",") if axiom.strip()}

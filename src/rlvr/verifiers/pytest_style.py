@@ -69,7 +69,8 @@ class PytestCriteria:
         if not isinstance(expected, int) or isinstance(expected, bool) or expected < 1:
             raise ValueError(f'"expected_tests" must be a positive integer, got {expected!r}')
         if len(names) != expected:
-            raise ValueError(f'"test_code" defines {len(names)} distinct test_* functions, "expected_tests" is {expected}')
+            raise ValueError(f'"test_code" defines {len(names)} distinct test_* functions, '
+                             f'"expected_tests" is {expected}')
         if any(isinstance(node, ast.Import | ast.ImportFrom) and _imports_pytest(node) for node in ast.walk(tree)):
             raise ValueError('"test_code" imports pytest, which the sandbox does not have: use plain assert')
         return cls(test_code, names)
@@ -130,7 +131,8 @@ class PytestVerifier(SandboxedVerifier):
             return fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
         ran = [result.get("name") for result in results]
         if sorted(map(str, ran)) != sorted(criteria.test_names) or len(ran) != len(criteria.test_names):
-            detail = f"ran {len(ran)} tests, expected exactly {len(criteria.test_names)}: {clip(', '.join(criteria.test_names))}"
+            expected = clip(", ".join(criteria.test_names))
+            detail = f"ran {len(ran)} tests, expected exactly {len(criteria.test_names)}: {expected}"
             return fail(ErrorClass.PROTOCOL_VIOLATION, detail)
         return self._score(results)
 

@@ -41,7 +41,7 @@ MAX_LITERAL_CHARS = 1_000
 MODES = ("model", "equivalent")
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.'$!?-]*"
-_LITERAL = r"-?\d+(?:\.\d+)?(?:/\d+)?|true|false|#x[0-9a-fA-F]+|#b[01]+"
+_LITERAL = r"-?\d+/\d+|-?\d+(?:\.\d+)?|true|false|#x[0-9a-fA-F]+|#b[01]+"
 _PAIR = re.compile(rf"\s*({_NAME})\s*=\s*({_LITERAL})\s*", re.ASCII)
 _SEPARATOR = re.compile(r"[,;\n]")
 
