@@ -118,6 +118,8 @@ def check_setup(setup: TrainingSetup) -> None:
     for name in ("gpus", "prompt_len", "completion_len", "batch", "group", "micro_batch"):
         if getattr(setup, name) < 1:
             raise UserError(f"{name.replace('_', '-')} must be >= 1 (got {getattr(setup, name)})")
+    if setup.algorithm == "dpo" and setup.group != 2:
+        raise UserError(f"DPO trains on pairs: group must be 2, chosen and rejected (got {setup.group})")
     if setup.lora_rank < 0 or setup.beta < 0:
         raise UserError("lora-rank and beta must be >= 0")
     if setup.zero_stage not in (0, 1, 2, 3):
