@@ -294,6 +294,7 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--group", type=int, help="G: completions per query (default 8; DPO: 2, chosen and rejected)")
     p.add_argument("--micro-batch", type=int, default=8, help="sequences per forward/backward per GPU (default 8)")
     p.add_argument("--grad-checkpointing", action="store_true", help="recompute each layer in the backward")
+    p.add_argument("--padding-free", action="store_true", help="sequences packed without padding (no attention mask)")
     p.add_argument("--beta", type=float, default=0.04, help="KL weight; 0 holds no reference for GRPO and PPO (default 0.04)")
     p.add_argument("--reward-model", action="store_true", help="also hold a learned reward model")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
@@ -313,7 +314,8 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         zero_stage=SHARDING_STAGES[args.sharding], gpus=args.gpus, prompt_len=args.prompt_len,
         completion_len=args.completion_len, batch=args.batch, micro_batch=args.micro_batch,
         group=args.group if args.group is not None else (2 if args.algorithm == "dpo" else 8),
-        grad_checkpointing=args.grad_checkpointing, beta=args.beta, reward_model=args.reward_model,
+        grad_checkpointing=args.grad_checkpointing, padding_free=args.padding_free, beta=args.beta,
+        reward_model=args.reward_model,
     )
     result = estimate(load_model_spec(args.model), setup)
     print(json.dumps(result.to_dict(), indent=2) if args.json else format_table(result))

@@ -42,6 +42,36 @@ def test_adamw_state_is_two_tensors_per_parameter_plus_step_counters():
     assert optimizer_state_bytes(opt) == 2 * 16 * 4 + 2 * 4  # m and v in fp32, one fp32 step scalar each
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("padded", [True, False])
+def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded):
+    """What autograd really saves for token_logprobs of a Llama with 4 heads and 2 kv heads."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from rlvr.diagnostics.memory_estimate import activation_bytes
+    from rlvr.diagnostics.memory_model import spec_from_config
+    from rlvr.models.logprobs import token_logprobs
+
+    config = LlamaConfig(vocab_size=50, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(dtype)
+    n, prompt_len, completion_len = 3, 5, 7
+    prompt_ids, completion_ids = torch.randint(3, 50, (n, prompt_len)), torch.randint(3, 50, (n, completion_len))
+    prompt_mask, completion_mask = torch.ones_like(prompt_ids), torch.ones_like(completion_ids)
+    if padded:
+        prompt_mask[0, :2] = 0  # one left-padded prompt: HF then builds a mask and repeats k and v
+    exclude = {(str(p.device), p.untyped_storage().data_ptr()) for p in model.parameters()}
+    counter = SavedTensorCounter(model, exclude)
+    with counter.counting():
+        token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0,
+                       with_entropy=True)
+    expected = activation_bytes(spec_from_config(config.to_dict(), "gqa"), sequences=n, prompt_len=prompt_len,
+                                completion_len=completion_len, act_bytes=torch.finfo(dtype).bits // 8,
+                                padding_free=not padded)
+    assert counter.peak == expected
+
+
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
          "rollout.max_new_tokens=16", "optim.micro_batch_size=8"]
 

@@ -72,6 +72,8 @@ class TrainingSetup:
     micro_batch: int = 8
     """Sequences per forward/backward on one GPU."""
     grad_checkpointing: bool = False
+    padding_free: bool = False
+    """Sequences packed without padding (varlen attention): no mask, and k, v stay at k heads."""
     beta: float = 0.04
     reward_model: bool = False
     """Hold a learned reward model (frozen) beside the verifiers."""
@@ -161,7 +163,8 @@ def optimizer_bytes_per_param(precision: Precision, optimizer: Optimizer) -> flo
 
 
 def activation_bytes(spec: ModelSpec, *, sequences: int, prompt_len: int, completion_len: int,
-                     act_bytes: int, grad_checkpointing: bool = False, lora_rank: int = 0) -> float:
+                     act_bytes: int, grad_checkpointing: bool = False, lora_rank: int = 0,
+                     padding_free: bool = False) -> float:
     """Bytes autograd saves for one micro-batch's backward (HF Llama, SDPA attention, padding mask).
 
     Korthikanti et al. 2022 (eq. 1) counted per layer and token for GPT; here the same count for
@@ -170,9 +173,11 @@ def activation_bytes(spec: ModelSpec, *, sequences: int, prompt_len: int, comple
     """
     h, a, d, inter, e = spec.hidden_size, spec.num_heads, spec.head_dim, spec.intermediate_size, act_bytes
     s = prompt_len + completion_len
+    kv_heads = spec.num_kv_heads if padding_free else a  # a padding mask makes HF repeat k and v
     trained_norm = 1 if lora_rank else 2  # a frozen norm weight does not keep its normalised input
     norm = (4 + trained_norm * e) * h + 4  # fp32 x, x_hat (when trained), output, fp32 rsqrt
-    attention = 4 * a * d * e + 4 * a + e * s  # q, k, v (repeated), output; fp32 log-sum-exp; mask row
+    mask_row = 0 if padding_free else e * s
+    attention = (2 * a + 2 * kv_heads) * d * e + 4 * a + mask_row  # q, output, k, v; fp32 log-sum-exp
     mlp = 4 * inter * e  # gate out, up out, SiLU out, their product
     lora = 7 * lora_rank * e  # each adapter keeps its rank-r intermediate
     layer = 2 * norm + attention + mlp + lora
@@ -236,7 +241,8 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     out.components["activations"] = Component(
         activation_bytes(spec, sequences=setup.micro_batch, prompt_len=setup.prompt_len,
                          completion_len=setup.completion_len, act_bytes=precision.act_bytes,
-                         grad_checkpointing=setup.grad_checkpointing, lora_rank=r),
+                         grad_checkpointing=setup.grad_checkpointing, lora_rank=r,
+                         padding_free=setup.padding_free),
         f"{setup.micro_batch} seq x {setup.prompt_len + setup.completion_len} tok"
         + (", checkpointed" if setup.grad_checkpointing else ""))
     if algo.rollout:
