@@ -304,7 +304,12 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_memory(args: argparse.Namespace) -> int:
     import json
 
-    from rlvr.diagnostics.memory_estimate import SHARDING_STAGES, TrainingSetup, estimate, format_table
+    from rlvr.diagnostics.memory_estimate import (
+        SHARDING_STAGES,
+        TrainingSetup,
+        estimate,
+        format_table,
+    )
     from rlvr.diagnostics.memory_model import load_model_spec
 
     if args.sharding not in SHARDING_STAGES:

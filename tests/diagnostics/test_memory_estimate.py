@@ -171,13 +171,13 @@ def test_bad_models_are_user_errors(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(gpus=3), "evenly over 3 GPUs"),
-    (dict(gpus=0), "gpus must be >= 1"),
-    (dict(zero_stage=4), "ZeRO stage"),
-    (dict(micro_batch=9), "micro-batch 9 exceeds"),
-    (dict(algorithm="a2c"), "unknown algorithm 'a2c'"),
-    (dict(precision="fp8"), "unknown precision"),
-    (dict(algorithm="dpo", group=4), "group must be 2"),
+    ({"gpus": 3}, "evenly over 3 GPUs"),
+    ({"gpus": 0}, "gpus must be >= 1"),
+    ({"zero_stage": 4}, "ZeRO stage"),
+    ({"micro_batch": 9}, "micro-batch 9 exceeds"),
+    ({"algorithm": "a2c"}, "unknown algorithm 'a2c'"),
+    ({"precision": "fp8"}, "unknown precision"),
+    ({"algorithm": "dpo", "group": 4}, "group must be 2"),
 ])
 def test_impossible_setups_are_user_errors(change, message):
     with pytest.raises(UserError, match=message):

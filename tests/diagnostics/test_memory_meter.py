@@ -6,7 +6,12 @@ import torch
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
-from rlvr.diagnostics.memory import SavedTensorCounter, model_bytes, optimizer_state_bytes, tensor_bytes
+from rlvr.diagnostics.memory import (
+    SavedTensorCounter,
+    model_bytes,
+    optimizer_state_bytes,
+    tensor_bytes,
+)
 from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.rollout.hf import encode_prompts

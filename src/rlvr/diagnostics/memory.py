@@ -13,8 +13,9 @@ can be compared line by line (docs/memory.md). The hooks cost one Python call pe
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
-from typing import Any, ContextManager, Iterator
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
 
 import torch
 
@@ -120,7 +121,7 @@ class MemoryMeter:
         if self.enabled and torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
 
-    def activations(self) -> ContextManager:
+    def activations(self) -> AbstractContextManager:
         """Wrap the policy's forward/backward passes: the peak of saved-tensor bytes over micro-batches."""
         return self._activations() if self.enabled else nullcontext()
 
@@ -132,7 +133,7 @@ class MemoryMeter:
             yield
         self._record("activations", counter.peak)
 
-    def rollout(self) -> ContextManager:
+    def rollout(self) -> AbstractContextManager:
         """Wrap sampling: the largest KV cache any generation step held."""
         return self._rollout() if self.enabled else nullcontext()
 

@@ -7,8 +7,8 @@ and e bytes per activation element. Bytes are per GPU. Kept free of torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Literal
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 
 from rlvr.diagnostics.memory_model import ModelSpec
 from rlvr.errors import UserError
@@ -150,7 +150,7 @@ class Estimate:
 
     def to_dict(self) -> dict:
         return {
-            "model": self.model.__dict__, "setup": self.setup.__dict__,
+            "model": asdict(self.model), "setup": asdict(self.setup),
             "parameters": self.model.num_params,
             "components": {name: {"bytes": round(c.bytes), "how": c.how} for name, c in self.components.items()},
         }
@@ -198,7 +198,7 @@ def _shard_divisors(setup: TrainingSetup) -> tuple[int, int, int]:
     return (n if stage >= 3 else 1), (n if stage >= 2 else 1), (n if stage >= 1 else 1)
 
 
-def _gib(n: float) -> str:
+def _count(n: float) -> str:
     return f"{n / 1e9:.3g}B" if n >= 1e8 else f"{n / 1e6:.3g}M" if n >= 1e5 else f"{n:,.0f}"
 
 
@@ -209,10 +209,10 @@ def _trainable_model(name: str, total: int, trainable: int, frozen: int, setup: 
     per_opt = optimizer_bytes_per_param(precision, optimizer)
     return {
         f"{name}_weights": Component((frozen + trainable) * precision.weight_bytes / w_div,
-                                     f"{_gib(frozen + trainable)} x {precision.weight_bytes} B / {w_div}"),
+                                     f"{_count(frozen + trainable)} x {precision.weight_bytes} B / {w_div}"),
         f"{name}_gradients": Component(trainable * precision.grad_bytes / g_div,
-                                       f"{_gib(trainable)} x {precision.grad_bytes} B / {g_div}"),
-        f"{name}_optimizer": Component(trainable * per_opt / o_div, f"{_gib(trainable)} x {per_opt:g} B / {o_div}"),
+                                       f"{_count(trainable)} x {precision.grad_bytes} B / {g_div}"),
+        f"{name}_optimizer": Component(trainable * per_opt / o_div, f"{_count(trainable)} x {per_opt:g} B / {o_div}"),
     }
 
 
@@ -227,7 +227,7 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     out.components |= _trainable_model("policy", spec.num_params, trained, spec.num_params if r else 0,
                                        setup, precision, optimizer)
     frozen_copy = Component(spec.num_params * precision.weight_bytes / w_div,
-                            f"{_gib(spec.num_params)} x {precision.weight_bytes} B / {w_div}")
+                            f"{_count(spec.num_params)} x {precision.weight_bytes} B / {w_div}")
     if algo.reference(setup):  # with LoRA the reference is the base with adapters off: no copy (TRL)
         out.components["reference_weights"] = Component(0.0, "LoRA: the base weights, adapters off") if r else frozen_copy
     value_params = spec.value_model_params
@@ -237,7 +237,7 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
                                            setup, precision, optimizer)
     if setup.reward_model:
         out.components["reward_model_weights"] = Component(
-            value_params * precision.weight_bytes / w_div, f"{_gib(value_params)} x {precision.weight_bytes} B / {w_div}")
+            value_params * precision.weight_bytes / w_div, f"{_count(value_params)} x {precision.weight_bytes} B / {w_div}")
     out.components["activations"] = Component(
         activation_bytes(spec, sequences=setup.micro_batch, prompt_len=setup.prompt_len,
                          completion_len=setup.completion_len, act_bytes=precision.act_bytes,
@@ -274,11 +274,9 @@ def format_bytes(n: float) -> str:
 def format_table(result: Estimate) -> str:
     s, m = result.setup, result.model
     tuning = f"LoRA r={s.lora_rank}" if s.lora_rank else "full fine-tuning"
-    lines = [
-        f"{s.algorithm} on {m.name} ({_gib(m.num_params)} parameters), {s.precision}, {s.optimizer}, {tuning}, "
-        f"ZeRO-{s.zero_stage} over {s.gpus} GPU(s)",
-        f"{'component (per GPU)':<22} {'memory':>12}  how",
-    ]
+    title = (f"{s.algorithm} on {m.name} ({_count(m.num_params)} parameters), {s.precision}, {s.optimizer}, "
+             f"{tuning}, ZeRO-{s.zero_stage} over {s.gpus} GPU(s)")
+    lines = [title, f"{'component (per GPU)':<22} {'memory':>12}  how"]
     for name, c in result.components.items():
         if name == "peak_total":
             lines.append("-" * 60)
@@ -286,6 +284,5 @@ def format_table(result: Estimate) -> str:
     return "\n".join(lines)
 
 
-Sharding = Literal["zero0", "zero1", "zero2", "zero3", "fsdp"]
 SHARDING_STAGES: dict[str, int] = {"zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}
 """FSDP's full sharding holds what ZeRO-3 holds (Zhao et al. 2023, PyTorch FSDP, section 3)."""

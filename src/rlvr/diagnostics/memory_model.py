@@ -86,15 +86,16 @@ def spec_from_config(config: dict, name: str) -> ModelSpec:
 
 # The fields of each model's config.json as published on the Hugging Face Hub (the model cards'
 # parameter counts are checked against these in tests/diagnostics/test_memory_estimate.py).
+_PRESET_FIELDS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "num_key_value_heads", "intermediate_size", "vocab_size", "tie_word_embeddings")
 _PRESET_CONFIGS: dict[str, dict] = {
-    "Qwen2.5-0.5B": dict(model_type="qwen2", hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
-                         num_key_value_heads=2, intermediate_size=4864, vocab_size=151936, tie_word_embeddings=True),
-    "Qwen2.5-1.5B": dict(model_type="qwen2", hidden_size=1536, num_hidden_layers=28, num_attention_heads=12,
-                         num_key_value_heads=2, intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True),
-    "Qwen2.5-7B": dict(model_type="qwen2", hidden_size=3584, num_hidden_layers=28, num_attention_heads=28,
-                       num_key_value_heads=4, intermediate_size=18944, vocab_size=152064, tie_word_embeddings=False),
-    "Llama-3-8B": dict(model_type="llama", hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
-                       num_key_value_heads=8, intermediate_size=14336, vocab_size=128256, tie_word_embeddings=False),
+    name: dict(zip(_PRESET_FIELDS, values, strict=True))
+    for name, values in {
+        "Qwen2.5-0.5B": ("qwen2", 896, 24, 14, 2, 4864, 151936, True),
+        "Qwen2.5-1.5B": ("qwen2", 1536, 28, 12, 2, 8960, 151936, True),
+        "Qwen2.5-7B": ("qwen2", 3584, 28, 28, 4, 18944, 152064, False),
+        "Llama-3-8B": ("llama", 4096, 32, 32, 8, 14336, 128256, False),
+    }.items()
 }
 
 
