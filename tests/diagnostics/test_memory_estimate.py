@@ -103,6 +103,13 @@ def test_lora_trains_only_adapters_and_shares_the_reference():
     assert totals == sorted(totals) and totals[-1] < full["peak_total"].bytes
 
 
+def test_a_lora_critic_trains_its_adapters_and_its_value_head():
+    c = estimate(HAND, replace(SMALL, algorithm="ppo", lora_rank=2)).components
+    # adapters 2*64 = 128 plus the scalar head h + 1 = 5, bf16 gradients; all 201 critic weights are held
+    assert c["critic_gradients"].bytes == (128 + 5) * 2
+    assert c["critic_weights"].bytes == (HAND.value_model_params + 128) * 2
+
+
 def test_checkpointing_lowers_activations_of_a_deep_model():
     spec, setup = load_model_spec("Qwen2.5-7B"), TrainingSetup()
     plain = estimate(spec, setup).components["activations"].bytes

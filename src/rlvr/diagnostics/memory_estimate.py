@@ -202,7 +202,7 @@ def _count(n: float) -> str:
     return f"{n / 1e9:.3g}B" if n >= 1e8 else f"{n / 1e6:.3g}M" if n >= 1e5 else f"{n:,.0f}"
 
 
-def _trainable_model(name: str, total: int, trainable: int, frozen: int, setup: TrainingSetup,
+def _trainable_model(name: str, trainable: int, frozen: int, setup: TrainingSetup,
                      precision: Precision, optimizer: Optimizer) -> dict[str, Component]:
     """Weights, gradients and optimizer states of one trained model (policy or critic)."""
     w_div, g_div, o_div = _shard_divisors(setup)
@@ -224,17 +224,17 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     w_div = _shard_divisors(setup)[0]
     out = Estimate(spec, setup)
     trained = spec.lora_params(r) if r else spec.num_params
-    out.components |= _trainable_model("policy", spec.num_params, trained, spec.num_params if r else 0,
-                                       setup, precision, optimizer)
+    out.components |= _trainable_model("policy", trained, spec.num_params if r else 0, setup, precision, optimizer)
     frozen_copy = Component(spec.num_params * precision.weight_bytes / w_div,
                             f"{_count(spec.num_params)} x {precision.weight_bytes} B / {w_div}")
     if algo.reference(setup):  # with LoRA the reference is the base with adapters off: no copy (TRL)
         out.components["reference_weights"] = Component(0.0, "LoRA: the base weights, adapters off") if r else frozen_copy
     value_params = spec.value_model_params
     if algo.critic:
-        critic_trained = spec.lora_params(r) + spec.hidden_size + 1 if r else value_params
-        out.components |= _trainable_model("critic", value_params, critic_trained, value_params if r else 0,
-                                           setup, precision, optimizer)
+        value_head = spec.hidden_size + 1  # trained even with LoRA: it starts from scratch
+        critic_frozen = value_params - value_head if r else 0
+        critic_trained = spec.lora_params(r) + value_head if r else value_params
+        out.components |= _trainable_model("critic", critic_trained, critic_frozen, setup, precision, optimizer)
     if setup.reward_model:
         out.components["reward_model_weights"] = Component(
             value_params * precision.weight_bytes / w_div, f"{_count(value_params)} x {precision.weight_bytes} B / {w_div}")
