@@ -216,19 +216,38 @@ def _trainable_model(name: str, trainable: int, frozen: int, setup: TrainingSetu
     }
 
 
+def _frozen_model(params: int, precision: Precision, setup: TrainingSetup) -> Component:
+    w_div = _shard_divisors(setup)[0]
+    return Component(params * precision.weight_bytes / w_div, f"{_count(params)} x {precision.weight_bytes} B / {w_div}")
+
+
+def _activations(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
+    tokens = setup.prompt_len + setup.completion_len
+    size = activation_bytes(spec, sequences=setup.micro_batch, prompt_len=setup.prompt_len,
+                            completion_len=setup.completion_len, act_bytes=precision.act_bytes,
+                            grad_checkpointing=setup.grad_checkpointing, lora_rank=setup.lora_rank,
+                            padding_free=setup.padding_free)
+    return Component(size, f"{setup.micro_batch} seq x {tokens} tok" + (", checkpointed" if setup.grad_checkpointing else ""))
+
+
+def _kv_cache(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
+    sequences = setup.batch * setup.group // setup.gpus  # rlvr samples a GPU's whole share at once
+    tokens, e = setup.prompt_len + setup.completion_len, precision.act_bytes
+    size = kv_cache_bytes(spec, sequences=sequences, tokens=tokens, act_bytes=e)
+    return Component(size, f"{sequences} seq x {tokens} tok x 2*{spec.num_layers}*{spec.num_kv_heads}*{spec.head_dim}*{e} B")
+
+
 def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     """Per-GPU bytes of each component and the peak total (persistent + max(backward, rollout))."""
     check_setup(setup)
     algo, precision = ALGORITHM_MEMORY[setup.algorithm], PRECISIONS[setup.precision]
     optimizer, r = OPTIMIZERS[setup.optimizer], setup.lora_rank
-    w_div = _shard_divisors(setup)[0]
     out = Estimate(spec, setup)
     trained = spec.lora_params(r) if r else spec.num_params
     out.components |= _trainable_model("policy", trained, spec.num_params if r else 0, setup, precision, optimizer)
-    frozen_copy = Component(spec.num_params * precision.weight_bytes / w_div,
-                            f"{_count(spec.num_params)} x {precision.weight_bytes} B / {w_div}")
     if algo.reference(setup):  # with LoRA the reference is the base with adapters off: no copy (TRL)
-        out.components["reference_weights"] = Component(0.0, "LoRA: the base weights, adapters off") if r else frozen_copy
+        out.components["reference_weights"] = (Component(0.0, "LoRA: the base weights, adapters off") if r
+                                               else _frozen_model(spec.num_params, precision, setup))
     value_params = spec.value_model_params
     if algo.critic:
         value_head = spec.hidden_size + 1  # trained even with LoRA: it starts from scratch
@@ -236,21 +255,10 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
         critic_trained = spec.lora_params(r) + value_head if r else value_params
         out.components |= _trainable_model("critic", critic_trained, critic_frozen, setup, precision, optimizer)
     if setup.reward_model:
-        out.components["reward_model_weights"] = Component(
-            value_params * precision.weight_bytes / w_div, f"{_count(value_params)} x {precision.weight_bytes} B / {w_div}")
-    out.components["activations"] = Component(
-        activation_bytes(spec, sequences=setup.micro_batch, prompt_len=setup.prompt_len,
-                         completion_len=setup.completion_len, act_bytes=precision.act_bytes,
-                         grad_checkpointing=setup.grad_checkpointing, lora_rank=r,
-                         padding_free=setup.padding_free),
-        f"{setup.micro_batch} seq x {setup.prompt_len + setup.completion_len} tok"
-        + (", checkpointed" if setup.grad_checkpointing else ""))
+        out.components["reward_model_weights"] = _frozen_model(value_params, precision, setup)
+    out.components["activations"] = _activations(spec, setup, precision)
     if algo.rollout:
-        sequences = setup.batch * setup.group // setup.gpus
-        tokens = setup.prompt_len + setup.completion_len
-        out.components["kv_cache"] = Component(
-            kv_cache_bytes(spec, sequences=sequences, tokens=tokens, act_bytes=precision.act_bytes),
-            f"{sequences} seq x {tokens} tok x 2*{spec.num_layers}*{spec.num_kv_heads}*{spec.head_dim}*{precision.act_bytes} B")
+        out.components["kv_cache"] = _kv_cache(spec, setup, precision)
     out.components["peak_total"] = Component(peak_total(out.components), "persistent + max(grads + activations, KV cache)")
     return out
 
