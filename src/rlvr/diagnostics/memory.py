@@ -98,9 +98,8 @@ class MemoryMeter:
 
     def __init__(self, *, enabled: bool, models: dict[str, torch.nn.Module | None],
                  optimizers: dict[str, torch.optim.Optimizer], policy: torch.nn.Module):
-        self.enabled, self.policy = enabled, policy
-        self.models = {name: m for name, m in models.items()}
-        self.optimizers = optimizers
+        self.enabled, self.policy, self.models = enabled, policy, dict(models)
+        self.on_cuda = enabled and next(policy.parameters()).is_cuda
         self.values: dict[str, float] = {}
         if enabled:
             for name, opt in optimizers.items():
@@ -118,7 +117,7 @@ class MemoryMeter:
 
     def start_step(self) -> None:
         self.values = {}
-        if self.enabled and torch.cuda.is_available():
+        if self.on_cuda:
             torch.cuda.reset_peak_memory_stats()
 
     def activations(self) -> AbstractContextManager:
@@ -156,6 +155,6 @@ class MemoryMeter:
         values = {f"{name}_weights": float(model_bytes(m)) if m is not None else 0.0 for name, m in self.models.items()}
         values |= self.values
         values["peak_total"] = peak_total(values)
-        if torch.cuda.is_available():
+        if self.on_cuda:
             values["cuda_max_allocated"] = float(torch.cuda.max_memory_allocated())
         return {f"memory/{name}": value for name, value in values.items()}
