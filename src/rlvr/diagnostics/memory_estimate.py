@@ -293,4 +293,4 @@ def format_table(result: Estimate) -> str:
 
 
 SHARDING_STAGES: dict[str, int] = {"zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}
-"""FSDP's full sharding holds what ZeRO-3 holds (Zhao et al. 2023, PyTorch FSDP, section 3)."""
+"""FSDP's full sharding holds what ZeRO-3 holds (Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277)."""
