@@ -240,6 +240,61 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return USAGE_ERROR if report.bad else 0
 
 
+def _memory_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "memory",
+        help="estimate accelerator memory by component for training a model with an algorithm",
+        description="Estimate per-GPU memory, component by component (weights, reference, critic, gradients, "
+        "optimizer states, activations, rollout KV cache), for training a Llama-family model. "
+        "Formulas and their sources: docs/memory.md.",
+    )
+    p.add_argument("--model", default="tiny-arith",
+                   help="preset (tiny-arith, Qwen2.5-0.5B, Qwen2.5-1.5B, Qwen2.5-7B, Llama-3-8B) or a Hugging Face config.json / model directory")
+    p.add_argument("--algorithm", default="grpo", help="grpo, gspo, rloo, reinforce_pp, ppo or dpo (default grpo)")
+    p.add_argument("--precision", default="bf16-mixed", help="fp32, bf16-mixed (fp32 master), fp16-mixed or bf16 (default bf16-mixed)")
+    p.add_argument("--optimizer", default="adamw", help="adamw, adam8bit, sgd or sgd-momentum (default adamw)")
+    p.add_argument("--lora-rank", type=int, default=0, help="LoRA rank on every linear layer (default 0: full fine-tuning)")
+    p.add_argument("--sharding", default="zero0", help="zero0, zero1, zero2, zero3 or fsdp (= zero3) (default zero0)")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs the batch and the shards are spread over (default 1)")
+    p.add_argument("--prompt-len", type=int, default=256, help="prompt tokens P (default 256)")
+    p.add_argument("--completion-len", type=int, default=1024, help="completion tokens T (default 1024)")
+    p.add_argument("--batch", type=int, default=32, help="B: queries per step; DPO: pairs (default 32)")
+    p.add_argument("--group", type=int, help="G: completions per query (default 8; DPO: 2, chosen and rejected)")
+    p.add_argument("--micro-batch", type=int, default=8, help="sequences per forward/backward per GPU (default 8)")
+    p.add_argument("--grad-checkpointing", action="store_true", help="recompute each layer in the backward")
+    p.add_argument("--padding-free", action="store_true", help="sequences packed without padding (no attention mask)")
+    p.add_argument("--beta", type=float, default=0.04, help="KL weight; 0 holds no reference for GRPO and PPO (default 0.04)")
+    p.add_argument("--reward-model", action="store_true", help="also hold a learned reward model")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.set_defaults(func=_cmd_memory)
+
+
+def _cmd_memory(args: argparse.Namespace) -> int:
+    import json
+
+    from rlvr.diagnostics.memory_estimate import (
+        SHARDING_STAGES,
+        TrainingSetup,
+        estimate,
+        format_table,
+    )
+    from rlvr.diagnostics.memory_model import load_model_spec
+
+    if args.sharding not in SHARDING_STAGES:
+        raise UsageError(f"--sharding {args.sharding}: unknown; pick one of {', '.join(SHARDING_STAGES)}")
+    setup = TrainingSetup(
+        algorithm=args.algorithm, precision=args.precision, optimizer=args.optimizer, lora_rank=args.lora_rank,
+        zero_stage=SHARDING_STAGES[args.sharding], gpus=args.gpus, prompt_len=args.prompt_len,
+        completion_len=args.completion_len, batch=args.batch, micro_batch=args.micro_batch,
+        group=args.group if args.group is not None else (2 if args.algorithm == "dpo" else 8),
+        grad_checkpointing=args.grad_checkpointing, padding_free=args.padding_free, beta=args.beta,
+        reward_model=args.reward_model,
+    )
+    result = estimate(load_model_spec(args.model), setup)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else format_table(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with verifiable rewards.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -247,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     _eval_parser(sub)
     _build_base_parser(sub)
     _verify_parser(sub)
+    _memory_parser(sub)
     return parser
 
 

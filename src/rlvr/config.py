@@ -131,6 +131,8 @@ class TrainConfig:
     """torch CPU threads (0 = torch's default)."""
     tensorboard: bool = False
     """Also log metrics to TensorBoard under <out>/tensorboard (needs the 'tensorboard' extra)."""
+    memory_metrics: bool = True
+    """Log memory/* metrics each step (weights, gradients, optimizer states, activations, KV cache; docs/memory.md)."""
 
 
 @dataclass

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
+from rlvr.diagnostics.memory import MemoryMeter
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
@@ -111,6 +112,9 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             set_rng_state(state["rng"])
             self.start_step, self.base_eval = state["step"], state["base_eval"]
+        self.memory = MemoryMeter(enabled=cfg.train.memory_metrics, policy=self.policy,
+                                  models={"policy": self.policy, "reference": self.reference},
+                                  optimizers={"policy": self.optimizer})
 
     @staticmethod
     def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
@@ -133,8 +137,9 @@ class Trainer:
     def step(self, step: int) -> dict[str, float]:
         """One step of the configured algorithm (GRPO by default); returns its metrics."""
         cfg, timer = self.cfg, Timer()
+        self.memory.start_step()
         queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-        with timer.phase("generate"):
+        with timer.phase("generate"), self.memory.rollout():
             batch = sample_completions(
                 self.policy, self.tokenizer, queries, group_size=cfg.rollout.group_size,
                 max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
@@ -156,7 +161,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self._learning_rate(step)
         for _ in range(cfg.algo.num_iterations):
-            with timer.phase("forward_backward"):
+            with timer.phase("forward_backward"), self.memory.activations():
                 update = accumulate_policy_gradient(
                     self.policy, batch, advantages.flatten(), ref_logp, cfg.algo,
                     temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
@@ -174,6 +179,7 @@ class Trainer:
             "update_norm": update_norm,
             "learning_rate": self._learning_rate(step),
             **timer.seconds,
+            **self.memory.step_metrics(),
         }
 
 

@@ -1,0 +1,1 @@
+"""Diagnostics: memory accounting and estimation, and other measurements of a training run."""
