@@ -37,8 +37,8 @@ class ModelConfig:
 
 @dataclass
 class TaskConfig:
-    name: Literal["arith", "jsonl"] = "arith"
-    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path."""
+    name: Literal["arith", "jsonl", "hf"] = "arith"
+    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*)."""
     train_path: str = ""
     """JSONL file of dataset rows ({"id", "prompt", "verifier"}) for task 'jsonl'."""
     eval_path: str = ""
@@ -55,6 +55,22 @@ class TaskConfig:
     """arith: number of distinct held-out queries (disjoint from training by construction)."""
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
+    hf_path: str = ""
+    """hf: a local .jsonl/.json/.parquet file, or a directory of them in Hugging Face layout (train-*.parquet, ...)."""
+    hf_split: str = "train"
+    """hf: training split of a directory (a single file is one split)."""
+    hf_eval_path: str = ""
+    """hf: file or directory of held-out rows; empty = split hf_eval_split of hf_path."""
+    hf_eval_split: str = "test"
+    """hf: held-out split of a directory."""
+    hf_prompt_column: str = "prompt"
+    """hf: column with the prompt text."""
+    hf_answer_column: str = "answer"
+    """hf: column with the reference answer, mapped to {"type": "math", "answer": ...}."""
+    hf_verifier_column: str = ""
+    """hf: column with full criteria (an object or JSON text, e.g. python tests); overrides hf_answer_column."""
+    hf_id_column: str = ""
+    """hf: column with row ids; empty = '<split>-<row index>'."""
 
 
 @dataclass
@@ -196,6 +212,12 @@ def _jsonl_paths(cfg: RunConfig) -> str | None:
     return None
 
 
+def _hf_path(cfg: RunConfig) -> str | None:
+    if cfg.task.name == "hf" and not cfg.task.hf_path:
+        return "task.name=hf needs task.hf_path (a local .jsonl/.parquet file or a Hugging Face dataset directory)"
+    return None
+
+
 def _top_p(cfg: RunConfig) -> str | None:
     p = cfg.rollout.top_p
     return None if 0 < p <= 1 else f"rollout.top_p must be in (0, 1] (got {p})"
@@ -239,6 +261,7 @@ _CHECKS = [
     _positive("task", "digits"),
     _arith,
     _jsonl_paths,
+    _hf_path,
 ]
 
 

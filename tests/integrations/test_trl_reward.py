@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from rlvr.integrations.criteria import CriteriaError
 from rlvr.integrations.trl import TrlReward, TrlRewardError, message_text
 from rlvr.models import load_policy
 from rlvr.tasks.arith import make_queries
@@ -129,9 +130,9 @@ def test_criteria_column_missing_or_malformed_names_the_row():
     reward = TrlReward()
     with pytest.raises(TrlRewardError, match="no 'verifier' column.*answer"):
         reward(prompts=["1+1="], completions=["<answer>2</answer>"], answer=["2"])
-    with pytest.raises(TrlRewardError, match="completion 1, column 'verifier': not valid JSON"):
+    with pytest.raises(CriteriaError, match="completion 1, column 'verifier': not valid JSON"):
         reward(prompts=["a", "b"], completions=["x", "y"], verifier=['{"type": "math", "answer": "1"}', "{oops"])
-    with pytest.raises(TrlRewardError, match="completion 0.*criteria object with a \"type\""):
+    with pytest.raises(CriteriaError, match="completion 0.*criteria object with a \"type\""):
         reward(prompts=["a"], completions=["x"], verifier=[{"answer": "1"}])
 
 

@@ -12,9 +12,7 @@ rlvr treats an unscorable completion (verdict ``error`` or ``unavailable``), so 
 
 The verification criteria travel in a dataset column, ``verifier`` by default: per row either the
 criteria object (``{"type": "math", "answer": "42"}``) or the same object as a JSON string. Use the
-JSON string when rows of several verifier types share a dataset: Arrow stores a column of objects
-as one struct type, so rows of one type would gain the other types' keys set to null (the adapter
-drops null top-level keys, which undoes that for flat criteria, but not inside nested test lists).
+JSON string when rows of several verifier types share a dataset (see ``rlvr.integrations.criteria``).
 
 Prompts and completions may be plain text or conversational (lists of ``{"role", "content"}``
 messages); a conversational completion is judged on the text of its assistant messages.
@@ -22,11 +20,11 @@ messages); a conversational completion is judged on the text of its assistant me
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr.errors import UserError
+from rlvr.integrations.criteria import parse_criteria
 from rlvr.types import Query, VerifierResult
 from rlvr.verifiers.base import Verifier
 from rlvr.verifiers.reward import CORRECTNESS, RewardFunction
@@ -93,21 +91,6 @@ class TrlReward:
             return [s.reward for s in scored], [s.results[CORRECTNESS] for s in scored]
         results = self.scorer.verify_batch(items)
         return [result.score if result.scorable else None for result in results], results
-
-
-def parse_criteria(value: Any, where: str) -> dict[str, Any]:
-    """A row's criteria object from a dict or a JSON string; null keys (Arrow's filler) dropped."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as error:
-            raise TrlRewardError(f"{where}: not valid JSON ({error})") from None
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise TrlRewardError(
-            f"{where}: expected a criteria object with a \"type\" (e.g. {{\"type\": \"math\", \"answer\": \"42\"}}), "
-            f"got {value!r:.80}"
-        )
-    return {key: item for key, item in value.items() if item is not None}
 
 
 def message_text(value: Any, *, roles: tuple[str, ...] | None) -> str:
