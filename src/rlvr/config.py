@@ -147,6 +147,12 @@ class TrainConfig:
     """torch CPU threads (0 = torch's default)."""
     tensorboard: bool = False
     """Also log metrics to TensorBoard under <out>/tensorboard (needs the 'tensorboard' extra)."""
+    trackers: list[str] = field(default_factory=lambda: ["jsonl"])
+    """Metric sinks: jsonl (always written), tensorboard (<out>/tensorboard), wandb (<out>/wandb); each beyond jsonl needs its extra."""
+    wandb_project: str = "rlvr"
+    """W&B project name of the run (tracker 'wandb')."""
+    wandb_mode: Literal["offline", "online"] = "offline"
+    """W&B mode: 'offline' writes the run under <out>/wandb and never uses the network (upload later with `wandb sync`)."""
 
 
 @dataclass
@@ -218,6 +224,12 @@ def _hf_path(cfg: RunConfig) -> str | None:
     return None
 
 
+def _trackers(cfg: RunConfig) -> str | None:
+    from rlvr.integrations.trackers import tracker_problem  # no third-party import: find_spec only
+
+    return tracker_problem([*cfg.train.trackers, *(["tensorboard"] if cfg.train.tensorboard else [])])
+
+
 def _top_p(cfg: RunConfig) -> str | None:
     p = cfg.rollout.top_p
     return None if 0 < p <= 1 else f"rollout.top_p must be in (0, 1] (got {p})"
@@ -262,6 +274,7 @@ _CHECKS = [
     _arith,
     _jsonl_paths,
     _hf_path,
+    _trackers,
 ]
 
 
@@ -300,6 +313,11 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
         if value is None or value == "":
             return None
         return _coerce(key, value, args[0])
+    if origin is list:  # YAML list, or comma-separated text from --set
+        items = [x.strip() for x in value.split(",") if x.strip()] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise ConfigError(f"{key} must be a list, e.g. [a, b] (got {value!r})")
+        return [_coerce(key, item, typing.get_args(annotation)[0]) for item in items]
     if annotation is bool:
         if isinstance(value, bool):
             return value
@@ -395,5 +413,7 @@ def describe_fields() -> str:
         docs = field_docs(cls)
         for f in dataclasses.fields(cls):
             default = f.default if f.default is not dataclasses.MISSING else None
+            if f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
             lines.append(f"  {section}.{f.name} = {default!r}\n      {docs.get(f.name, '')}")
     return "\n".join(lines)
