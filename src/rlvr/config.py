@@ -227,7 +227,8 @@ def _hf_path(cfg: RunConfig) -> str | None:
 def _trackers(cfg: RunConfig) -> str | None:
     from rlvr.integrations.trackers import tracker_problem  # no third-party import: find_spec only
 
-    return tracker_problem([*cfg.train.trackers, *(["tensorboard"] if cfg.train.tensorboard else [])])
+    flag = tracker_problem(["tensorboard"], setting="train.tensorboard=true") if cfg.train.tensorboard else None
+    return flag or tracker_problem(cfg.train.trackers)
 
 
 def _top_p(cfg: RunConfig) -> str | None:

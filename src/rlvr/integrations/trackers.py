@@ -92,15 +92,16 @@ def _installed(package: str) -> bool:
         return sys.modules.get(package) is not None
 
 
-def tracker_problem(names: Iterable[str]) -> str | None:
-    """Why these trackers cannot run (unknown name, missing package), or None. Cheap: no imports."""
+def tracker_problem(names: Iterable[str], *, setting: str | None = None) -> str | None:
+    """Why these trackers cannot run (unknown name, missing package), or None. Cheap: no imports.
+    ``setting`` names what asked for them when it is not train.trackers (e.g. train.tensorboard=true)."""
     for name in names:
         spec = TRACKERS.get(name)
         if spec is None:
             return f"train.trackers: unknown tracker {name!r}; known: {', '.join(TRACKERS)}"
         if spec.package and not _installed(spec.package):
-            return (f"train.trackers includes {name!r}, which needs the {spec.package} package: "
-                    f".venv/bin/pip install -e '.[{spec.extra}]'")
+            asker = setting or f"train.trackers includes {name!r}, which"
+            return f"{asker} needs the {spec.package} package: .venv/bin/pip install -e '.[{spec.extra}]'"
     return None
 
 

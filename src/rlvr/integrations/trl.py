@@ -69,7 +69,7 @@ class TrlReward:
               columns: dict[str, Any]) -> list[tuple[Query, str]]:
         """(query, completion text) per completion, from TRL's arguments."""
         if self.column not in columns:
-            known = ", ".join(sorted(k for k in columns if k not in ("trainer_state", "log_extra", "log_metric")))
+            known = ", ".join(sorted(k for k in columns if k not in ("trainer_state", "log_extra", "log_metric", "completion_ids")))
             raise TrlRewardError(
                 f"the dataset has no '{self.column}' column with verification criteria (columns: {known or 'none'}); "
                 f"add one, e.g. {{\"type\": \"math\", \"answer\": \"42\"}}, or pass column= to TrlReward"
