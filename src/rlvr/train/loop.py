@@ -198,7 +198,8 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     say = print if progress else (lambda *_: None)
     trainer = Trainer(cfg, out_dir, resume=resume)
     log = MetricsLog(out_dir, tensorboard=cfg.train.tensorboard,
-                     keep_until_step=trainer.start_step if resume else 0)
+                     keep_until_step=trainer.start_step if resume else 0,
+                     trackers=cfg.train.trackers, run_config=cfg.to_dict())
     if trainer.base_eval is None:
         say(f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples")
         trainer.base_eval = trainer.evaluate()
