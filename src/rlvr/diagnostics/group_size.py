@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
+from statistics import fmean
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,9 +108,8 @@ def measure_group_size(trainer: Trainer, group_size: int, batches: int) -> Group
         sq_norms.append(found.sq_norm)
         rewards.append(float(reward.nanmean()))
         zero_std.append(float(stats["frac_zero_std"]))
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    return GroupSizeRow(group_size, mean(traces), mean(sq_norms), cfg.train.batch_queries, batches,
-                        mean(rewards), mean(zero_std))
+    return GroupSizeRow(group_size, fmean(traces), fmean(sq_norms), cfg.train.batch_queries, batches,
+                        fmean(rewards), fmean(zero_std))
 
 
 def measure_group_sizes(cfg: RunConfig, group_sizes: list[int], batches: int, *, progress: bool = True) -> list[GroupSizeRow]:
