@@ -70,7 +70,7 @@ def estimate_from_batches(small_gradients: torch.Tensor, b_small: float) -> Nois
 
 
 class GradientReader:
-    """Reads a model's accumulated .grad as one flat float64 vector, whole or on a fixed subset."""
+    """Reads a model's accumulated .grad as one flat vector, whole or on a fixed subset."""
 
     def __init__(self, model: torch.nn.Module, *, max_coords: int = MAX_COORDS, seed: int = 0):
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -90,10 +90,11 @@ class GradientReader:
         for k, p in enumerate(self.params):
             flat = torch.zeros(p.numel(), device=p.device) if p.grad is None else p.grad.detach().flatten()
             parts.append(flat if self.index is None else flat[self.index[k]])
-        return torch.cat(parts).double()  # [D]
+        return torch.cat(parts)  # [D] in the gradient's dtype
 
     def sq_norm(self, vector: torch.Tensor) -> float:
-        return float(vector.pow(2).sum()) * self.scale
+        """|v|², accumulated in float64, rescaled to the whole gradient when reading a subset."""
+        return float(torch.linalg.vector_norm(vector, dtype=torch.float64)) ** 2 * self.scale
 
 
 class MicroBatchNoise:

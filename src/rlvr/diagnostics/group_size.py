@@ -78,7 +78,7 @@ def prompt_gradients(trainer: Trainer, batch: RolloutBatch, advantages: torch.Te
             temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
             micro_batch_size=cfg.optim.micro_batch_size,
         )
-        gradient = reader.read()  # [D]
+        gradient = reader.read().double()  # [D]
         sq_total += reader.sq_norm(gradient)
         total = gradient if total is None else total + gradient
     policy.zero_grad(set_to_none=True)
