@@ -28,7 +28,8 @@ _JS = r"""
 const D = JSON.parse(document.getElementById('capture-data').textContent);
 const R = D.replay || null;
 const N = D.completions.length, G = D.config.group_size, B = D.prompts.length;
-const fmt = (x, d=4) => x === null || x === undefined ? 'null' : (typeof x === 'boolean' ? String(x) : Number(x).toFixed(d));
+const fmt = (x, d=4) => x === null || x === undefined ? 'null' : typeof x === 'boolean' ? String(x)
+  : (x !== 0 && Math.abs(x) < Math.pow(10, 1 - d)) ? Number(x).toExponential(3) : Number(x).toFixed(d);  // tiny values keep their digits
 const el = (tag, attrs={}, ...kids) => { const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) { if (k === 'class') e.className = v; else e.setAttribute(k, v); }
   for (const k of kids) e.append(k); return e; };

@@ -101,8 +101,8 @@ def summary_lines(capture: dict[str, Any]) -> list[str]:
         f"captured step {capture['source']['step']} ({capture['source']['policy']}): {c['algorithm']}, "
         f"B={len(capture['prompts'])} x G={c['group_size']} = {n} completions, "
         f"{capture['counts']['num_tokens']} tokens",
-        f"reward mean {_mean(capture['rewards']):.3f}; loss {capture['loss']:.6f} "
-        f"(recomputed from the exported tensors: {capture['loss_recomputed']:.6f}); "
+        f"reward mean {_mean(capture['rewards']):.3f}; loss {capture['loss']:.6g} "
+        f"(recomputed from the exported tensors: {capture['loss_recomputed']:.6g}); "
         f"grad_norm {capture['grad_norm']:.4f}; update_norm {capture['update_norm']:.5f}",
     ]
     if "warning" in capture["source"]:
