@@ -295,6 +295,119 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inspect_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="capture one update with every intermediate (JSON + HTML), or replay one under other settings",
+        description="Run one real update (from a config, or a step of a saved run) and write capture.json "
+        "(every intermediate: rewards, advantages, log-probs, ratios, clipping, KL, per-token loss, loss, "
+        "gradient norms; schema in docs/inspector.md) and capture.html. With --replay, recompute a captured "
+        "batch under other algo.* settings and show the change in loss, per-token weights and gradient.",
+    )
+    p.add_argument("--config", help="YAML preset; the update of step 1 of a fresh run is captured")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config field (repeatable); with --replay only algo.* fields")
+    p.add_argument("--run", metavar="DIR", help="a run directory of rlvr train; needs --step")
+    p.add_argument("--step", type=int, help="with --run: the update logged as this step in metrics.jsonl")
+    p.add_argument("--replay", metavar="CAPTURE", help="a capture.json to recompute under --set algo.* settings")
+    p.add_argument("--out", help="output folder (default: inspect/, or the capture's folder for --replay)")
+    p.set_defaults(func=_cmd_inspect)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from rlvr.diagnostics import inspector
+
+    if args.replay:
+        if args.config or args.run or args.step is not None:
+            raise UsageError("--replay recomputes a saved capture; drop --config/--run/--step and pass --set algo.*=...")
+        return _replay(Path(args.replay), args.overrides, Path(args.out) if args.out else None)
+    if args.run and args.config:
+        raise UsageError("--run uses that run's saved config; drop --config (--set may still change fields)")
+    if args.run and args.step is None:
+        raise UsageError("--run DIR needs --step N: the update logged as step N in DIR/metrics.jsonl")
+    if args.step is not None and args.step < 1:
+        raise UsageError(f"--step {args.step}: steps count from 1, as in metrics.jsonl")
+    _quiet_hugging_face()
+    out = Path(args.out or "inspect")
+    if args.run:
+        capture = inspector.inspect_run(Path(args.run), args.step, args.overrides, out)
+    else:
+        capture = inspector.inspect_config(load_config(args.config, args.overrides), out, step=args.step or 1)
+    json_path, html_path = inspector.write_capture(capture, out)
+    print("\n".join(inspector.summary_lines(capture)))
+    print(f"saved: {json_path}, {html_path} (policy weights for --replay in {out / capture['weights']})")
+    return 0
+
+
+def _replay(path: Path, overrides: list[str], out: Path | None) -> int:
+    import json
+
+    from rlvr.diagnostics.html import render_capture
+    from rlvr.diagnostics.inspector import read_capture
+    from rlvr.diagnostics.replay import replay, replay_lines
+
+    if not overrides:
+        raise UsageError("--replay needs at least one --set algo.KEY=VALUE to compare against the capture")
+    _quiet_hugging_face()
+    capture = read_capture(path)
+    result = replay(capture, path.parent, overrides)
+    out = out or path.parent
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "replay.json").write_text(json.dumps(result) + "\n")
+    (out / "replay.html").write_text(render_capture(capture, result))
+    print("\n".join(replay_lines(result)))
+    print(f"saved: {out / 'replay.json'}, {out / 'replay.html'}")
+    return 0
+
+
+def _grad_variance_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "grad-variance",
+        help="gradient variance and noise scale for several group sizes G at an equal prompt count",
+        description="For each G, sample G completions for each of the same train.batch_queries prompts "
+        "from the same policy, take one gradient per prompt, and estimate tr(Sigma), |G|^2, the gradient "
+        "variance and the noise scale B_simple (McCandlish et al. 2018, App. A), averaged over --batches.",
+    )
+    p.add_argument("--config", help="YAML preset (default: the built-in defaults)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config field (repeatable)")
+    p.add_argument("--group-sizes", default="2,4,8,16", help="comma-separated G values, each >= 2 (default 2,4,8,16)")
+    p.add_argument("--batches", type=int, default=4, help="batches of prompts averaged per G (default 4)")
+    p.add_argument("--out", default="grad_variance.json", help="JSON file for the table (default grad_variance.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_grad_variance)
+
+
+def _cmd_grad_variance(args: argparse.Namespace) -> int:
+    import json
+
+    try:
+        sizes = [int(part) for part in args.group_sizes.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--group-sizes {args.group_sizes!r}: expected comma-separated integers, e.g. 2,4,8,16") from None
+    if not sizes or min(sizes) < 2:
+        raise UsageError(f"--group-sizes {args.group_sizes!r}: every G must be >= 2 (a group of one has no baseline)")
+    if args.batches < 1:
+        raise UsageError("--batches must be >= 1")
+    cfg = load_config(args.config, args.overrides)
+    if cfg.train.batch_queries < 2:
+        raise UsageError("train.batch_queries must be >= 2: the estimate compares one prompt's gradient with the batch's")
+    from rlvr.diagnostics.group_size import format_table, measure_group_sizes
+
+    _quiet_hugging_face()
+    print(f"rlvr grad-variance: model '{cfg.model.name}', {cfg.algo.algorithm}, "
+          f"{cfg.train.batch_queries} prompts x G in {sizes}, {args.batches} batches each")
+    rows = measure_group_sizes(cfg, sizes, args.batches, progress=not args.quiet)
+    print(format_table(rows))
+    report = {"model": cfg.model.name, "algorithm": cfg.algo.algorithm, "config": cfg.to_dict(),
+              "rows": [r.to_dict() for r in rows]}
+    from rlvr.diagnostics.capture import to_json
+
+    Path(args.out).write_text(json.dumps(to_json(report), indent=2) + "\n")  # NaN -> null
+    print(f"saved: {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with verifiable rewards.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -303,6 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     _build_base_parser(sub)
     _verify_parser(sub)
     _memory_parser(sub)
+    _inspect_parser(sub)
+    _grad_variance_parser(sub)
     return parser
 
 

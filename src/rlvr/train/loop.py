@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
+from rlvr.diagnostics.grad_noise import MicroBatchNoise
 from rlvr.diagnostics.memory import MemoryMeter
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
@@ -162,10 +163,11 @@ class Trainer:
             group["lr"] = self._learning_rate(step)
         for _ in range(cfg.algo.num_iterations):
             with timer.phase("forward_backward"), self.memory.activations():
+                noise = MicroBatchNoise(self.policy)  # grad/variance, grad/noise_scale from the micro-batches
                 update = accumulate_policy_gradient(
                     self.policy, batch, advantages.flatten(), ref_logp, cfg.algo,
                     temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-                    micro_batch_size=cfg.optim.micro_batch_size,
+                    micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=noise,
                 )  # [N] advantages, one per completion
             with timer.phase("optimizer"):
                 grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
@@ -177,6 +179,7 @@ class Trainer:
             **update.stats,
             "grad_norm": grad_norm,
             "update_norm": update_norm,
+            **noise.metrics(),
             "learning_rate": self._learning_rate(step),
             **timer.seconds,
             **self.memory.step_metrics(),
