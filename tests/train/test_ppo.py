@@ -71,3 +71,26 @@ def test_critic_fits_the_returns_of_a_fixed_batch(base_model_dir, tmp_path):
     losses = [trainer.critic.update(batch, values, returns, mask, micro_batch_size=0, max_grad_norm=1.0)
               ["critic/value_loss"] for _ in range(15)]
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_micro_batched_critic_update_equals_the_full_batch_one(base_policy):
+    import copy
+
+    from rlvr.config import PPOConfig
+    from rlvr.train.ppo import Critic
+
+    model, tok = base_policy
+    model = model.double()
+    torch.manual_seed(0)
+    batch = sample_completions(model, tok, make_queries(2, split="heldout", seed=0), group_size=4, max_new_tokens=40)
+    critic = Critic(model, PPOConfig(value_clip=0.1))
+    torch.nn.init.normal_(critic.model.head.weight, std=0.1)
+    old_values = critic.values(batch, 0).double()  # [N, T]
+    returns = torch.randn(old_values.shape, dtype=torch.float64) * batch.completion_mask  # [N, T]
+    critics = [copy.deepcopy(critic) for _ in range(2)]
+    for c, micro_batch_size in zip(critics, (0, 3)):
+        c.optimizer = torch.optim.SGD(c.model.parameters(), lr=0.1)
+        c.update(batch, old_values, returns, batch.completion_mask, micro_batch_size=micro_batch_size, max_grad_norm=0.0)
+    for a, b in zip(critics[0].model.parameters(), critics[1].model.parameters()):
+        assert torch.allclose(a, b, atol=1e-12)
+    assert any(not torch.equal(a, b) for a, b in zip(critic.model.parameters(), critics[0].model.parameters()))

@@ -111,7 +111,8 @@ def ppo_step(trainer: Trainer, step: int) -> dict[str, float]:
     scores = rewards.flatten()  # [N]
     # An unscorable sample has no reward to learn from: out of both losses (and of whitening).
     judged = ~torch.isnan(scores)  # [N]
-    base_mask = batch.completion_mask if not cfg.algo.overlong_filter else loss_mask(batch, True)  # [N, T]
+    filtered = loss_mask(batch, cfg.algo.overlong_filter)  # [N, T], or None when nothing is filtered
+    base_mask = batch.completion_mask if filtered is None else filtered  # [N, T]
     mask = base_mask * judged[:, None].to(base_mask.dtype)  # [N, T]
     ref_logp = trainer.reference_logp(batch, timer)  # [N, T] or None
     kl = None
