@@ -1,7 +1,6 @@
 """PPO's per-token rewards, GAE, whitening and clipped value loss; KL as a reward penalty; the
 entropy bonus. Expected values are derived in the comments."""
 
-import math
 
 import pytest
 import torch
@@ -158,4 +157,4 @@ def test_entropy_bonus_by_hand_and_by_finite_differences():
         return entropy_bonus_loss(h, torch.tensor([[1, 1, 0], [1, 1, 1]]), coef=0.1, aggregation="token_mean", **counts)
 
     assert torch.autograd.gradcheck(f, (logits,))
-    assert math.isfinite(float(f(logits)))
+    assert float(f(logits).detach()) < 0  # entropy > 0, so the bonus lowers the loss
