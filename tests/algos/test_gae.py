@@ -1,7 +1,6 @@
 """PPO's per-token rewards, GAE, whitening and clipped value loss; KL as a reward penalty; the
 entropy bonus. Expected values are derived in the comments."""
 
-
 import pytest
 import torch
 
