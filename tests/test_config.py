@@ -76,3 +76,31 @@ def test_presets_load_and_the_default_preset_is_the_default():
         assert preset.read_text().startswith("# rlvr train --config configs/"), preset
         load_config(preset)
     assert load_config(configs / "arith-grpo.yaml") == RunConfig()
+
+
+@pytest.mark.parametrize(
+    "override, fragment",
+    [
+        ("algo.overlong_cache=0", "algo.overlong_cache must be in [1, rollout.max_new_tokens=40]"),
+        ("algo.overlong_cache=41", "algo.overlong_cache must be in [1, rollout.max_new_tokens=40]"),
+        ("algo.kl_placement=reward", "gspo"),
+        ("ppo.lam=1.5", "ppo.lam must be in [0, 1]"),
+        ("ppo.gamma=-0.1", "ppo.gamma must be in [0, 1]"),
+        ("algo.entropy_coef=-1", "algo.entropy_coef must be >= 0"),
+        ("algo.max_sampling_rounds=0", "algo.max_sampling_rounds must be > 0"),
+        ("algo.kl_placement=critic", "algo.kl_placement must be one of loss, reward"),
+    ],
+)
+def test_new_algo_fields_are_validated(override, fragment):
+    extra = ["algo.overlong_penalty=true"] if "overlong" in override else []
+    extra += ["algo.algorithm=gspo"] if override == "algo.kl_placement=reward" else []
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [*extra, override])
+    assert fragment in str(err.value)
+
+
+def test_presets_for_dapo_and_ppo_load():
+    dapo = load_config("configs/dapo.yaml")
+    assert dapo.algo.dynamic_sampling and dapo.algo.overlong_penalty and dapo.algo.aggregation == "token_mean"
+    ppo = load_config("configs/ppo.yaml")
+    assert ppo.algo.algorithm == "ppo" and ppo.algo.kl_placement == "reward" and ppo.ppo.lam == 1.0

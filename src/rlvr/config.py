@@ -95,8 +95,8 @@ class RewardConfig:
 
 @dataclass
 class AlgoConfig:
-    algorithm: Literal["grpo", "gspo", "rloo", "reinforce_pp"] = "grpo"
-    """grpo (DeepSeekMath eq. 3), gspo (sequence-level ratio), rloo (leave-one-out baseline), reinforce_pp (batch-normalised advantages); see docs/algorithms.md."""
+    algorithm: Literal["grpo", "gspo", "rloo", "reinforce_pp", "ppo"] = "grpo"
+    """grpo (DeepSeekMath eq. 3), gspo (sequence-level ratio), rloo (leave-one-out baseline), reinforce_pp (batch-normalised advantages), ppo (learned critic + GAE, see ppo.*); see docs/algorithms.md."""
     epsilon: float = 0.2
     """Clipping range: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]."""
     epsilon_high: float | None = None
@@ -113,6 +113,36 @@ class AlgoConfig:
     """epsilon in A = (r - mean) / (std + epsilon)."""
     num_iterations: int = 1
     """Optimisation passes over each batch of rollouts (mu in DeepSeekMath Alg. 1); >1 makes ratios differ from 1."""
+    kl_placement: Literal["loss", "reward"] = "loss"
+    """Where beta*KL goes: 'loss' adds it to the per-token loss (GRPO eq. 3); 'reward' subtracts it from each token's reward (PPO/RLHF r_t - beta*KL_t)."""
+    entropy_coef: float = 0.0
+    """Entropy bonus: subtract entropy_coef * mean token entropy from the loss (PPO eq. 9's c2); 0 = off."""
+    dynamic_sampling: bool = False
+    """DAPO dynamic sampling: drop groups whose rewards are all equal and sample more queries until the batch is full."""
+    max_sampling_rounds: int = 3
+    """Dynamic sampling: most generation rounds per step (the first included); trains on what was kept if the cap is hit."""
+    overlong_penalty: bool = False
+    """DAPO soft overlong punishment (eq. 13): add a length penalty ramping from 0 to -1 over the last overlong_cache tokens."""
+    overlong_cache: int = 8
+    """L_cache in tokens for the overlong penalty; L_max is rollout.max_new_tokens."""
+    overlong_filter: bool = False
+    """DAPO overlong filtering: mask truncated completions (no EOS) out of the loss; they keep their reward."""
+
+
+@dataclass
+class PPOConfig:
+    gamma: float = 1.0
+    """PPO: discount over completion tokens (1.0: the verifier reward counts fully at every token)."""
+    lam: float = 1.0
+    """PPO: GAE lambda (Schulman et al. 2016); 1 (Monte-Carlo return minus value, as Open-Reasoner-Zero) suits one terminal reward."""
+    value_clip: float = 0.2
+    """PPO: clip the new value to within this of the sampling-time value (PPO2/baselines form); 0 = no clipping."""
+    critic_lr: float = 1e-3
+    """PPO: AdamW learning rate of the critic (its own optimizer)."""
+    critic_weight_decay: float = 0.0
+    """PPO: AdamW weight decay of the critic."""
+    whiten_advantages: bool = True
+    """PPO: normalise GAE advantages to mean 0, std 1 over the batch's real tokens (as baselines and cleanrl)."""
 
 
 @dataclass
@@ -166,6 +196,7 @@ class RunConfig:
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -249,6 +280,30 @@ def _arith(cfg: RunConfig) -> str | None:
     return None
 
 
+def _unit_interval(section: str, name: str) -> Any:
+    def check(cfg: RunConfig) -> str | None:
+        value = getattr(getattr(cfg, section), name)
+        return None if 0 <= value <= 1 else f"{section}.{name} must be in [0, 1] (got {value})"
+
+    return check
+
+
+def _overlong(cfg: RunConfig) -> str | None:
+    a = cfg.algo
+    if a.overlong_penalty and not 0 < a.overlong_cache <= cfg.rollout.max_new_tokens:
+        return (
+            f"algo.overlong_cache must be in [1, rollout.max_new_tokens={cfg.rollout.max_new_tokens}] "
+            f"(got {a.overlong_cache}): it is the width of the penalty ramp before the length limit"
+        )
+    return None
+
+
+def _kl_in_reward(cfg: RunConfig) -> str | None:
+    if cfg.algo.kl_placement == "reward" and cfg.algo.algorithm == "gspo":
+        return "algo.kl_placement=reward needs per-token advantages, which gspo's sequence ratio cannot use; use kl_placement=loss"
+    return None
+
+
 _CHECKS = [
     _group_size,
     _positive("rollout", "max_new_tokens"),
@@ -278,6 +333,15 @@ _CHECKS = [
     _jsonl_paths,
     _hf_path,
     _trackers,
+    _non_negative("algo", "entropy_coef"),
+    _positive("algo", "max_sampling_rounds"),
+    _overlong,
+    _kl_in_reward,
+    _unit_interval("ppo", "gamma"),
+    _unit_interval("ppo", "lam"),
+    _non_negative("ppo", "value_clip"),
+    _positive("ppo", "critic_lr"),
+    _non_negative("ppo", "critic_weight_decay"),
 ]
 
 

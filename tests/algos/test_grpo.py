@@ -97,8 +97,10 @@ def test_errors_name_the_choices():
         grpo_loss(logp, logp, advantages, mask, **common, kl_estimator="k4")
     with pytest.raises(ValueError, match="ref_logp"):
         grpo_loss(logp, logp, advantages, mask, **{**common, "beta": 0.1})
-    with pytest.raises(ValueError, match=r"\[N\]"):
-        grpo_loss(logp, logp, torch.zeros(2, 3), mask, **common)
+    with pytest.raises(ValueError, match=r"\[N\] or \[N, T\]"):
+        grpo_loss(logp, logp, torch.zeros(3), mask, **common)  # N = 2, not 3
+    with pytest.raises(ValueError, match=r"\[N\] or \[N, T\]"):
+        grpo_loss(logp, logp, torch.zeros(2, 4), mask, **common)  # per-token, but T = 3, not 4
 
 
 def test_stats_are_token_means_over_real_tokens():

@@ -81,7 +81,7 @@ def test_gspo_gradient_matches_finite_differences():
     assert torch.autograd.gradcheck(f, (logp,))
 
 
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("name", sorted(n for n, a in ALGORITHMS.items() if not a.critic))
 def test_every_algorithm_gives_zero_mean_group_signal_and_a_finite_loss(name):
     algorithm = ALGORITHMS[name]
     rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])

@@ -46,3 +46,13 @@ def test_each_algorithm_runs_a_real_step(base_model_dir, tmp_path):
         metrics = _trainer(base_model_dir, tmp_path / name, f"algo.algorithm={name}").step(0)
         assert metrics["grad_norm"] > 0 or metrics["frac_reward_zero_std"] == 1.0, name
         assert abs(metrics["ratio_mean"] - 1.0) < 1e-4, name
+
+
+def test_kl_as_a_reward_penalty_with_an_entropy_bonus_runs_real_steps(base_model_dir, tmp_path):
+    import math
+
+    trainer = _trainer(base_model_dir, tmp_path, "algo.kl_placement=reward", "algo.beta=0.04",
+                       "algo.entropy_coef=0.01", "optim.lr=1e-3")
+    first, second = trainer.step(0), trainer.step(1)
+    assert abs(first["kl"]) < 1e-5 and second["kl"] > 0  # KL is still measured and logged
+    assert math.isfinite(second["loss"]) and second["entropy"] > 0

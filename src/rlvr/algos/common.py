@@ -61,3 +61,13 @@ def token_tensors(per_token_loss: Tensor, token_stats: dict[str, Tensor], mask: 
     (before aggregation), "ratio", "kl", "clipped", "is_low_clipped", "is_high_clipped"."""
     tensors = {"per_token_loss": per_token_loss.detach(), **token_stats}
     return {name: zero_padding(values, mask) for name, values in tensors.items()}  # [N, T] each
+
+
+def entropy_bonus_loss(
+    entropy: Tensor, mask: Tensor, *, coef: float, aggregation: str,
+    num_sequences: int | None, num_tokens: int | None, max_tokens: int | None,
+) -> Tensor:
+    """−c·H aggregated like the policy loss: PPO's entropy bonus c₂·S[π_θ](s_t) (Schulman et al.
+    2017, arXiv:1707.06347, eq. 9), which is maximised, hence minus in a loss. entropy [N, T]
+    must carry the gradient; the same whole-step counts keep micro-batching exact."""
+    return -coef * aggregate_loss(entropy, mask.bool(), aggregation, num_sequences, num_tokens, max_tokens)  # []

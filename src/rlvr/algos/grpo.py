@@ -34,7 +34,8 @@ def grpo_per_token_loss(
     Args:
         logp: [N, T] log π_θ of each sampled token (carries the gradient).
         old_logp: [N, T] log π_θ_old of the same tokens, from the sampling policy.
-        advantages: [N] one advantage per completion, shared by all its tokens (§4.1.2).
+        advantages: [N] one advantage per completion, shared by all its tokens (§4.1.2), or
+            [N, T] one per token (KL as a reward penalty, PPO's GAE).
         ref_logp: [N, T] log π_ref of the same tokens, or None (needs beta == 0).
         epsilon_low, epsilon_high: clip range [1 − ε_low, 1 + ε_high] for ρ.
         beta: weight of the KL penalty; the KL term is added only when beta > 0.
@@ -49,9 +50,9 @@ def grpo_per_token_loss(
     estimate_kl = choose(KL_ESTIMATORS, kl_estimator, "kl_estimator")
     if beta > 0 and ref_logp is None:
         raise ValueError("beta > 0 needs ref_logp (log-probs under the reference policy); pass it or set beta = 0")
-    if advantages.ndim != 1 or advantages.shape[0] != logp.shape[0]:
-        raise ValueError(f"advantages must be [N] with N = {logp.shape[0]}, got shape {tuple(advantages.shape)}")
-    advantages = advantages[:, None].to(logp.dtype)  # [N, 1]
+    if advantages.shape not in ((logp.shape[0],), tuple(logp.shape)):
+        raise ValueError(f"advantages must be [N] or [N, T] = {tuple(logp.shape)}, got shape {tuple(advantages.shape)}")
+    advantages = (advantages[:, None] if advantages.ndim == 1 else advantages).to(logp.dtype)  # [N, 1] or [N, T]
     ratio = torch.exp(logp - old_logp)  # [N, T] ρ = π_θ / π_θ_old
     clipped_ratio = torch.clamp(ratio, 1.0 - epsilon_low, 1.0 + epsilon_high)  # [N, T]
     surrogate = torch.minimum(ratio * advantages, clipped_ratio * advantages)  # [N, T] pessimistic bound

@@ -42,3 +42,28 @@ KL_ESTIMATORS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "k2": kl_k2,
     "k3": kl_k3,
 }
+
+
+def kl_in_reward_advantages(advantages: Tensor, kl: Tensor, mask: Tensor, *, beta: float) -> Tensor:
+    """Per-token advantages when the KL is a per-token reward penalty instead of a loss term.
+
+    The RLHF form (Ziegler et al. 2019, arXiv:1909.08593; Ouyang et al. 2022) gives token t the
+    reward r_t = −β·KL_t, plus the outcome reward at the end. Without a critic and with γ = 1, the
+    return from token t onwards is the outcome term minus the KL still to come, as in REINFORCE++
+    (Hu 2025, arXiv:2501.03262, §3.1):
+
+        Â_{i,t} = A_i − β Σ_{t' ≥ t} KL_{i,t'}
+
+    Args:
+        advantages: [N] outcome advantages (group-normalised or any other estimator).
+        kl: [N, T] per-token KL estimates at sampling time (detached: a reward carries no gradient).
+        mask: [N, T] real tokens.
+
+    Returns:
+        [N, T] advantages, 0 on padding.
+    """
+    mask = mask.bool()  # [N, T]
+    kl = torch.where(mask, kl.detach(), torch.zeros_like(kl))  # [N, T]
+    kl_to_go = kl.flip(1).cumsum(1).flip(1)  # [N, T] Σ_{t' ≥ t} KL_t'
+    per_token = advantages[:, None].to(kl.dtype) - beta * kl_to_go  # [N, T]
+    return torch.where(mask, per_token, torch.zeros_like(per_token))  # [N, T]

@@ -1,7 +1,9 @@
 """The policy-optimisation algorithms the trainer can run, by name: `algo.algorithm`.
 
 Each is a pair of small pure functions, an advantage estimator and a policy loss; the loop is the
-same for all of them. Variants that only change a knob of these (Dr. GRPO: no std scaling and a
+same for all of them. PPO is the exception: its advantages need a learned critic (GAE over values,
+algos/gae.py), so its entry has no advantage function and `critic=True`, and the loop hands its
+step to train/ppo.py. Variants that only change a knob of these (Dr. GRPO: no std scaling and a
 constant normaliser; DAPO's clip-higher and token-mean loss) are presets in configs/, not entries.
 """
 
@@ -22,10 +24,13 @@ AdvantageFn = Callable[..., tuple[Tensor, dict[str, Tensor]]]
 
 @dataclass(frozen=True)
 class Algorithm:
-    advantages: AdvantageFn
+    advantages: AdvantageFn | None
+    """None when advantages come from a critic (PPO: GAE in algos/gae.py)."""
     loss: Callable[..., tuple[Tensor, dict[str, float]]]
     """Same signature as `grpo_loss`."""
     paper: str
+    critic: bool = False
+    """True for actor-critic algorithms: the trainer builds a value model and runs train/ppo.py's step."""
 
 
 def _group(rewards: Tensor, *, eps: float, scale_by_std: bool) -> tuple[Tensor, dict[str, Tensor]]:
@@ -45,4 +50,6 @@ ALGORITHMS: dict[str, Algorithm] = {
     "gspo": Algorithm(_group, gspo_loss, "Zheng et al. 2025, GSPO, arXiv:2507.18071"),
     "rloo": Algorithm(_leave_one_out, grpo_loss, "Ahmadian et al. 2024, RLOO, arXiv:2402.14740"),
     "reinforce_pp": Algorithm(_batch, grpo_loss, "Hu 2025, REINFORCE++, arXiv:2501.03262"),
+    # PPO's clipped surrogate is GRPO's per-token loss fed per-token GAE advantages.
+    "ppo": Algorithm(None, grpo_loss, "Schulman et al. 2017, PPO, arXiv:1707.06347; GAE arXiv:1506.02438", critic=True),
 }

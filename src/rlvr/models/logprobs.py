@@ -20,12 +20,14 @@ def token_logprobs(
     *,
     temperature: float,
     with_entropy: bool = False,
+    entropy_grad: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log π(o_t | q, o_<t) for every completion token, with logits / temperature as when sampling.
 
     Positions are counted from the first real prompt token (as `generate` does for left-padded
     prompts), so the numbers match the sampler's and the first ratio is 1 up to rounding.
-    Returns logp [N, T] (0 on padding) and, if asked, the entropy of each next-token distribution [N, T].
+    Returns logp [N, T] (0 on padding) and, if asked, the entropy of each next-token distribution [N, T]
+    (detached unless `entropy_grad`, which an entropy bonus in the loss needs).
     """
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # [N, P+T]
     attention = torch.cat([prompt_mask, completion_mask], dim=1)  # [N, P+T]
@@ -37,6 +39,6 @@ def token_logprobs(
     logp = logp * completion_mask
     entropy = None
     if with_entropy:
-        with torch.no_grad():
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             entropy = -(logp_all.exp() * logp_all).sum(-1) * completion_mask  # [N, T]
     return logp, entropy

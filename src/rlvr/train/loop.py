@@ -21,17 +21,18 @@ import torch
 import yaml
 from tqdm import tqdm
 
-from rlvr.algos import ALGORITHMS
+from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, kl_in_reward_advantages
 from rlvr.config import RunConfig
 from rlvr.diagnostics.grad_noise import MicroBatchNoise
 from rlvr.diagnostics.memory import MemoryMeter
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
-from rlvr.rollout.hf import sample_completions
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
 from rlvr.train.metrics import MetricsLog
+from rlvr.train.ppo import Critic, ppo_step
+from rlvr.train.rollouts import collect_rollouts, loss_mask
 from rlvr.train.update import accumulate_policy_gradient, optimizer_step, reference_logprobs
 from rlvr.types import Query, RolloutBatch
 from rlvr.verifiers import RewardFunction, ScoredCompletion
@@ -102,6 +103,7 @@ class Trainer:
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
         # No reference model is held when β = 0 (DESIGN.md): it would only cost memory.
         self.reference = self._frozen_copy(self.policy) if cfg.algo.beta > 0 else None
+        self.critic = Critic(self.policy, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
         if checkpoint is not None:
             self.policy, _ = load_policy(str(checkpoint), self.device)
         self.optimizer = torch.optim.AdamW(
@@ -137,42 +139,37 @@ class Trainer:
 
     def step(self, step: int) -> dict[str, float]:
         """One step of the configured algorithm (GRPO by default); returns its metrics."""
+        if self.critic is not None:
+            return ppo_step(self, step)  # actor-critic: GAE advantages and a value update (train/ppo.py)
         cfg, timer = self.cfg, Timer()
         self.memory.start_step()
         queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-        with timer.phase("generate"), self.memory.rollout():
-            batch = sample_completions(
-                self.policy, self.tokenizer, queries, group_size=cfg.rollout.group_size,
-                max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
-                top_p=cfg.rollout.top_p,
-            )
-        with timer.phase("verify"):
-            scored = self.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
-        rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
+        rollouts = collect_rollouts(self, step, queries, timer)
+        batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
         advantages, adv_stats = ALGORITHMS[cfg.algo.algorithm].advantages(
             rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
         )  # [B, G]
-        ref_logp = None
-        if self.reference is not None:
-            with timer.phase("reference"):
-                ref_logp = reference_logprobs(
-                    self.reference, batch, temperature=cfg.rollout.temperature,
-                    micro_batch_size=cfg.optim.micro_batch_size,
-                )  # [N, T]
+        advantages = advantages.flatten()  # [N] one per completion
+        ref_logp = self.reference_logp(batch, timer)  # [N, T] or None
+        if ref_logp is not None and cfg.algo.kl_placement == "reward":
+            kl = KL_ESTIMATORS[cfg.algo.kl_estimator](batch.old_logp, ref_logp)  # [N, T] at sampling time
+            advantages = kl_in_reward_advantages(advantages, kl, batch.completion_mask, beta=cfg.algo.beta)  # [N, T]
         for group in self.optimizer.param_groups:
             group["lr"] = self._learning_rate(step)
         for _ in range(cfg.algo.num_iterations):
             with timer.phase("forward_backward"), self.memory.activations():
                 noise = MicroBatchNoise(self.policy)  # grad/variance, grad/noise_scale from the micro-batches
                 update = accumulate_policy_gradient(
-                    self.policy, batch, advantages.flatten(), ref_logp, cfg.algo,
+                    self.policy, batch, advantages, ref_logp, cfg.algo,
                     temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
                     micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=noise,
-                )  # [N] advantages, one per completion
+                    loss_mask=loss_mask(batch, cfg.algo.overlong_filter),
+                )
             with timer.phase("optimizer"):
                 grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
         return {
             **rollout_metrics(batch, scored, rewards),
+            **rollouts.metrics,
             "reward_std": float(adv_stats["group_std"].mean()),  # mean within-group std, as TRL
             "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),
             "loss": update.loss,
@@ -184,6 +181,16 @@ class Trainer:
             **timer.seconds,
             **self.memory.step_metrics(),
         }
+
+    def reference_logp(self, batch: RolloutBatch, timer: Timer) -> torch.Tensor | None:
+        """log π_ref of the sampled tokens [N, T], or None when no reference is held (β = 0)."""
+        if self.reference is None:
+            return None
+        with timer.phase("reference"):
+            return reference_logprobs(
+                self.reference, batch, temperature=self.cfg.rollout.temperature,
+                micro_batch_size=self.cfg.optim.micro_batch_size,
+            )  # [N, T]
 
 
 def _write_summary(out_dir: Path, base: HeldoutResult, final: HeldoutResult, steps: int, wall_s: float) -> dict:

@@ -14,7 +14,7 @@ from typing import Callable
 import torch
 from transformers import PreTrainedModel
 
-from rlvr.algos import ALGORITHMS
+from rlvr.algos import ALGORITHMS, entropy_bonus_loss
 from rlvr.config import AlgoConfig
 from rlvr.models.logprobs import token_logprobs
 from rlvr.types import RolloutBatch
@@ -68,11 +68,12 @@ def _trim(batch: RolloutBatch, rows: torch.Tensor) -> MicroBatch:
 
 
 def micro_batch_logprobs(
-    model: PreTrainedModel, mb: MicroBatch, *, temperature: float, with_entropy: bool = False
+    model: PreTrainedModel, mb: MicroBatch, *, temperature: float, with_entropy: bool = False,
+    entropy_grad: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     return token_logprobs(
         model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
-        temperature=temperature, with_entropy=with_entropy,
+        temperature=temperature, with_entropy=with_entropy, entropy_grad=entropy_grad,
     )  # [n, t] each
 
 
@@ -91,7 +92,7 @@ def reference_logprobs(
 def accumulate_policy_gradient(
     policy: PreTrainedModel,
     batch: RolloutBatch,
-    advantages: torch.Tensor,  # [N]
+    advantages: torch.Tensor,  # [N] or [N, T]
     ref_logp: torch.Tensor | None,  # [N, T]
     algo: AlgoConfig,
     *,
@@ -99,34 +100,47 @@ def accumulate_policy_gradient(
     max_new_tokens: int,
     micro_batch_size: int = 0,
     on_micro_batch: Callable[[MicroBatch, torch.Tensor], None] | None = None,
+    loss_mask: torch.Tensor | None = None,  # [N, T]
 ) -> UpdateResult:
     """Backpropagate the policy loss (algo.algorithm) of the whole batch into .grad (no optimizer step).
 
+    `advantages` is one value per completion, or one per token (KL in the reward, PPO's GAE).
+    `loss_mask` (default: the completion mask) removes tokens from the loss and its counts, e.g.
+    DAPO's overlong filtering; the forward pass still sees every completion token.
+    With `algo.kl_placement == "reward"` the KL is already in the advantages, so the loss gets β = 0.
     `on_micro_batch(mb, logp [n, t])`, if given, runs after each micro-batch's backward: the
     diagnostics read the per-micro-batch gradient (diagnostics/grad_noise.py) and the log-probs
     the loss saw (diagnostics/inspector.py) there.
     """
     policy_loss = ALGORITHMS[algo.algorithm].loss
-    num_tokens = int(batch.completion_mask.sum())
+    loss_mask = batch.completion_mask if loss_mask is None else loss_mask  # [N, T]
+    num_tokens = int(loss_mask.sum())
+    beta = algo.beta if algo.kl_placement == "loss" else 0.0
+    counts = dict(num_sequences=batch.num_completions, num_tokens=num_tokens, max_tokens=max_new_tokens)
     totals: dict[str, float] = {}
     loss_total = 0.0
     for mb in micro_batches(batch, micro_batch_size):
-        logp, entropy = micro_batch_logprobs(policy, mb, temperature=temperature, with_entropy=True)  # [n, t]
+        logp, entropy = micro_batch_logprobs(policy, mb, temperature=temperature, with_entropy=True,
+                                             entropy_grad=algo.entropy_coef > 0)  # [n, t]
+        mb_mask = loss_mask[mb.rows, : mb.width]  # [n, t]
+        mb_advantages = advantages[mb.rows] if advantages.ndim == 1 else advantages[mb.rows, : mb.width]
         loss, stats = policy_loss(
-            logp, batch.old_logp[mb.rows, : mb.width], advantages[mb.rows], mb.completion_mask,
+            logp, batch.old_logp[mb.rows, : mb.width], mb_advantages, mb_mask,
             ref_logp=None if ref_logp is None else ref_logp[mb.rows, : mb.width],
             epsilon_low=algo.epsilon,
             epsilon_high=algo.epsilon if algo.epsilon_high is None else algo.epsilon_high,
-            beta=algo.beta, aggregation=algo.aggregation, kl_estimator=algo.kl_estimator,
-            num_sequences=batch.num_completions, num_tokens=num_tokens, max_tokens=max_new_tokens,
+            beta=beta, aggregation=algo.aggregation, kl_estimator=algo.kl_estimator, **counts,
         )
+        if algo.entropy_coef > 0:
+            loss = loss + entropy_bonus_loss(entropy, mb_mask, coef=algo.entropy_coef,
+                                             aggregation=algo.aggregation, **counts)  # []
         loss.backward()
         if on_micro_batch is not None:
             on_micro_batch(mb, logp.detach())
         loss_total += float(loss.detach())
-        mb_tokens = float(mb.completion_mask.sum())
+        mb_tokens = float(mb_mask.sum())
         share = mb_tokens / max(num_tokens, 1)  # token share, to turn means into a batch mean
-        stats["entropy"] = float(entropy.sum()) / max(mb_tokens, 1.0)
+        stats["entropy"] = float(torch.where(mb_mask.bool(), entropy.detach(), 0.0).sum()) / max(mb_tokens, 1.0)
         for key, value in stats.items():
             totals[key] = totals.get(key, 0.0) + share * value
     return UpdateResult(loss=loss_total, stats=totals)

@@ -1,0 +1,143 @@
+"""One step's rollouts: sample G completions per query, verify, shape rewards; with DAPO's dynamic
+sampling (Yu et al. 2025, arXiv:2503.14476, §3.2), sample further rounds of queries until the
+batch holds B groups whose rewards are not all equal.
+
+The filter and the length penalty are pure functions in algos/dapo.py; this module only decides
+which queries to sample and stitches the kept groups into one RolloutBatch.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from rlvr.algos import groups_with_signal, overlong_filter_mask, overlong_penalty
+from rlvr.rollout.hf import sample_completions
+from rlvr.types import Query, RolloutBatch
+from rlvr.verifiers import ScoredCompletion
+
+if TYPE_CHECKING:
+    from rlvr.train.loop import Timer, Trainer
+
+
+@dataclass
+class Rollouts:
+    batch: RolloutBatch
+    scored: list[ScoredCompletion]  # [N]
+    rewards: torch.Tensor  # [B, G] shaped rewards, NaN where unscorable
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def select_groups(batch: RolloutBatch, scored: list[ScoredCompletion], groups: list[int]) -> tuple[RolloutBatch, list]:
+    """The rows of the given groups (query indices), in order; tensors keep their padded width."""
+    g = batch.group_size
+    rows = [q * g + i for q in groups for i in range(g)]
+    index = torch.tensor(rows, dtype=torch.long)  # [n]
+    picked = RolloutBatch(
+        queries=[batch.queries[q] for q in groups], group_size=g,
+        prompt_ids=batch.prompt_ids[index], prompt_mask=batch.prompt_mask[index],
+        completion_ids=batch.completion_ids[index], completion_mask=batch.completion_mask[index],
+        old_logp=batch.old_logp[index], texts=[batch.texts[r] for r in rows],
+        finish_reasons=[batch.finish_reasons[r] for r in rows],
+    )
+    return picked, [scored[r] for r in rows]
+
+
+def _pad_to(x: torch.Tensor, width: int, value: int | float, *, left: bool) -> torch.Tensor:
+    extra = width - x.shape[1]
+    pad = torch.full((x.shape[0], extra), value, dtype=x.dtype, device=x.device)  # [n, extra]
+    return torch.cat([pad, x] if left else [x, pad], dim=1)
+
+
+def concat_batches(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
+    """Stack batches of one group size: prompts re-padded on the left, completions on the right."""
+    p = max(b.prompt_ids.shape[1] for b in batches)
+    t = max(b.completion_ids.shape[1] for b in batches)
+    return RolloutBatch(
+        queries=[q for b in batches for q in b.queries], group_size=batches[0].group_size,
+        prompt_ids=torch.cat([_pad_to(b.prompt_ids, p, pad_id, left=True) for b in batches]),  # [N, P]
+        prompt_mask=torch.cat([_pad_to(b.prompt_mask, p, 0, left=True) for b in batches]),  # [N, P]
+        completion_ids=torch.cat([_pad_to(b.completion_ids, t, pad_id, left=False) for b in batches]),  # [N, T]
+        completion_mask=torch.cat([_pad_to(b.completion_mask, t, 0, left=False) for b in batches]),  # [N, T]
+        old_logp=torch.cat([_pad_to(b.old_logp, t, 0.0, left=False) for b in batches]),  # [N, T]
+        texts=[x for b in batches for x in b.texts],
+        finish_reasons=[x for b in batches for x in b.finish_reasons],
+    )
+
+
+def loss_mask(batch: RolloutBatch, overlong_filter: bool) -> torch.Tensor | None:
+    """The completion mask with truncated samples removed (DAPO overlong filtering), or None (= all)."""
+    if not overlong_filter:
+        return None
+    truncated = torch.tensor([r == "length" for r in batch.finish_reasons])  # [N]
+    return overlong_filter_mask(batch.completion_mask, truncated)  # [N, T]
+
+
+def sample_round(trainer: Trainer, queries: list[Query], timer: Timer) -> Rollouts:
+    """Sample and verify one round; rewards [B, G] with DAPO's overlong penalty if configured."""
+    from rlvr.train.loop import reward_tensor
+
+    cfg = trainer.cfg
+    with timer.phase("generate"), trainer.memory.rollout():
+        batch = sample_completions(
+            trainer.policy, trainer.tokenizer, queries, group_size=cfg.rollout.group_size,
+            max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
+            top_p=cfg.rollout.top_p,
+        )
+    with timer.phase("verify"):
+        scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+    rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
+    if cfg.algo.overlong_penalty:
+        lengths = batch.completion_mask.sum(dim=1)  # [N]
+        penalty = overlong_penalty(lengths, max_length=cfg.rollout.max_new_tokens,
+                                   cache_length=cfg.algo.overlong_cache)  # [N]
+        rewards = rewards + penalty.view_as(rewards)  # [B, G]; NaN (unscorable) stays NaN
+    return Rollouts(batch, scored, rewards)
+
+
+def collect_rollouts(trainer: Trainer, step: int, queries: list[Query], timer: Timer) -> Rollouts:
+    """The step's rollouts; with `algo.dynamic_sampling`, DAPO's over-sample-and-filter loop.
+
+    Round 0 samples the step's own queries; each further round samples B other training queries,
+    drawn from a stream that is a pure function of (seed, step, round), so resumed runs repeat it.
+    Groups whose rewards are all equal are dropped; sampling stops once B groups are kept or after
+    `algo.max_sampling_rounds` rounds. If the cap is hit the step trains on the groups it kept
+    (fewer than B); if it kept none, on round 0's batch, whose advantages are all 0.
+    """
+    cfg = trainer.cfg
+    first = sample_round(trainer, queries, timer)
+    if not cfg.algo.dynamic_sampling:
+        return first
+    wanted, kept, generated, rounds = len(queries), [], 0, 0
+    current = first
+    while True:
+        keep = groups_with_signal(current.rewards).nonzero().flatten().tolist()  # group indices
+        generated, rounds = generated + len(current.batch.queries), rounds + 1
+        if keep:
+            batch, scored = select_groups(current.batch, current.scored, keep)
+            kept.append(Rollouts(batch, scored, current.rewards[keep]))
+        if sum(len(k.batch.queries) for k in kept) >= wanted or rounds >= cfg.algo.max_sampling_rounds:
+            break
+        pool = random.Random(f"{cfg.train.seed}-{step}-{rounds}")
+        current = sample_round(trainer, pool.sample(trainer.train_queries, wanted), timer)
+    result = _merge(kept, wanted, trainer.tokenizer.pad_token_id) if kept else first
+    result.metrics = {
+        "dynamic_sampling/rounds": rounds,
+        "dynamic_sampling/generated_groups": generated,
+        "dynamic_sampling/kept_groups": len(result.batch.queries) if kept else 0,
+    }
+    return result
+
+
+def _merge(kept: list[Rollouts], wanted: int, pad_id: int) -> Rollouts:
+    """The first `wanted` kept groups, in sampling order, as one batch."""
+    batch = concat_batches([k.batch for k in kept], pad_id)
+    scored = [s for k in kept for s in k.scored]
+    rewards = torch.cat([k.rewards for k in kept])  # [B', G]
+    if len(batch.queries) > wanted:
+        batch, scored = select_groups(batch, scored, list(range(wanted)))
+        rewards = rewards[:wanted]  # [B, G]
+    return Rollouts(batch, scored, rewards)
