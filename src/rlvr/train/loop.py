@@ -115,9 +115,11 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             set_rng_state(state["rng"])
             self.start_step, self.base_eval = state["step"], state["base_eval"]
-        self.memory = MemoryMeter(enabled=cfg.train.memory_metrics, policy=self.policy,
-                                  models={"policy": self.policy, "reference": self.reference},
-                                  optimizers={"policy": self.optimizer})
+        models, optimizers = {"policy": self.policy, "reference": self.reference}, {"policy": self.optimizer}
+        if self.critic is not None:
+            models["critic"], optimizers["critic"] = self.critic.model, self.critic.optimizer
+        self.memory = MemoryMeter(enabled=cfg.train.memory_metrics, policy=self.policy, models=models,
+                                  optimizers=optimizers)
 
     @staticmethod
     def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:

@@ -105,6 +105,7 @@ def ppo_step(trainer: Trainer, step: int) -> dict[str, float]:
     from rlvr.train.loop import Timer, batch_queries, rollout_metrics
 
     cfg, timer = trainer.cfg, Timer()
+    trainer.memory.start_step()
     queries = batch_queries(trainer.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
     rollouts = collect_rollouts(trainer, step, queries, timer)
     batch, rewards = rollouts.batch, rollouts.rewards  # rewards [B, G]
@@ -128,7 +129,7 @@ def ppo_step(trainer: Trainer, step: int) -> dict[str, float]:
     for group in trainer.optimizer.param_groups:
         group["lr"] = trainer._learning_rate(step)
     for _ in range(cfg.algo.num_iterations):
-        with timer.phase("forward_backward"):
+        with timer.phase("forward_backward"), trainer.memory.activations():
             update = accumulate_policy_gradient(
                 trainer.policy, batch, advantages, ref_logp, cfg.algo, temperature=cfg.rollout.temperature,
                 max_new_tokens=cfg.rollout.max_new_tokens, micro_batch_size=cfg.optim.micro_batch_size,
@@ -154,4 +155,5 @@ def ppo_step(trainer: Trainer, step: int) -> dict[str, float]:
         "update_norm": update_norm,
         "learning_rate": trainer._learning_rate(step),
         **timer.seconds,
+        **trainer.memory.step_metrics(),
     }
