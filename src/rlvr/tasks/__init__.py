@@ -15,11 +15,19 @@ def _arith(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return train, heldout
 
 
+def _funcsynth(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    from rlvr.tasks import funcsynth
+
+    train = funcsynth.make_queries(cfg.num_train, split="train", seed=cfg.data_seed)
+    heldout = funcsynth.make_queries(cfg.num_eval, split="heldout", seed=cfg.data_seed)
+    return train, heldout
+
+
 def _jsonl(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return load_jsonl(cfg.train_path), load_jsonl(cfg.eval_path)
 
 
-TASKS = {"arith": _arith, "jsonl": _jsonl}
+TASKS = {"arith": _arith, "jsonl": _jsonl, "funcsynth": _funcsynth}
 
 
 def load_task(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
+from rlvr.diagnostics.hacking import HackingMonitor, training_verifier_for
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
@@ -93,9 +94,11 @@ class Trainer:
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         torch.manual_seed(cfg.train.seed)
         self.train_queries, self.eval_queries = load_task(cfg.task)
-        self.reward_fn = RewardFunction(
-            {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
-        )
+        weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
+        verifier_for = training_verifier_for(cfg.reward)  # gold, or weakened per reward.fidelity
+        self.reward_fn = RewardFunction(weights, verifier_for=verifier_for)
+        # A weakened training verifier is watched against its gold counterpart (docs/hacking.md).
+        self.hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
         checkpoint = find_checkpoint(out_dir) if resume else None
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
         # No reference model is held when β = 0 (DESIGN.md): it would only cost memory.
@@ -124,6 +127,7 @@ class Trainer:
         return evaluate_heldout(
             self.policy, self.tokenizer, self.eval_queries, self.reward_fn, n=self.cfg.train.eval_samples,
             temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
+            gold_fn=self.hacking.gold_fn if self.hacking else None,
         )
 
     def _learning_rate(self, step: int) -> float:
@@ -140,8 +144,13 @@ class Trainer:
                 max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
                 top_p=cfg.rollout.top_p,
             )
+        items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
         with timer.phase("verify"):
-            scored = self.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+            scored = self.reward_fn.score_batch(items)
+        hacking = {}
+        if self.hacking is not None:
+            with timer.phase("hacking"):
+                hacking = self.hacking.measure(step, items, scored)
         rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
         advantages, adv_stats = ALGORITHMS[cfg.algo.algorithm].advantages(
             rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
@@ -166,6 +175,7 @@ class Trainer:
                 grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
         return {
             **rollout_metrics(batch, scored, rewards),
+            **hacking,
             "reward_std": float(adv_stats["group_std"].mean()),  # mean within-group std, as TRL
             "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),
             "loss": update.loss,
@@ -212,6 +222,8 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
                             {"base_eval": trainer.base_eval})
         bar.set_postfix(reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}",
                         kl=f"{metrics.get('kl', 0.0):.3f}")
+        if trainer.hacking is not None and (warning := trainer.hacking.warning(metrics)):
+            bar.write(warning)
     bar.close()
     say("evaluating the trained model on the held-out queries")
     final_eval = trainer.evaluate()
