@@ -101,6 +101,8 @@ class SandboxRun:
     killed_reason: str = ""
     """Why the host killed the run ("wall-clock timeout", "stdout over 1048576 bytes"), or ""."""
     info: dict = field(default_factory=dict)
+    infrastructure_error: str = ""
+    """Set when the sandbox itself failed to run the command (a pool slot died twice): no verdict."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class _Host:
 _HOST: _Host | None = None
 
 
-def _find_host() -> _Host:
+def find_host() -> _Host:
     """Locate bwrap, prlimit, setpriv and the Python install; cached after the first success."""
     global _HOST
     if _HOST is not None:
@@ -150,16 +152,33 @@ def _find_host() -> _Host:
 
 def sandbox_python() -> str:
     """Path of the Python interpreter inside the sandbox (the host's real one, bound read-only)."""
-    return _find_host().python
+    return find_host().python
 
 
 def _bwrap_argv(host: _Host, limits: SandboxLimits, files: dict[str, int], info_fd: int,
                 uid: int, env: dict[str, str]) -> list[str]:
+    """prlimit (the rlimits) + bwrap (the namespaces) + setpriv (the drop to ``uid``), for one run."""
     megabyte = 1 << 20
     argv = [
         host.prlimit, f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={limits.memory_mb * megabyte}",
         f"--nproc={limits.processes}", f"--fsize={limits.file_size_mb * megabyte}",
         f"--nofile={limits.open_files}", "--core=0", "--",
+    ]
+    argv += namespace_argv(host, limits.tmpfs_mb, files, info_fd, env, workdir_perms="0777")
+    argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+             host.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return argv
+
+
+def namespace_argv(host: _Host, tmpfs_mb: int, files: dict[str, int], info_fd: int, env: dict[str, str],
+                   *, workdir_perms: str) -> list[str]:
+    """The bwrap command line up to its capabilities: namespaces, mounts, environment.
+
+    Shared by fresh runs and the pre-forked pool (``rlvr.sandbox.pool``), so both fence alike.
+    """
+    megabyte = 1 << 20
+    argv = [
         host.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
         "--die-with-parent", "--new-session", "--hostname", "sandbox", "--info-fd", str(info_fd),
     ]
@@ -173,21 +192,19 @@ def _bwrap_argv(host: _Host, limits: SandboxLimits, files: dict[str, int], info_
     for target, path in host.links:
         argv += ["--symlink", target, path]
     argv += ["--proc", "/proc", "--dev", "/dev"]
-    # /tmp sticky as usual; the working directory not, so the sandbox may delete what the host put there.
-    for mount, perms in (("/tmp", "1777"), (WORKDIR, "0777")):
-        argv += ["--perms", perms, "--size", str(limits.tmpfs_mb * megabyte), "--tmpfs", mount]
+    # /tmp sticky as usual; the working directory as the caller says (fresh runs may delete what
+    # the host put there; the pool keeps it root's and hands each job a directory of its own).
+    for mount, perms in (("/tmp", "1777"), (WORKDIR, workdir_perms)):
+        argv += ["--perms", perms, "--size", str(tmpfs_mb * megabyte), "--tmpfs", mount]
     for dest, fd in files.items():
         argv += ["--perms", "0644", "--file", str(fd), dest]
     argv += ["--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
     for key, value in {**SANDBOX_ENV, **env}.items():
         argv += ["--setenv", key, value]
-    argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
-             host.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
     return argv
 
 
-def _memfd(name: str, data: bytes) -> int:
+def memfd(name: str, data: bytes) -> int:
     fd = os.memfd_create(name, 0)
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
@@ -211,10 +228,10 @@ def run_untrusted(
     writes comes back in ``SandboxRun.channel`` (capped like stdout). Raises SandboxUnavailable if
     the sandbox cannot start; everything the command does is reported in the result, never raised.
     """
-    host = _find_host()
+    host = find_host()
     opened: list[int] = []
     try:
-        file_fds = {dest: _memfd(dest, data) for dest, data in (files or {}).items()}
+        file_fds = {dest: memfd(dest, data) for dest, data in (files or {}).items()}
         opened += file_fds.values()
         info_r, info_w = os.pipe()
         opened += [info_r, info_w]
@@ -276,12 +293,12 @@ def _watch(proc: subprocess.Popen, streams: dict[int, str], limits: SandboxLimit
                     reason = f"{name} over {limits.output_bytes} bytes"
                     del buffers[name][limits.output_bytes:]
     if reason:
-        _kill_tree(proc, init_pidfd)
+        kill_tree(proc, init_pidfd)
     try:
         returncode = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         reason = reason or "wall-clock timeout"
-        _kill_tree(proc, init_pidfd)
+        kill_tree(proc, init_pidfd)
         try:
             returncode = proc.wait(timeout=5.0)
         except subprocess.TimeoutExpired:  # bwrap itself stuck: take its whole process group down
@@ -313,7 +330,7 @@ def _open_init_pidfd(info: bytes) -> int | None:
         return None
 
 
-def _kill_tree(proc: subprocess.Popen, init_pidfd: int | None) -> None:
+def kill_tree(proc: subprocess.Popen, init_pidfd: int | None) -> None:
     """SIGKILL the namespace's init: the kernel kills everything in the pid namespace with it, and
     bwrap exits only after reaping it. The process group catches a bwrap that has no init yet."""
     if init_pidfd is not None:

@@ -1,8 +1,9 @@
 """Runs INSIDE the sandbox (standard library only): calls a candidate's function on each test input.
 
-The host writes ``/sandbox/job.json`` ({"nonce", "entry_point", "args": [[...], ...]}) and
-``/sandbox/solution.py`` (the candidate's code). Expected outputs are never written: the host keeps
-them and compares. This script reads and deletes the job, opens the result channel
+The host writes ``job.json`` ({"nonce", "entry_point", "args": [[...], ...]}) and ``solution.py``
+(the candidate's code) into the working directory: ``/sandbox`` in a fresh sandbox, the job's own
+directory in a pooled one (``pool_worker.py`` runs this file in a forked child). Expected outputs
+are never written: the host keeps them and compares. This script reads and deletes the job, opens the result channel
 (``$RLVR_CHANNEL_FD``, a pipe to the host), runs the candidate, and writes ONE JSON frame there:
 
     {"nonce": ..., "status": "ok", "results": [{"value": v} | {"raised": "ValueError"} | {"bad_type": "MyStr"}, ...]}
@@ -56,9 +57,9 @@ def plain(value, depth=0):
 
 
 def main():
-    with open("/sandbox/job.json", "rb") as handle:
+    with open("job.json", "rb") as handle:
         job = json.loads(handle.read())
-    os.unlink("/sandbox/job.json")
+    os.unlink("job.json")
     channel = os.fdopen(int(os.environ["RLVR_CHANNEL_FD"]), "w", encoding="utf-8")
     nonce, entry_point, all_args = job["nonce"], job["entry_point"], job["args"]
     del job
@@ -69,7 +70,7 @@ def main():
         emit(json.dumps(body, allow_nan=False))
         channel.flush()
 
-    with open("/sandbox/solution.py", encoding="utf-8", errors="replace") as handle:
+    with open("solution.py", encoding="utf-8", errors="replace") as handle:
         source = handle.read()
     try:
         code = compile(source, "solution.py", "exec")

@@ -5,7 +5,8 @@ Rows look like ``{"type": "math", "answer": "\\frac{1}{2}"}``; the completion's 
 
 Plain integers (the bulk of synthetic arithmetic) are compared here, in microseconds, by value:
 "042", "+42" and " 42 " all equal "42", as math-verify would also judge them, so the verdict does
-not depend on which path ran. Anything else goes to math-verify (sympy underneath) in a
+not depend on which path ran. Fractions of integers ("3/4", "\\frac{6}{8}", "-\\dfrac{1}{2}") are
+compared here too, as exact rationals (``exact_rational``). Anything else goes to math-verify (sympy underneath) in a
 ``WorkerPool`` with a hard wall-clock timeout, because a pathological answer can keep sympy busy
 for minutes and math-verify's own SIGALRM timeout breaks outside the main thread (DESIGN.md,
 "Real parts").
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
@@ -45,6 +47,27 @@ def normalize_integer(text: str) -> str | None:
         return None
     sign, digits = match.groups()
     return digits if sign != "-" or digits == "0" else "-" + digits
+
+
+_INT = r"[+-]?\d{1,100}"
+_RATIONAL = re.compile(rf"\s*([+-]?)\s*(?:({_INT})\s*/\s*({_INT})|\\[dt]?frac\{{\s*({_INT})\s*\}}\{{\s*({_INT})\s*\}})\s*",
+                       re.ASCII)
+
+
+def exact_rational(text: str) -> Fraction | None:
+    r"""The value of a plain integer or a fraction of integers ("3/4", "-rac{6}{8}", "\dfrac{1}{2}"),
+    exactly; None for anything else (decimals, surds, sets: math-verify judges those)."""
+    integer = normalize_integer(text)
+    if integer is not None:
+        return Fraction(int(integer)) if len(integer) <= 100 else None
+    match = _RATIONAL.fullmatch(text)
+    if match is None:
+        return None
+    sign, slash_num, slash_den, frac_num, frac_den = match.groups()
+    numerator, denominator = int(slash_num or frac_num), int(slash_den or frac_den)
+    if denominator == 0:
+        return None
+    return -Fraction(numerator, denominator) if sign == "-" else Fraction(numerator, denominator)
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,13 @@ class MathVerifier(BaseVerifier):
             return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, "<answer> is empty")
         gold_int, answer_int = normalize_integer(criteria.answer), normalize_integer(answer)
         if gold_int is None or answer_int is None:
-            return criteria.answer, answer
+            gold_value, answer_value = exact_rational(criteria.answer), exact_rational(answer)
+            if gold_value is None or answer_value is None:
+                return criteria.answer, answer
+            if gold_value == answer_value:  # the same rational number, as sympy would also find
+                return _result(Verdict.PASS, ErrorClass.NONE, f"equal to {clip(criteria.answer)!r} (exact rational)")
+            detail = f"expected {clip(criteria.answer)!r}, got {clip(answer)!r} (exact rationals)"
+            return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail)
         if gold_int == answer_int:
             return _result(Verdict.PASS, ErrorClass.NONE, f"integer {clip(gold_int)}")
         detail = f"expected integer {clip(gold_int)}, got {clip(answer_int)}"

@@ -2,7 +2,8 @@
 
 Rows look like ``{"type": "python", "entry_point": "f", "tests": [{"args": [1, 2], "expected": 3}],
 "hidden_tests": [...]}``. The code is ``extract_code(completion, "python")``. All tests of one
-completion run in ONE sandboxed process (``rlvr.sandbox.run_untrusted``): a driver
+completion run in ONE sandboxed process (a fenced child of a pre-forked slot of
+``rlvr.sandbox.pool``, or a fresh ``rlvr.sandbox.run_untrusted``): a driver
 (``rlvr/sandbox/python_driver.py``) calls ``entry_point(*args)`` for each test and returns plain
 JSON values on a private channel; expected values never enter the sandbox. Exit codes, printed
 text and sentinels never decide a pass: only ``same_value(expected, returned)`` does.
@@ -24,9 +25,10 @@ import math
 import secrets
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
+from rlvr.sandbox.pool import PoolJob, SandboxPool
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import extract_code
@@ -95,16 +97,56 @@ def same_value(expected: Any, returned: Any) -> bool:
 
 
 class PythonVerifier(SandboxedVerifier):
-    """Verifier for ``{"type": "python", ...}`` rows; one fresh bubblewrap sandbox per completion."""
+    """Verifier for ``{"type": "python", ...}`` rows.
+
+    ``isolation="pool"`` (the default) runs each completion in a fenced child of a pre-forked
+    sandbox slot (``rlvr.sandbox.pool``): same guarantees, ~10x the throughput. ``"fresh"`` starts
+    a new bubblewrap sandbox per completion (``run_untrusted``).
+    """
 
     name = "python"
     self_check = (SELF_CHECK, SELF_CHECK_CODE)
 
-    def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS, partial_credit: bool = False) -> None:
+    def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS, partial_credit: bool = False,
+                 isolation: Literal["pool", "fresh"] = "pool", slots: int | None = None) -> None:
+        if isolation not in ("pool", "fresh"):
+            raise ValueError(f"isolation must be 'pool' or 'fresh', got {isolation!r}")
         self.limits = limits
         self.partial_credit = partial_credit
+        self.isolation = isolation
+        self._pool = SandboxPool({"python": DRIVER}, slots=slots) if isolation == "pool" else None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
 
     def _verify(self, query: Query, completion: str) -> VerifierResult:
+        return self._verify_many([(query, completion)])[0]
+
+    def _verify_many(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
+        results: list[VerifierResult | None] = [None] * len(items)
+        prepared: list[tuple[int, PythonCriteria, str, dict[str, str]]] = []
+        for index, (query, completion) in enumerate(items):
+            job = self._prepare(query, completion)
+            if isinstance(job, VerifierResult):
+                results[index] = job
+            else:
+                prepared.append((index, *job))
+        try:
+            runs = self._run([files for *_, files in prepared])
+        except SandboxUnavailable as error:
+            unavailable = VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
+            runs = [unavailable] * len(prepared)
+        for (index, criteria, nonce, _), run in zip(prepared, runs):
+            if isinstance(run, VerifierResult):
+                results[index] = VerifierResult(run.verdict, 0.0, run.error_class, run.detail)
+            else:
+                results[index] = self._judge(criteria, run, nonce)
+                results[index].elapsed_s = run.elapsed_s
+        return [result for result in results if result is not None]
+
+    def _prepare(self, query: Query, completion: str) -> tuple[PythonCriteria, str, dict[str, str]] | VerifierResult:
+        """(criteria, nonce, files for the sandbox), or the result when there is nothing to run."""
         try:
             criteria = PythonCriteria.from_dict(query.verifier)
         except ValueError as error:
@@ -116,14 +158,19 @@ class PythonVerifier(SandboxedVerifier):
         nonce = secrets.token_hex(16)
         job = {"nonce": nonce, "entry_point": criteria.entry_point,
                "args": [json.dumps(test["args"]) for test in criteria.tests]}  # inputs only, never "expected"
-        files = {"/sandbox/driver.py": DRIVER, "/sandbox/solution.py": code.encode("utf-8", "replace"),
-                 "/sandbox/job.json": json.dumps(job).encode()}
-        try:
-            run = run_untrusted([sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files,
-                                limits=self.limits, channel=True)
-        except SandboxUnavailable as error:
-            return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
-        return self._judge(criteria, run, nonce)
+        return criteria, nonce, {"solution.py": code, "job.json": json.dumps(job)}
+
+    def _run(self, jobs: list[dict[str, str]]) -> list[SandboxRun]:
+        """DANGER: each job's code runs untrusted, in the pool or in a fresh sandbox each."""
+        if self._pool is not None:
+            return self._pool.run_batch([PoolJob("python", files, self.limits) for files in jobs])
+        runs = []
+        for files in jobs:
+            sandbox_files = {"/sandbox/driver.py": DRIVER,
+                             **{f"/sandbox/{name}": text.encode("utf-8", "replace") for name, text in files.items()}}
+            runs.append(run_untrusted([sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=sandbox_files,
+                                      limits=self.limits, channel=True))
+        return runs
 
     def _judge(self, criteria: PythonCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
         frame, failure = self._frame_or_failure(run, nonce)

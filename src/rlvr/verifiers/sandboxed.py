@@ -36,6 +36,10 @@ class SandboxedVerifier(BaseVerifier):
     def _verify(self, query: Query, completion: str) -> VerifierResult:
         """Judge one completion (no self-check, no timing)."""
 
+    def _verify_many(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
+        """Judge several completions; verifiers with a sandbox pool run them side by side."""
+        return [self._verify(query, completion) for query, completion in items]
+
     def _self_check(self) -> VerifierResult | None:
         """None if the known-good answer passes, else the result every completion should get."""
         if not self._checked:
@@ -57,9 +61,17 @@ class SandboxedVerifier(BaseVerifier):
         result.elapsed_s = time.perf_counter() - started
         return result
 
+    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
+        broken = self._self_check()
+        if broken is not None:
+            return [VerifierResult(broken.verdict, 0.0, broken.error_class, broken.detail) for _ in items]
+        return self._verify_many(items)
+
     def _frame_or_failure(self, run: SandboxRun, nonce: str) -> tuple[dict[str, Any], VerifierResult | None]:
         """The driver's result frame, or the failure that decides the verdict before any result is read:
         wall-clock timeout, output limit, no intact frame, or code that does not parse."""
+        if run.infrastructure_error:
+            return {}, VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, run.infrastructure_error)
         if run.timed_out:
             return {}, fail(ErrorClass.TIMEOUT, f"killed after {self.limits.wall_s:g} s wall clock")
         if run.output_truncated:
