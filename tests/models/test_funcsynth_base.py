@@ -35,3 +35,13 @@ def test_the_base_writes_formulas_and_lookup_tables():
     batch = sample_completions(model, tokenizer, queries, group_size=8, max_new_tokens=48)
     kinds = Counter(answer_kind(text) for text in batch.texts)  # 128 samples
     assert kinds["lookup"] >= 10 and kinds["formula"] >= 10, kinds
+
+
+def test_build_base_for_funcsynth_refuses_a_non_empty_folder(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "keep.txt").write_text("x")
+    done = subprocess.run([sys.executable, "-m", "rlvr.cli", "build-base", "--task", "funcsynth", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "exists and is not empty" in done.stderr

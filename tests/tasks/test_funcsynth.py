@@ -16,7 +16,7 @@ from rlvr.verifiers.registry import get_verifier
 def test_splits_are_disjoint_deterministic_and_cover_the_family():
     train, heldout = all_queries(split="train", seed=0), all_queries(split="heldout", seed=0)
     assert not {q.prompt for q in train} & {q.prompt for q in heldout}
-    assert len(train) + len(heldout) == 2 * 4 * 10 * 8  # shapes x slopes x offsets x third points
+    assert len(train) + len(heldout) == 2 * 6 * 16 * 8  # shapes x slopes x offsets x third points
     assert [q.id for q in make_queries(20, split="train", seed=0)] == [q.id for q in train[:20]]
     assert len({q.id for q in train}) == len(train)
 

@@ -45,6 +45,11 @@ def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp
     again = rlvr(*args)
     assert again.returncode == 0 and "sweep run" not in again.stdout
     assert json.loads((out / "sweep.json").read_text())["runs"] == report["runs"]
+    # ... but only a run of exactly the config that grid point asks for
+    config = out / labels[0] / "config.yaml"
+    config.write_text(config.read_text().replace("steps: 1\n", "steps: 2\n"))
+    changed = rlvr(*args)
+    assert changed.returncode == 2 and "finished run of a different config" in changed.stderr
 
 
 @pytest.mark.parametrize("args, message", [

@@ -24,7 +24,7 @@ NAME = "tiny-funcsynth"
 FORMAT_VERSION = 1
 """Bump when the tokenizer or the warm-up code changes what a given recipe produces."""
 
-WARMUP = WarmupSpec(steps=250, batch_size=32, lr=2e-3, warmup_steps=20, seed=0)
+WARMUP = WarmupSpec(steps=400, batch_size=32, lr=2e-3, warmup_steps=20, seed=0)
 """Much shorter than tiny-arith's: it starts from tiny-arith (tags, digits and subtraction are known)."""
 
 SHIPPED = Path(__file__).parent / "assets" / NAME
@@ -92,7 +92,7 @@ def build(path: Path, *, report: bool = False) -> Path:
     heldout = all_queries(split="heldout", seed=0)[:32]
     warm_up(model, tokenizer, queries,
             lambda q, rng: warmup_completion(q, rng=rng, mix=mix), spec,
-            report=_report(tokenizer, heldout) if report else None, report_every=125)
+            report=_report(tokenizer, heldout) if report else None, report_every=200)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
     model.save_pretrained(tmp)

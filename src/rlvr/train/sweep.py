@@ -19,6 +19,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rlvr.config import RunConfig, load_config, parse_override
 from rlvr.errors import UserError
 
@@ -81,6 +83,7 @@ def run_sweep(config: str | None, grid: list[tuple[str, list[str]]], seeds: list
     for index, (name, point, seed, cfg) in enumerate(runs, start=1):
         run_dir = out / name
         if (run_dir / "summary.json").is_file():
+            _check_same_config(run_dir, cfg)
             summary = json.loads((run_dir / "summary.json").read_text())
         elif (run_dir / "config.yaml").is_file():
             raise SweepError(f"{run_dir} holds an unfinished run; finish it with rlvr train --resume {run_dir} "
@@ -96,6 +99,13 @@ def run_sweep(config: str | None, grid: list[tuple[str, list[str]]], seeds: list
     (out / "sweep.json").write_text(json.dumps(report, indent=2) + "\n")
     plot_sweep(report, out / "sweep.png")
     return report
+
+
+def _check_same_config(run_dir: Path, cfg: RunConfig) -> None:
+    """A finished run is reused only if it was run with exactly the config this point asks for."""
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    if saved != yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False)):
+        raise SweepError(f"{run_dir} holds a finished run of a different config; remove it or pick another --out")
 
 
 def row_of(name: str, point: dict[str, Any], seed: int, run_dir: Path, summary: dict) -> dict:
