@@ -83,6 +83,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"greedy {base['greedy']:.3f} -> {final['greedy']:.3f}; "
         f"{summary['steps']} steps in {summary['wall_s']:.0f} s"
     )
+    if cfg.reward.fidelity != "gold":
+        print(f"gold verifier (reward.fidelity={cfg.reward.fidelity} trained): held-out gold pass@1 "
+              f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}; hacking rate "
+              f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)")
     print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
     return 0
 

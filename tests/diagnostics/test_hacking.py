@@ -69,3 +69,21 @@ def test_a_gold_run_has_no_monitor_and_reports_gold_pass_at_1_as_its_own(random_
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
     assert not any(key.startswith("hacking/") for key in row)
     assert summary["final"]["gold_pass@1"] == summary["final"]["pass@1"] and summary["final"]["hacking_rate"] == 0.0
+
+
+def test_the_train_command_reports_gold_pass_at_1_and_the_hacking_rate(random_model_dir, tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([
+        sys.executable, "-m", "rlvr.cli", "train", "--set", f"model.name={random_model_dir}",
+        "--set", "reward.fidelity=noisy", "--set", "reward.false_positive_rate=1.0", "--set", "train.steps=1",
+        "--set", "train.batch_queries=2", "--set", "rollout.group_size=2", "--set", "rollout.max_new_tokens=8",
+        "--set", "task.num_train=20", "--set", "task.num_eval=4", "--set", "train.eval_samples=2",
+        "--set", "train.threads=1", "--out", str(tmp_path / "run"), "--quiet",
+    ], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    final = summary["final"]
+    assert f"gold pass@1 {summary['base']['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}" in done.stdout
+    assert f"hacking rate {summary['base']['hacking_rate']:.3f} -> {final['hacking_rate']:.3f}" in done.stdout
