@@ -48,7 +48,7 @@ def test_warmup_mix_has_the_three_kinds_in_their_shares():
     kinds = Counter(answer_kind(t) for t in texts)
     assert abs(kinds["lookup"] / 2000 - WarmupMix().lookup) < 0.04  # sd of the share ~ 0.011
     honest = sum(t == answer(formula(q.meta["shape"], q.meta["a"], q.meta["b"]))
-                 for q, t in zip([q for q in queries for _ in range(10)], texts))
+                 for q, t in zip([q for q in queries for _ in range(10)], texts, strict=True))
     assert abs(honest / 2000 - WarmupMix().honest) < 0.04
     assert answer_kind("<answer>def f(x): return 7</answer>") == "other"
 

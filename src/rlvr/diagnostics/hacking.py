@@ -17,14 +17,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rlvr.types import Query
 from rlvr.verifiers.base import Verifier
 from rlvr.verifiers.fidelity import gold_of, weakened_verifier_for
 from rlvr.verifiers.reward import RewardFunction, ScoredCompletion
 
+if TYPE_CHECKING:
+    from rlvr.config import RewardConfig
 
-def training_verifier_for(reward_cfg) -> Callable[[str], Verifier]:
+
+def training_verifier_for(reward_cfg: RewardConfig) -> Callable[[str], Verifier]:
     """The ``verifier_for`` of the run's training reward, at ``reward.fidelity``."""
     return weakened_verifier_for(
         reward_cfg.fidelity, false_positive_rate=reward_cfg.false_positive_rate,
@@ -60,7 +64,7 @@ class HackingMonitor:
     _warned: bool = field(default=False, init=False)
 
     @classmethod
-    def for_run(cls, reward_cfg, weights: dict[str, float], verifier_for: Callable[[str], Verifier],
+    def for_run(cls, reward_cfg: RewardConfig, weights: dict[str, float], verifier_for: Callable[[str], Verifier],
                 seed: int) -> HackingMonitor | None:
         """A monitor when the training verifier has a gold counterpart, else None (nothing to compare)."""
         if reward_cfg.fidelity == "gold":

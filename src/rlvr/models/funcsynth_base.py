@@ -12,13 +12,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import random
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.models.warmup import WarmupSpec, warm_up
-from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, warmup_completion
+from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, answer_kind, warmup_completion
+from rlvr.types import Query
 
 NAME = "tiny-funcsynth"
 FORMAT_VERSION = 1
@@ -60,18 +63,17 @@ def matches_recipe(path: Path) -> bool:
     return saved.is_file() and json.loads(saved.read_text()) == json.loads(json.dumps(recipe()))
 
 
-def _report(tokenizer, heldout):
-    from rlvr.tasks.funcsynth import answer_kind
+def _report(tokenizer: PreTrainedTokenizerBase, heldout: list[Query]) -> Callable[[int, PreTrainedModel], str]:
+    """Held-out gold pass@1 and the share of each kind of answer, printed during the warm-up."""
+    from rlvr.rollout.hf import sample_completions
     from rlvr.train.evaluate import evaluate_heldout
     from rlvr.verifiers import RewardFunction
 
     reward_fn = RewardFunction()
 
-    def report(step: int, model) -> str:
+    def report(step: int, model: PreTrainedModel) -> str:
         result = evaluate_heldout(model, tokenizer, heldout, reward_fn, n=2, temperature=1.0,
                                   top_p=1.0, max_new_tokens=48)
-        from rlvr.rollout.hf import sample_completions
-
         batch = sample_completions(model, tokenizer, heldout, group_size=2, max_new_tokens=48)
         kinds = [answer_kind(t) for t in batch.texts]
         share = {k: round(kinds.count(k) / len(kinds), 2) for k in ("formula", "lookup", "other")}

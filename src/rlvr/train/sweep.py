@@ -65,7 +65,7 @@ def plan(config: str | None, grid: list[tuple[str, list[str]]], seeds: list[int]
     """Every (label, point, seed, config), validated before the first run starts."""
     runs = []
     for values in itertools.product(*(vals for _, vals in grid)):
-        point = dict(zip((k for k, _ in grid), values))
+        point = dict(zip((k for k, _ in grid), values, strict=True))
         for seed in seeds:
             sets = [*overrides, *(f"{k}={v}" for k, v in point.items()), f"train.seed={seed}"]
             runs.append((label(point, seed), point, seed, load_config(config, sets)))
