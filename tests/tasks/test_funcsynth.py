@@ -58,3 +58,16 @@ def test_load_task_and_a_clear_error_when_too_many_are_asked():
     assert len(train) == 50 and len(heldout) == 10
     with pytest.raises(DatasetError, match="distinct train queries exist"):
         load_task(load_config(None, ["task.name=funcsynth", "task.num_train=5000"]).task)
+
+
+def test_the_two_presets_load_start_with_their_command_and_differ_only_in_fidelity():
+    from pathlib import Path
+
+    gold, visible = (Path(f"configs/funcsynth-{name}.yaml") for name in ("gold", "visible"))
+    for path in (gold, visible):
+        assert path.read_text().startswith(f"# rlvr train --config {path}\n")
+    gold_cfg, visible_cfg = load_config(gold).to_dict(), load_config(visible).to_dict()
+    assert (gold_cfg["reward"]["fidelity"], visible_cfg["reward"]["fidelity"]) == ("gold", "visible_only")
+    visible_cfg["reward"]["fidelity"] = "gold"
+    assert gold_cfg == visible_cfg  # so docs/hacking.md's sweep reads both preset runs back
+    assert gold_cfg["model"]["name"] == "tiny-funcsynth" and gold_cfg["task"]["name"] == "funcsynth"
