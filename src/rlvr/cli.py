@@ -214,72 +214,208 @@ def _verify_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--input", required=True, help="JSONL file, one {\"query\", \"completion\"} object per line")
     p.add_argument("--out", help="write one JSON result per row here (JSONL)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object instead of a table")
     p.set_defaults(func=_cmd_verify)
-
-
-def _parse_verify_row(line: str) -> tuple[str | None, object]:
-    """(None, Query and completion) for a good row, else (why it is bad, the query id or None)."""
-    import json
-
-    from rlvr.types import Query
-    from rlvr.verifiers.registry import known_types
-
-    try:
-        row = json.loads(line)
-    except ValueError as error:
-        return f"malformed JSON ({error})", None
-    if not isinstance(row, dict) or not isinstance(row.get("query"), dict) or not isinstance(row.get("completion"), str):
-        return 'expected an object with "query" (an object) and "completion" (a string)', None
-    query, query_id = row["query"], row["query"].get("id")
-    criteria = query.get("verifier")
-    if not isinstance(criteria, dict) or not isinstance(criteria.get("type"), str):
-        return 'the query has no verification criteria (a "verifier" object with a "type")', query_id
-    if criteria["type"] not in known_types():
-        return f"unknown verifier type {criteria['type']!r}; known types: {', '.join(known_types())}", query_id
-    query_id = "" if query_id is None else str(query_id)
-    return None, (Query(query_id, str(query.get("prompt", "")), criteria), row["completion"])
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     import json
-    import time
-    from collections import Counter
 
-    from rlvr.verifiers.registry import close_verifiers, get_verifier
+    from rlvr.verifiers.registry import close_verifiers
+    from rlvr.verifiers.rows import verify_rows
 
     path = Path(args.input)
     if not path.is_file():
         raise UsageError(f"--input {path}: no such file")
-    records, bad = [], 0
-    started = time.perf_counter()
     try:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            problem, parsed = _parse_verify_row(line)
-            if problem is not None:
-                bad += 1
-                print(f"rlvr verify: row {number}: {problem}", file=sys.stderr)
-                records.append({"row": number, "query_id": parsed, "bad_row": problem})
-                continue
-            query, completion = parsed
-            result = get_verifier(query.verifier["type"]).verify(query, completion)
-            records.append({"row": number, "query_id": query.id or None, **result.to_dict()})
+        report = verify_rows(path.read_text(encoding="utf-8").splitlines())
     finally:
         close_verifiers()
-    wall = time.perf_counter() - started
-    checked = [r for r in records if "verdict" in r]
-    print(f"rlvr verify: {len(records)} rows from {path}: {len(checked)} checked, {bad} bad")
-    for title, key in (("verdict", "verdict"), ("error class", "error_class")):
-        print(f"  {title:<20} {'rows':>6}")
-        for name, count in sorted(Counter(r[key] for r in checked).items()):
-            print(f"  {name:<20} {count:>6}")
-    rate = len(checked) / wall if wall > 0 else 0.0
-    print(f"throughput: {len(checked)} checks in {wall:.2f} s = {rate:.1f} checks/s (one after another)")
+    for record in report.records:
+        if "bad_row" in record:
+            print(f"rlvr verify: row {record['row']}: {record['bad_row']}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.summary()))
+    else:
+        print(f"rlvr verify: {len(report.records)} rows from {path}: {report.checked} checked, {report.bad} bad")
+        for title, counts in (("verdict", report.verdicts), ("error class", report.error_classes)):
+            print(f"  {title:<20} {'rows':>6}")
+            for name, count in counts.items():
+                print(f"  {name:<20} {count:>6}")
+        print(f"throughput: {report.checked} checks in {report.wall_s:.2f} s = {report.checks_per_s:.1f} checks/s")
     if args.out:
-        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        print(f"results: {args.out}")
-    return USAGE_ERROR if bad else 0
+        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in report.records), encoding="utf-8")
+        if not args.json:
+            print(f"results: {args.out}")
+    return USAGE_ERROR if report.bad else 0
+
+
+def _memory_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "memory",
+        help="estimate accelerator memory by component for training a model with an algorithm",
+        description="Estimate per-GPU memory, component by component (weights, reference, critic, gradients, "
+        "optimizer states, activations, rollout KV cache), for training a Llama-family model. "
+        "Formulas and their sources: docs/memory.md.",
+    )
+    p.add_argument("--model", default="tiny-arith",
+                   help="preset (tiny-arith, Qwen2.5-0.5B, Qwen2.5-1.5B, Qwen2.5-7B, Llama-3-8B) or a Hugging Face config.json / model directory")
+    p.add_argument("--algorithm", default="grpo", help="grpo, gspo, rloo, reinforce_pp, ppo or dpo (default grpo)")
+    p.add_argument("--precision", default="bf16-mixed", help="fp32, bf16-mixed (fp32 master), fp16-mixed or bf16 (default bf16-mixed)")
+    p.add_argument("--optimizer", default="adamw", help="adamw, adam8bit, sgd or sgd-momentum (default adamw)")
+    p.add_argument("--lora-rank", type=int, default=0, help="LoRA rank on every linear layer (default 0: full fine-tuning)")
+    p.add_argument("--sharding", default="zero0", help="zero0, zero1, zero2, zero3 or fsdp (= zero3) (default zero0)")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs the batch and the shards are spread over (default 1)")
+    p.add_argument("--prompt-len", type=int, default=256, help="prompt tokens P (default 256)")
+    p.add_argument("--completion-len", type=int, default=1024, help="completion tokens T (default 1024)")
+    p.add_argument("--batch", type=int, default=32, help="B: queries per step; DPO: pairs (default 32)")
+    p.add_argument("--group", type=int, help="G: completions per query (default 8; DPO: 2, chosen and rejected)")
+    p.add_argument("--micro-batch", type=int, default=8, help="sequences per forward/backward per GPU (default 8)")
+    p.add_argument("--grad-checkpointing", action="store_true", help="recompute each layer in the backward")
+    p.add_argument("--padding-free", action="store_true", help="sequences packed without padding (no attention mask)")
+    p.add_argument("--beta", type=float, default=0.04, help="KL weight; 0 holds no reference for GRPO and PPO (default 0.04)")
+    p.add_argument("--reward-model", action="store_true", help="also hold a learned reward model")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.set_defaults(func=_cmd_memory)
+
+
+def _cmd_memory(args: argparse.Namespace) -> int:
+    import json
+
+    from rlvr.diagnostics.memory_estimate import (
+        SHARDING_STAGES,
+        TrainingSetup,
+        estimate,
+        format_table,
+    )
+    from rlvr.diagnostics.memory_model import load_model_spec
+
+    if args.sharding not in SHARDING_STAGES:
+        raise UsageError(f"--sharding {args.sharding}: unknown; pick one of {', '.join(SHARDING_STAGES)}")
+    setup = TrainingSetup(
+        algorithm=args.algorithm, precision=args.precision, optimizer=args.optimizer, lora_rank=args.lora_rank,
+        zero_stage=SHARDING_STAGES[args.sharding], gpus=args.gpus, prompt_len=args.prompt_len,
+        completion_len=args.completion_len, batch=args.batch, micro_batch=args.micro_batch,
+        group=args.group if args.group is not None else (2 if args.algorithm == "dpo" else 8),
+        grad_checkpointing=args.grad_checkpointing, padding_free=args.padding_free, beta=args.beta,
+        reward_model=args.reward_model,
+    )
+    result = estimate(load_model_spec(args.model), setup)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else format_table(result))
+    return 0
+
+
+def _inspect_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="capture one update with every intermediate (JSON + HTML), or replay one under other settings",
+        description="Run one real update (from a config, or a step of a saved run) and write capture.json "
+        "(every intermediate: rewards, advantages, log-probs, ratios, clipping, KL, per-token loss, loss, "
+        "gradient norms; schema in docs/inspector.md) and capture.html. With --replay, recompute a captured "
+        "batch under other algo.* settings and show the change in loss, per-token weights and gradient.",
+    )
+    p.add_argument("--config", help="YAML preset; the update of step 1 of a fresh run is captured")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config field (repeatable); with --replay only algo.* fields")
+    p.add_argument("--run", metavar="DIR", help="a run directory of rlvr train; needs --step")
+    p.add_argument("--step", type=int, help="with --run: the update logged as this step in metrics.jsonl")
+    p.add_argument("--replay", metavar="CAPTURE", help="a capture.json to recompute under --set algo.* settings")
+    p.add_argument("--out", help="output folder (default: inspect/, or the capture's folder for --replay)")
+    p.set_defaults(func=_cmd_inspect)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from rlvr.diagnostics import inspector
+
+    if args.replay:
+        if args.config or args.run or args.step is not None:
+            raise UsageError("--replay recomputes a saved capture; drop --config/--run/--step and pass --set algo.*=...")
+        return _replay(Path(args.replay), args.overrides, Path(args.out) if args.out else None)
+    if args.run and args.config:
+        raise UsageError("--run uses that run's saved config; drop --config (--set may still change fields)")
+    if args.run and args.step is None:
+        raise UsageError("--run DIR needs --step N: the update logged as step N in DIR/metrics.jsonl")
+    if args.step is not None and args.step < 1:
+        raise UsageError(f"--step {args.step}: steps count from 1, as in metrics.jsonl")
+    _quiet_hugging_face()
+    out = Path(args.out or "inspect")
+    if args.run:
+        capture = inspector.inspect_run(Path(args.run), args.step, args.overrides, out)
+    else:
+        capture = inspector.inspect_config(load_config(args.config, args.overrides), out, step=args.step or 1)
+    json_path, html_path = inspector.write_capture(capture, out)
+    print("\n".join(inspector.summary_lines(capture)))
+    print(f"saved: {json_path}, {html_path} (policy weights for --replay in {out / capture['weights']})")
+    return 0
+
+
+def _replay(path: Path, overrides: list[str], out: Path | None) -> int:
+    import json
+
+    from rlvr.diagnostics.html import render_capture
+    from rlvr.diagnostics.inspector import read_capture
+    from rlvr.diagnostics.replay import replay, replay_lines
+
+    if not overrides:
+        raise UsageError("--replay needs at least one --set algo.KEY=VALUE to compare against the capture")
+    _quiet_hugging_face()
+    capture = read_capture(path)
+    result = replay(capture, path.parent, overrides)
+    out = out or path.parent
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "replay.json").write_text(json.dumps(result) + "\n")
+    (out / "replay.html").write_text(render_capture(capture, result))
+    print("\n".join(replay_lines(result)))
+    print(f"saved: {out / 'replay.json'}, {out / 'replay.html'}")
+    return 0
+
+
+def _grad_variance_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "grad-variance",
+        help="gradient variance and noise scale for several group sizes G at an equal prompt count",
+        description="For each G, sample G completions for each of the same train.batch_queries prompts "
+        "from the same policy, take one gradient per prompt, and estimate tr(Sigma), |G|^2, the gradient "
+        "variance and the noise scale B_simple (McCandlish et al. 2018, App. A), averaged over --batches.",
+    )
+    p.add_argument("--config", help="YAML preset (default: the built-in defaults)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config field (repeatable)")
+    p.add_argument("--group-sizes", default="2,4,8,16", help="comma-separated G values, each >= 2 (default 2,4,8,16)")
+    p.add_argument("--batches", type=int, default=4, help="batches of prompts averaged per G (default 4)")
+    p.add_argument("--out", default="grad_variance.json", help="JSON file for the table (default grad_variance.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_grad_variance)
+
+
+def _cmd_grad_variance(args: argparse.Namespace) -> int:
+    import json
+
+    try:
+        sizes = [int(part) for part in args.group_sizes.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--group-sizes {args.group_sizes!r}: expected comma-separated integers, e.g. 2,4,8,16") from None
+    if not sizes or min(sizes) < 2:
+        raise UsageError(f"--group-sizes {args.group_sizes!r}: every G must be >= 2 (a group of one has no baseline)")
+    if args.batches < 1:
+        raise UsageError("--batches must be >= 1")
+    cfg = load_config(args.config, args.overrides)
+    if cfg.train.batch_queries < 2:
+        raise UsageError("train.batch_queries must be >= 2: the estimate compares one prompt's gradient with the batch's")
+    from rlvr.diagnostics.group_size import format_table, measure_group_sizes
+
+    _quiet_hugging_face()
+    print(f"rlvr grad-variance: model '{cfg.model.name}', {cfg.algo.algorithm}, "
+          f"{cfg.train.batch_queries} prompts x G in {sizes}, {args.batches} batches each")
+    rows = measure_group_sizes(cfg, sizes, args.batches, progress=not args.quiet)
+    print(format_table(rows))
+    report = {"model": cfg.model.name, "algorithm": cfg.algo.algorithm, "config": cfg.to_dict(),
+              "rows": [r.to_dict() for r in rows]}
+    from rlvr.diagnostics.capture import to_json
+
+    Path(args.out).write_text(json.dumps(to_json(report), indent=2) + "\n")  # NaN -> null
+    print(f"saved: {args.out}")
+    return 0
 
 
 def _sweep_parser(sub: argparse._SubParsersAction) -> None:
@@ -322,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     _eval_parser(sub)
     _build_base_parser(sub)
     _verify_parser(sub)
+    _memory_parser(sub)
+    _inspect_parser(sub)
+    _grad_variance_parser(sub)
     _sweep_parser(sub)
     return parser
 

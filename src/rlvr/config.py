@@ -37,8 +37,8 @@ class ModelConfig:
 
 @dataclass
 class TaskConfig:
-    name: Literal["arith", "jsonl", "funcsynth"] = "arith"
-    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'funcsynth' asks for a Python function from three examples (python rows with hidden tests)."""
+    name: Literal["arith", "jsonl", "hf", "funcsynth"] = "arith"
+    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*); 'funcsynth' asks for a Python function from three examples (python rows with hidden tests)."""
     train_path: str = ""
     """JSONL file of dataset rows ({"id", "prompt", "verifier"}) for task 'jsonl'."""
     eval_path: str = ""
@@ -55,6 +55,22 @@ class TaskConfig:
     """arith, funcsynth: number of distinct held-out queries (disjoint from training by construction)."""
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
+    hf_path: str = ""
+    """hf: a local .jsonl/.json/.parquet file, or a directory of them in Hugging Face layout (train-*.parquet, ...)."""
+    hf_split: str = "train"
+    """hf: training split of a directory (a single file is one split)."""
+    hf_eval_path: str = ""
+    """hf: file or directory of held-out rows; empty = split hf_eval_split of hf_path."""
+    hf_eval_split: str = "test"
+    """hf: held-out split of a directory."""
+    hf_prompt_column: str = "prompt"
+    """hf: column with the prompt text."""
+    hf_answer_column: str = "answer"
+    """hf: column with the reference answer, mapped to {"type": "math", "answer": ...}."""
+    hf_verifier_column: str = ""
+    """hf: column with full criteria (an object or JSON text, e.g. python tests); overrides hf_answer_column."""
+    hf_id_column: str = ""
+    """hf: column with row ids; empty = '<split>-<row index>'."""
 
 
 @dataclass
@@ -143,6 +159,14 @@ class TrainConfig:
     """torch CPU threads (0 = torch's default)."""
     tensorboard: bool = False
     """Also log metrics to TensorBoard under <out>/tensorboard (needs the 'tensorboard' extra)."""
+    memory_metrics: bool = True
+    """Log memory/* metrics each step (weights, gradients, optimizer states, activations, KV cache; docs/memory.md)."""
+    trackers: list[str] = field(default_factory=lambda: ["jsonl"])
+    """Metric sinks: jsonl (always written), tensorboard (<out>/tensorboard), wandb (<out>/wandb); each beyond jsonl needs its extra."""
+    wandb_project: str = "rlvr"
+    """W&B project name of the run (tracker 'wandb')."""
+    wandb_mode: Literal["offline", "online"] = "offline"
+    """W&B mode: 'offline' writes the run under <out>/wandb and never uses the network (upload later with `wandb sync`)."""
 
 
 @dataclass
@@ -206,6 +230,19 @@ def _jsonl_paths(cfg: RunConfig) -> str | None:
     if cfg.task.name == "jsonl" and not (cfg.task.train_path and cfg.task.eval_path):
         return "task.name=jsonl needs task.train_path and task.eval_path (JSONL files of dataset rows)"
     return None
+
+
+def _hf_path(cfg: RunConfig) -> str | None:
+    if cfg.task.name == "hf" and not cfg.task.hf_path:
+        return "task.name=hf needs task.hf_path (a local .jsonl/.parquet file or a Hugging Face dataset directory)"
+    return None
+
+
+def _trackers(cfg: RunConfig) -> str | None:
+    from rlvr.integrations.trackers import tracker_problem  # no third-party import: find_spec only
+
+    flag = tracker_problem(["tensorboard"], setting="train.tensorboard=true") if cfg.train.tensorboard else None
+    return flag or tracker_problem(cfg.train.trackers)
 
 
 def _top_p(cfg: RunConfig) -> str | None:
@@ -277,6 +314,8 @@ _CHECKS = [
     _positive("task", "digits"),
     _arith,
     _jsonl_paths,
+    _hf_path,
+    _trackers,
     _fidelity,
 ]
 
@@ -316,6 +355,11 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
         if value is None or value == "":
             return None
         return _coerce(key, value, args[0])
+    if origin is list:  # YAML list, or comma-separated text from --set
+        items = [x.strip() for x in value.split(",") if x.strip()] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise ConfigError(f"{key} must be a list, e.g. [a, b] (got {value!r})")
+        return [_coerce(key, item, typing.get_args(annotation)[0]) for item in items]
     if annotation is bool:
         if isinstance(value, bool):
             return value
@@ -411,5 +455,7 @@ def describe_fields() -> str:
         docs = field_docs(cls)
         for f in dataclasses.fields(cls):
             default = f.default if f.default is not dataclasses.MISSING else None
+            if f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
             lines.append(f"  {section}.{f.name} = {default!r}\n      {docs.get(f.name, '')}")
     return "\n".join(lines)

@@ -35,6 +35,8 @@ class Verdict(str, Enum):
     """The verifier itself failed (infrastructure); never silently a reward of 0."""
     UNAVAILABLE = "unavailable"
     """The verifier cannot run on this machine (missing toolchain); never silently a reward of 0."""
+    UNKNOWN = "unknown"
+    """The checker ran but could not decide (an SMT solver's ``unknown``); counted, never a reward."""
 
 
 class ErrorClass(str, Enum):
@@ -77,7 +79,7 @@ class VerifierResult:
     @property
     def scorable(self) -> bool:
         """False when the verifier could not judge; such samples stay out of rewards and baselines."""
-        return self.verdict not in (Verdict.ERROR, Verdict.UNAVAILABLE)
+        return self.verdict not in (Verdict.ERROR, Verdict.UNAVAILABLE, Verdict.UNKNOWN)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -75,3 +75,20 @@ def test_verify_exit_code_is_zero_when_every_row_is_processable(tmp_path: Path) 
 def test_verify_missing_input_is_one_line_exit_2(tmp_path: Path) -> None:
     done = rlvr_verify("--input", str(tmp_path / "absent.jsonl"))
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "no such file" in done.stderr
+
+
+def test_verify_json_summary_runs_python_rows_in_the_pool(tmp_path: Path) -> None:
+    query = {"id": "sq", "prompt": "", "verifier": {"type": "python", "entry_point": "f",
+                                                    "tests": [{"args": [3], "expected": 9}],
+                                                    "hidden_tests": [{"args": [4], "expected": 16}]}}
+    honest = {"query": query, "completion": "<answer>def f(x):\n    return x * x</answer>"}
+    table = {"query": query, "completion": "<answer>def f(x):\n    return {3: 9}[x]</answer>"}
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(row) + "\n" for row in [honest, table] * 10))
+    done = rlvr_verify("--input", str(rows), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["checked"] == 20 and summary["bad"] == 0
+    assert summary["verdicts"] == {"fail": 10, "pass": 10}
+    assert summary["error_classes"] == {"none": 10, "runtime_error": 10}  # KeyError on the hidden input
+    assert summary["checks_per_s"] > 0

@@ -146,3 +146,40 @@ def test_worker_crash_is_infrastructure_error_never_a_zero() -> None:
         assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)
         assert not result.scorable and "SIGKILL" in result.detail
         assert crashing.verify(row("\\frac{1}{2}"), answered("0.5")).verdict is Verdict.PASS
+
+
+@pytest.fixture(scope="module")
+def patient() -> Iterator[MathVerifier]:
+    """A 10 s budget: these tests pin what math-verify decides, not how fast (2 cores are shared)."""
+    with MathVerifier(timeout_s=10.0) as shared:
+        yield shared
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "verdict"),
+    [
+        ("\\{1,2,3\\}", "\\{3,2,1\\}", Verdict.PASS),
+        ("\\{1,2,3\\}", "\\{1,2\\}", Verdict.FAIL),  # a missing element
+        ("\\{1,2\\}", "{1, 2}", Verdict.PASS),  # braces without backslashes
+        ("[1,2]", "\\{1,2\\}", Verdict.FAIL),  # an interval is not the set of its endpoints
+        ("(-\\infty, 2]", "(-\\infty,2]", Verdict.PASS),
+        ("[0, 1)", "[0,1]", Verdict.FAIL),  # half-open is not closed
+        ("[0,1) \\cup (2,3]", "(2,3]\\cup[0,1)", Verdict.PASS),  # unions in any order
+        ("[0,1) \\cup (2,3]", "[0,1)\\cup[2,3]", Verdict.FAIL),
+        ("\\frac{1}{2}", "2/4", Verdict.PASS),  # unreduced fraction
+        ("\\frac{2}{3}", "0.67", Verdict.FAIL),  # rounded decimals are not the fraction
+        ("\\frac{1}{3}", "0.333", Verdict.FAIL),
+        ("x^2-1", "(x-1)(x+1)", Verdict.PASS),  # symbolic equivalence
+        ("x^2-1", "(x-1)^2", Verdict.FAIL),
+        ("\\sin^2 x + \\cos^2 x", "1", Verdict.PASS),
+        ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}", Verdict.PASS),
+        ("2", "x=2", Verdict.PASS),  # math-verify reads the right-hand side of an equation
+        ("1,2", "2,1", Verdict.PASS),  # a bare comma list is compared as a set
+    ],
+)
+def test_sets_intervals_fractions_and_symbolic_equivalence(
+    patient: MathVerifier, gold: str, answer: str, verdict: Verdict
+) -> None:
+    """What math-verify already decides; pinned so that a math-verify upgrade that changes it shows."""
+    result = patient.verify(row(gold), answered(answer))
+    assert result.verdict is verdict, (gold, answer, result.detail)

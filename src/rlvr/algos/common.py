@@ -53,3 +53,11 @@ def token_means(token_stats: dict[str, Tensor], mask: Tensor) -> dict[str, float
         "clip_ratio/region_mean": mean(token_stats["clipped"]),
         "ratio_mean": mean(token_stats["ratio"]),
     }
+
+
+@torch.no_grad()
+def token_tensors(per_token_loss: Tensor, token_stats: dict[str, Tensor], mask: Tensor) -> dict[str, Tensor]:
+    """The per-token quantities of a loss, detached and 0 on padding, each [N, T]: "per_token_loss"
+    (before aggregation), "ratio", "kl", "clipped", "is_low_clipped", "is_high_clipped"."""
+    tensors = {"per_token_loss": per_token_loss.detach(), **token_stats}
+    return {name: zero_padding(values, mask) for name, values in tensors.items()}  # [N, T] each

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rlvr.algos.common import aggregate_loss, choose, token_means, zero_padding
+from rlvr.algos.common import aggregate_loss, choose, token_means, token_tensors, zero_padding
 from rlvr.algos.kl import KL_ESTIMATORS
 
 def grpo_per_token_loss(
@@ -86,7 +86,8 @@ def grpo_loss(
     num_tokens: int | None = None,
     max_tokens: int | None = None,
     kl_estimator: str = "k3",
-) -> tuple[Tensor, dict[str, float]]:
+    return_token_stats: bool = False,
+) -> tuple[Tensor, dict[str, float]] | tuple[Tensor, dict[str, float], dict[str, Tensor]]:
     """Scalar GRPO loss (−J of DeepSeekMath eq. 3) over the real tokens of a batch.
 
     Args:
@@ -104,7 +105,9 @@ def grpo_loss(
     Returns:
         loss (scalar tensor), and float stats, each a mean over this batch's real tokens:
         "kl", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
-        "ratio_mean" (TRL's names; 0.0 when the mask is empty).
+        "ratio_mean" (TRL's names; 0.0 when the mask is empty). With `return_token_stats`, a
+        third item: the per-token tensors [N, T] behind them (see `token_tensors`), for the
+        step inspector (diagnostics/).
     """
     mask = mask.bool()  # [N, T]
     logp, old_logp = zero_padding(logp, mask), zero_padding(old_logp, mask)  # [N, T] each
@@ -114,4 +117,6 @@ def grpo_loss(
         epsilon_high=epsilon_high, beta=beta, kl_estimator=kl_estimator,
     )  # [N, T]
     loss = aggregate_loss(per_token_loss, mask, aggregation, num_sequences, num_tokens, max_tokens)  # []
+    if return_token_stats:
+        return loss, token_means(token_stats, mask), token_tensors(per_token_loss, token_stats, mask)
     return loss, token_means(token_stats, mask)

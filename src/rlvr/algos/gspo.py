@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rlvr.algos.common import aggregate_loss, choose, token_means, zero_padding
+from rlvr.algos.common import aggregate_loss, choose, token_means, token_tensors, zero_padding
 from rlvr.algos.kl import KL_ESTIMATORS
 
 
@@ -44,8 +44,10 @@ def gspo_loss(
     num_tokens: int | None = None,
     max_tokens: int | None = None,
     kl_estimator: str = "k3",
-) -> tuple[Tensor, dict[str, float]]:
-    """Scalar GSPO loss; same arguments and stats as `grpo_loss`, the ratio being per sequence."""
+    return_token_stats: bool = False,
+) -> tuple[Tensor, dict[str, float]] | tuple[Tensor, dict[str, float], dict[str, Tensor]]:
+    """Scalar GSPO loss; same arguments, stats and `return_token_stats` as `grpo_loss`, the ratio
+    (and so the clipping) being per sequence, written onto each of its tokens."""
     estimate_kl = choose(KL_ESTIMATORS, kl_estimator, "kl_estimator")
     if beta > 0 and ref_logp is None:
         raise ValueError("beta > 0 needs ref_logp (log-probs under the reference policy); pass it or set beta = 0")
@@ -68,4 +70,6 @@ def gspo_loss(
         "ratio": ratio.detach()[:, None].expand_as(logp), "kl": kl.detach(),
         "is_low_clipped": is_low, "is_high_clipped": is_high, "clipped": is_low | is_high,
     }
+    if return_token_stats:
+        return loss, token_means(token_stats, mask), token_tensors(per_token_loss, token_stats, mask)
     return loss, token_means(token_stats, mask)

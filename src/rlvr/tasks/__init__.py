@@ -27,7 +27,15 @@ def _jsonl(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return load_jsonl(cfg.train_path), load_jsonl(cfg.eval_path)
 
 
-TASKS = {"arith": _arith, "jsonl": _jsonl, "funcsynth": _funcsynth}
+def _hf(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    from rlvr.integrations.hf_datasets import ColumnMap, load_hf_task  # imports `datasets` only here
+
+    columns = ColumnMap(prompt=cfg.hf_prompt_column, answer=cfg.hf_answer_column,
+                        verifier=cfg.hf_verifier_column, id=cfg.hf_id_column)
+    return load_hf_task(cfg.hf_path, cfg.hf_split, cfg.hf_eval_path, cfg.hf_eval_split, columns)
+
+
+TASKS = {"arith": _arith, "jsonl": _jsonl, "hf": _hf, "funcsynth": _funcsynth}
 
 
 def load_task(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:

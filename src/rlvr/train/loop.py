@@ -23,7 +23,9 @@ from tqdm import tqdm
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
+from rlvr.diagnostics.grad_noise import MicroBatchNoise
 from rlvr.diagnostics.hacking import HackingMonitor, training_verifier_for
+from rlvr.diagnostics.memory import MemoryMeter
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
@@ -114,6 +116,9 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             set_rng_state(state["rng"])
             self.start_step, self.base_eval = state["step"], state["base_eval"]
+        self.memory = MemoryMeter(enabled=cfg.train.memory_metrics, policy=self.policy,
+                                  models={"policy": self.policy, "reference": self.reference},
+                                  optimizers={"policy": self.optimizer})
 
     @staticmethod
     def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
@@ -137,8 +142,9 @@ class Trainer:
     def step(self, step: int) -> dict[str, float]:
         """One step of the configured algorithm (GRPO by default); returns its metrics."""
         cfg, timer = self.cfg, Timer()
+        self.memory.start_step()
         queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-        with timer.phase("generate"):
+        with timer.phase("generate"), self.memory.rollout():
             batch = sample_completions(
                 self.policy, self.tokenizer, queries, group_size=cfg.rollout.group_size,
                 max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
@@ -165,11 +171,12 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self._learning_rate(step)
         for _ in range(cfg.algo.num_iterations):
-            with timer.phase("forward_backward"):
+            with timer.phase("forward_backward"), self.memory.activations():
+                noise = MicroBatchNoise(self.policy)  # grad/variance, grad/noise_scale from the micro-batches
                 update = accumulate_policy_gradient(
                     self.policy, batch, advantages.flatten(), ref_logp, cfg.algo,
                     temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-                    micro_batch_size=cfg.optim.micro_batch_size,
+                    micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=noise,
                 )  # [N] advantages, one per completion
             with timer.phase("optimizer"):
                 grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
@@ -182,8 +189,10 @@ class Trainer:
             **update.stats,
             "grad_norm": grad_norm,
             "update_norm": update_norm,
+            **noise.metrics(),
             "learning_rate": self._learning_rate(step),
             **timer.seconds,
+            **self.memory.step_metrics(),
         }
 
 
@@ -202,7 +211,8 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     say = print if progress else (lambda *_: None)
     trainer = Trainer(cfg, out_dir, resume=resume)
     log = MetricsLog(out_dir, tensorboard=cfg.train.tensorboard,
-                     keep_until_step=trainer.start_step if resume else 0)
+                     keep_until_step=trainer.start_step if resume else 0,
+                     trackers=cfg.train.trackers, run_config=cfg.to_dict())
     if trainer.base_eval is None:
         say(f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples")
         trainer.base_eval = trainer.evaluate()

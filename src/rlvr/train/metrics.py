@@ -1,4 +1,4 @@
-"""Metric sinks: JSONL always (one object per step), TensorBoard when asked."""
+"""Metric sinks: JSONL always (one object per step); TensorBoard and W&B when asked (train.trackers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rlvr.errors import UserError
+from rlvr.integrations.trackers import Tracker, build_trackers
 
 
 def _clean(value: Any) -> Any:
@@ -17,22 +17,15 @@ def _clean(value: Any) -> Any:
 
 
 class MetricsLog:
-    def __init__(self, out_dir: Path, *, tensorboard: bool = False, keep_until_step: int | None = None):
+    def __init__(self, out_dir: Path, *, tensorboard: bool = False, keep_until_step: int | None = None,
+                 trackers: list[str] = (), run_config: dict[str, Any] | None = None):
+        """``trackers`` as in train.trackers; ``tensorboard=True`` adds TensorBoard (train.tensorboard)."""
         self.path = out_dir / "metrics.jsonl"
         if keep_until_step is not None and self.path.exists():
             self._truncate(keep_until_step)
         self._file = open(self.path, "a")
-        self._tb = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter  # optional extra
-            except ImportError:
-                raise UserError(
-                    "train.tensorboard=true needs the tensorboard package: "
-                    ".venv/bin/pip install -e '.[tensorboard]'"
-                ) from None
-
-            self._tb = SummaryWriter(str(out_dir / "tensorboard"))
+        names = [*trackers, *(["tensorboard"] if tensorboard else [])]
+        self._trackers: list[Tracker] = build_trackers(names, out_dir, run_config or {})
 
     def _truncate(self, step: int) -> None:
         """On resume, drop lines of steps after the checkpoint: they will be logged again."""
@@ -44,15 +37,13 @@ class MetricsLog:
         record = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
-        if self._tb is not None:
-            for key, value in metrics.items():
-                if isinstance(value, (int, float)) and math.isfinite(value):
-                    self._tb.add_scalar(key, value, step)
+        for tracker in self._trackers:
+            tracker.log(step, metrics)
 
     def close(self) -> None:
         self._file.close()
-        if self._tb is not None:
-            self._tb.close()
+        for tracker in self._trackers:
+            tracker.close()
 
 
 def read_metrics(out_dir: Path) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ a naive step's wasted compute goes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from transformers import PreTrainedModel
@@ -97,8 +98,14 @@ def accumulate_policy_gradient(
     temperature: float,
     max_new_tokens: int,
     micro_batch_size: int = 0,
+    on_micro_batch: Callable[[MicroBatch, torch.Tensor], None] | None = None,
 ) -> UpdateResult:
-    """Backpropagate the policy loss (algo.algorithm) of the whole batch into .grad (no optimizer step)."""
+    """Backpropagate the policy loss (algo.algorithm) of the whole batch into .grad (no optimizer step).
+
+    `on_micro_batch(mb, logp [n, t])`, if given, runs after each micro-batch's backward: the
+    diagnostics read the per-micro-batch gradient (diagnostics/grad_noise.py) and the log-probs
+    the loss saw (diagnostics/inspector.py) there.
+    """
     policy_loss = ALGORITHMS[algo.algorithm].loss
     num_tokens = int(batch.completion_mask.sum())
     totals: dict[str, float] = {}
@@ -114,6 +121,8 @@ def accumulate_policy_gradient(
             num_sequences=batch.num_completions, num_tokens=num_tokens, max_tokens=max_new_tokens,
         )
         loss.backward()
+        if on_micro_batch is not None:
+            on_micro_batch(mb, logp.detach())
         loss_total += float(loss.detach())
         mb_tokens = float(mb.completion_mask.sum())
         share = mb_tokens / max(num_tokens, 1)  # token share, to turn means into a batch mean

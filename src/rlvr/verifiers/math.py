@@ -28,8 +28,10 @@ from rlvr.verifiers.pool import JobOutcome, StartMethod, WorkerPool
 MATH_JOB = "rlvr.verifiers._math_worker:judge"
 """By name, so that the trainer's process never imports math-verify/sympy."""
 
-WARMUP = ("1", "\\frac{1}{2}")
-"""A first comparison that loads math-verify's LaTeX grammar before a worker reports ready."""
+WARMUP = ("\\sin^2 x + \\cos^2 x", "(x-1)(x+1) - x^2 + 2")
+"""A first comparison, off the job clock, that loads math-verify's LaTeX grammar AND sympy's
+simplification (trig and polynomial): without it a fresh worker's first symbolic check took
+1.5-2 s and could hit the 2 s timeout (docs/verifiers.md, "math")."""
 
 # ASCII digits only: \d would also take "٤٢", and int() would take "1_000"; neither is a plain
 # integer. "1e3" and "0x10" do not match and go to math-verify.

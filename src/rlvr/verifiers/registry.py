@@ -98,3 +98,31 @@ def _c() -> Verifier:
     from rlvr.verifiers.c import CVerifier
 
     return CVerifier()
+
+
+@register("smt")
+def _smt() -> Verifier:
+    from rlvr.verifiers.smt import SmtVerifier
+
+    return SmtVerifier()
+
+
+@register("lean")
+def _lean() -> Verifier:
+    from rlvr.verifiers.lean import LeanVerifier
+
+    return LeanVerifier()
+
+
+@register("checklist")
+def _checklist() -> Verifier:
+    from rlvr.verifiers.checklist import ChecklistVerifier
+
+    return ChecklistVerifier()
+
+
+@register("pytest")
+def _pytest() -> Verifier:
+    from rlvr.verifiers.pytest_style import PytestVerifier
+
+    return PytestVerifier()

@@ -1,0 +1,131 @@
+"""How the policy gradient's noise depends on the group size G, at an equal number of prompts.
+
+For each G, the same policy samples G completions for each of the same B prompts; each prompt's
+group is one sample of the estimator: its gradient G_b is the loss of that group alone (the
+trainer's loss function and aggregation, over its G completions), and the step's gradient is
+their mean. McCandlish et al.'s two-batch-size estimate (grad_noise.py) with B_small = 1 prompt
+and B_big = B prompts then gives, in units of prompts, tr(Σ_G) (the per-prompt covariance with G
+samples per prompt), |G|², the variance of the step's gradient tr(Σ_G)/B and B_simple. Following
+the paper, tr(Σ) and |G|² are averaged over the batches before they are divided.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from statistics import fmean
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from rlvr.algos import ALGORITHMS
+from rlvr.config import RunConfig
+from rlvr.diagnostics.grad_noise import GradientReader, estimate_noise
+from rlvr.rollout.hf import sample_completions
+from rlvr.train.loop import Trainer, batch_queries, reward_tensor
+from rlvr.train.update import accumulate_policy_gradient, reference_logprobs
+from rlvr.types import RolloutBatch
+
+
+@dataclass
+class GroupSizeRow:
+    group_size: int
+    trace: float
+    """tr(Σ) per prompt, averaged over batches."""
+    sq_norm: float
+    """Unbiased |G|², averaged over batches."""
+    prompts: int
+    batches: int
+    reward: float
+    frac_zero_std: float
+
+    @property
+    def variance(self) -> float:
+        return self.trace / self.prompts
+
+    @property
+    def noise_scale(self) -> float:
+        return self.trace / self.sq_norm if self.sq_norm > 0 else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "variance": self.variance, "noise_scale": self.noise_scale}
+
+
+def select_rows(batch: RolloutBatch, query: int) -> RolloutBatch:
+    """The G rows of one query, as a batch of its own."""
+    rows = slice(query * batch.group_size, (query + 1) * batch.group_size)
+    return RolloutBatch(
+        queries=[batch.queries[query]], group_size=batch.group_size,
+        prompt_ids=batch.prompt_ids[rows], prompt_mask=batch.prompt_mask[rows],
+        completion_ids=batch.completion_ids[rows], completion_mask=batch.completion_mask[rows],
+        old_logp=batch.old_logp[rows], texts=batch.texts[rows], finish_reasons=batch.finish_reasons[rows],
+    )
+
+
+def prompt_gradients(trainer: Trainer, batch: RolloutBatch, advantages: torch.Tensor, reader: GradientReader,
+                     ref_logp: torch.Tensor | None) -> tuple[float, torch.Tensor]:
+    """(mean_b |G_b|², mean_b G_b [D]) over the batch's prompts, one backward per prompt."""
+    cfg, policy = trainer.cfg, trainer.policy
+    sq_total, total = 0.0, None
+    for b in range(len(batch.queries)):
+        rows = slice(b * batch.group_size, (b + 1) * batch.group_size)
+        policy.zero_grad(set_to_none=True)
+        accumulate_policy_gradient(
+            policy, select_rows(batch, b), advantages[b], None if ref_logp is None else ref_logp[rows], cfg.algo,
+            temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
+            micro_batch_size=cfg.optim.micro_batch_size,
+        )
+        gradient = reader.read().double()  # [D]
+        sq_total += reader.sq_norm(gradient)
+        total = gradient if total is None else total + gradient
+    policy.zero_grad(set_to_none=True)
+    count = len(batch.queries)
+    return sq_total / count, total / count
+
+
+def measure_group_size(trainer: Trainer, group_size: int, batches: int) -> GroupSizeRow:
+    cfg = trainer.cfg
+    reader = GradientReader(trainer.policy)
+    traces, sq_norms, rewards, zero_std = [], [], [], []
+    for index in range(batches):
+        torch.manual_seed(cfg.train.seed * 7919 + index)  # the same draws for every G at this batch index
+        queries = batch_queries(trainer.train_queries, index, cfg.train.batch_queries, cfg.train.seed)  # [B]
+        batch = sample_completions(trainer.policy, trainer.tokenizer, queries, group_size=group_size,
+                                   max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
+                                   top_p=cfg.rollout.top_p)
+        scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+        reward = reward_tensor(scored, len(queries), group_size)  # [B, G]
+        advantages, stats = ALGORITHMS[cfg.algo.algorithm].advantages(
+            reward, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards)  # [B, G]
+        ref_logp = None if trainer.reference is None else reference_logprobs(
+            trainer.reference, batch, temperature=cfg.rollout.temperature)  # [N, T]
+        small_sq, mean_gradient = prompt_gradients(trainer, batch, advantages, reader, ref_logp)
+        found = estimate_noise(small_sq, reader.sq_norm(mean_gradient), 1, len(queries))
+        traces.append(found.trace)
+        sq_norms.append(found.sq_norm)
+        rewards.append(float(reward.nanmean()))
+        zero_std.append(float(stats["frac_zero_std"]))
+    return GroupSizeRow(group_size, fmean(traces), fmean(sq_norms), cfg.train.batch_queries, batches,
+                        fmean(rewards), fmean(zero_std))
+
+
+def measure_group_sizes(cfg: RunConfig, group_sizes: list[int], batches: int, *, progress: bool = True) -> list[GroupSizeRow]:
+    """One row per G, all from the policy of `cfg` (model.name) on the same prompts."""
+    trainer = Trainer(copy.deepcopy(cfg), Path("."))  # out_dir unused without resume
+    rows = []
+    for group_size in tqdm(group_sizes, desc="group sizes", unit="G", disable=not progress):
+        rows.append(measure_group_size(trainer, group_size, batches))
+    return rows
+
+
+def format_table(rows: list[GroupSizeRow]) -> str:
+    lines = [f"{'G':>4} {'prompts':>7} {'completions':>11} {'tr(Sigma)/prompt':>16} {'|G|^2':>10} "
+             f"{'variance':>10} {'B_simple':>9} {'reward':>7} {'zero-std':>8}"]
+    for r in rows:
+        lines.append(f"{r.group_size:>4} {r.prompts:>7} {r.prompts * r.group_size:>11} {r.trace:>16.5f} "
+                     f"{r.sq_norm:>10.5f} {r.variance:>10.6f} {r.noise_scale:>9.2f} {r.reward:>7.3f} "
+                     f"{r.frac_zero_std:>8.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""The capture (and an optional replay) as one self-contained HTML page: inline CSS and JS, the
+data embedded as JSON, no network. Four stages, as in DESIGN.md's diagram: queries with their
+verification criteria → G completions → rewards, mean, std, advantages → ratios, clipping, KL,
+loss and gradient. Each completion's tokens are coloured by a selectable per-token quantity."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_KEEP_OUT = ("prompt_ids", "prompt_mask", "completion_ids", "run_config")
+"""Fields the page does not show; capture.json keeps them for the replay."""
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
+h1{font-size:1.4em}h2{font-size:1.15em;border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 7px;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}code,.tok{font-family:ui-monospace,monospace}
+.stage{color:#888;font-weight:normal}.query{border:1px solid #ddd;border-radius:6px;margin:.8em 0;padding:.5em .8em}
+.comp{margin:.25em 0;display:flex;gap:.6em;align-items:baseline}.meta{min-width:17em;color:#555;font-size:12px}
+.tok{white-space:pre;padding:1px 0;border-radius:2px;cursor:default}.tok.clip{outline:1px solid #000}
+.bar{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #eee;z-index:2}
+.formula{background:#f7f7f7;padding:.5em .8em;border-left:3px solid #999;font-family:ui-monospace,monospace;white-space:pre-wrap}
+.warn{color:#a00}
+"""
+
+_JS = r"""
+const D = JSON.parse(document.getElementById('capture-data').textContent);
+const R = D.replay || null;
+const N = D.completions.length, G = D.config.group_size, B = D.prompts.length;
+const fmt = (x, d=4) => x === null || x === undefined ? 'null' : typeof x === 'boolean' ? String(x)
+  : (x !== 0 && Math.abs(x) < Math.pow(10, 1 - d)) ? Number(x).toExponential(3) : Number(x).toFixed(d);  // tiny values keep their digits
+const el = (tag, attrs={}, ...kids) => { const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) { if (k === 'class') e.className = v; else e.setAttribute(k, v); }
+  for (const k of kids) e.append(k); return e; };
+const adv = (i) => D.advantages[Math.floor(i / G)][i % G];
+const QUANTITIES = {
+  advantage: {label: 'advantage A_i (same on every token)', get: (i, t) => adv(i), center: 0},
+  ratio: {label: 'ratio ρ = π_θ / π_old', get: (i, t) => D.ratio[i][t], center: 1},
+  clipped: {label: 'clipped (gradient switched off)', get: (i, t) => D.clipped[i][t] ? 1 : 0, center: 0},
+  kl: {label: 'KL estimate to π_ref', get: (i, t) => D.kl[i][t], center: 0},
+  per_token_loss: {label: 'per-token loss (before aggregation)', get: (i, t) => D.per_token_loss[i][t], center: 0},
+  token_weight: {label: 'weight ∂loss/∂logp (blue: pushed up)', get: (i, t) => D.token_weight[i][t], center: 0},
+};
+if (R) {
+  QUANTITIES.replay_token_weight = {label: 'replay: weight ∂loss/∂logp', get: (i, t) => R.token_weight[i][t], center: 0};
+  QUANTITIES.replay_weight_difference = {label: 'replay: weight change (new − captured)', get: (i, t) => R.token_weight_difference[i][t], center: 0};
+  QUANTITIES.replay_ratio = {label: 'replay: ratio ρ', get: (i, t) => R.ratio[i][t], center: 1};
+}
+function colour(value, center, scale) {
+  if (value === null || scale === 0) return 'transparent';
+  const x = Math.max(-1, Math.min(1, (value - center) / scale));
+  return x >= 0 ? `rgba(220,60,40,${0.08 + 0.72 * x})` : `rgba(40,90,220,${0.08 + 0.72 * -x})`;
+}
+function paint() {
+  const q = QUANTITIES[document.getElementById('quantity').value];
+  let scale = 0;
+  for (let i = 0; i < N; i++) for (let t = 0; t < D.completions[i].tokens.length; t++)
+    scale = Math.max(scale, Math.abs(q.get(i, t) - q.center));
+  document.getElementById('scale').textContent = `colour scale: ${q.center} ± ${fmt(scale, 5)} (red above, blue below)`;
+  for (const span of document.querySelectorAll('.tok')) {
+    const i = +span.dataset.i, t = +span.dataset.t;
+    span.style.background = colour(q.get(i, t), q.center, scale);
+  }
+}
+function tokenTitle(i, t) {
+  const rows = [['token', JSON.stringify(D.completions[i].tokens[t])], ['logp', D.logp[i][t]], ['old_logp', D.old_logp[i][t]],
+    ['ref_logp', D.ref_logp ? D.ref_logp[i][t] : null], ['ratio', D.ratio[i][t]], ['clipped', D.clipped[i][t]],
+    ['kl', D.kl[i][t]], ['per_token_loss', D.per_token_loss[i][t]], ['dloss/dlogp', D.token_weight[i][t]]];
+  if (R) rows.push(['replay dloss/dlogp', R.token_weight[i][t]]);
+  return rows.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : fmt(v, 6)}`).join('\n');
+}
+function stageQueries(root) {
+  const table = el('table', {}, el('tr', {}, el('th', {}, 'b'), el('th', {class: 'l'}, 'prompt'), el('th', {class: 'l'}, 'verification criteria')));
+  D.queries.forEach((q, b) => table.append(el('tr', {}, el('td', {}, String(b)), el('td', {class: 'l'}, el('code', {}, q.prompt)),
+    el('td', {class: 'l'}, el('code', {}, JSON.stringify(q.verifier))))));
+  root.append(table);
+}
+function stageCompletions(root) {
+  for (let b = 0; b < B; b++) {
+    const box = el('div', {class: 'query'}, el('div', {}, el('b', {}, `query ${b}: `), el('code', {}, D.prompts[b])));
+    for (let g = 0; g < G; g++) {
+      const i = b * G + g, c = D.completions[i];
+      const meta = el('span', {class: 'meta'}, `#${i} r=${fmt(D.rewards[b][g], 2)} A=${fmt(adv(i), 3)} ${c.verdict || ''} ${c.finish_reason} ℓ_i=${fmt(D.row_loss[i], 5)}`);
+      const toks = el('span', {});
+      c.tokens.forEach((tok, t) => toks.append(el('span', {class: 'tok' + (D.clipped[i][t] ? ' clip' : ''), 'data-i': i, 'data-t': t, title: tokenTitle(i, t)}, tok)));
+      box.append(el('div', {class: 'comp'}, meta, toks));
+    }
+    root.append(box);
+  }
+}
+function stageAdvantages(root) {
+  const head = el('tr', {}, el('th', {}, 'b'));
+  for (let g = 0; g < G; g++) head.append(el('th', {}, `r_${g}`));
+  head.append(el('th', {}, 'μ'), el('th', {}, 'σ'));
+  for (let g = 0; g < G; g++) head.append(el('th', {}, `A_${g}`));
+  const table = el('table', {}, head);
+  for (let b = 0; b < B; b++) {
+    const row = el('tr', {}, el('td', {}, String(b)));
+    D.rewards[b].forEach(r => row.append(el('td', {}, fmt(r, 2))));
+    row.append(el('td', {}, fmt(D.group_mean[b])), el('td', {}, fmt(D.group_std[b])));
+    D.advantages[b].forEach(a => row.append(el('td', {}, fmt(a, 3))));
+    table.append(row);
+  }
+  root.append(table);
+}
+function stageLoss(root) {
+  const c = D.config, n = D.counts;
+  const norm = {sequence_mean: `Σ_i (Σ_t ℓ_it / |o_i|) / ${n.num_sequences}`, token_mean: `Σ_i Σ_t ℓ_it / ${n.num_tokens}`,
+    constant: `Σ_i Σ_t ℓ_it / (${n.num_sequences} · ${n.max_tokens})`}[c.aggregation];
+  const s = D.stats;
+  root.append(el('div', {class: 'formula'},
+    `ℓ_it = −min(ρ_it A_i, clip(ρ_it, 1−${c.epsilon}, 1+${c.epsilon_high}) A_i) + ${c.beta}·KL_${c.kl_estimator}   (${c.algorithm}${c.algorithm === 'gspo' ? ': ρ is the sequence ratio' : ''})\n` +
+    `loss = ${norm}   [aggregation ${c.aggregation}] = Σ_i ℓ_i = ${fmt(D.row_loss.reduce((a, x) => a + x, 0), 6)}\n` +
+    `trainer's loss ${fmt(D.loss, 6)}; recomputed from these tensors ${fmt(D.loss_recomputed, 6)}\n` +
+    `mean KL ${fmt(s.kl, 6)}; ratio mean ${fmt(s.ratio_mean, 6)}; clipped tokens: low ${fmt(s['clip_ratio/low_mean'])}, high ${fmt(s['clip_ratio/high_mean'])}\n` +
+    `grad_norm ${fmt(D.grad_norm, 6)} (before clipping to max_grad_norm); update_norm ‖Δθ‖ ${fmt(D.update_norm, 6)} at lr ${D.learning_rate}\n` +
+    `grad/variance ${fmt(D.grad_noise['grad/variance'], 8)}; grad/noise_scale ${fmt(D.grad_noise['grad/noise_scale'], 2)} (null with one micro-batch)`));
+}
+function stageReplay(root) {
+  if (!R) return;
+  root.append(el('h2', {}, 'Replay ', el('span', {class: 'stage'}, '(same batch and weights, other settings)')));
+  root.append(el('div', {class: 'formula'}, `settings: ${R.overrides.join(' ')}\n` +
+    `loss ${fmt(R.loss_before, 6)} → ${fmt(R.loss_after, 6)} (Δ ${fmt(R.loss_difference, 6)})\n` +
+    `gradient norm ${fmt(R.grad_norm_before, 6)} → ${fmt(R.grad_norm_after, 6)}; ‖g_new − g_captured‖ ${fmt(R.grad_difference_norm, 6)}; cosine ${fmt(R.grad_cosine, 6)}\n` +
+    `largest change of a per-token weight ${fmt(R.token_weight_difference_max, 6)} (colour by "replay: weight change" above)`));
+}
+function build() {
+  const src = D.source;
+  document.getElementById('source').textContent = `step ${src.step} of ${src.kind === 'run' ? src.run : 'a fresh run'}, policy: ${src.policy}`;
+  if (src.warning) document.getElementById('source').append(el('div', {class: 'warn'}, src.warning));
+  const cfg = el('table', {}, el('tr', {}, ...Object.keys(D.config).map(k => el('th', {}, k))),
+    el('tr', {}, ...Object.values(D.config).map(v => el('td', {}, String(v)))));
+  document.getElementById('config').append(cfg);
+  const select = document.getElementById('quantity');
+  for (const [k, q] of Object.entries(QUANTITIES)) select.append(el('option', {value: k}, q.label));
+  select.value = R ? 'replay_weight_difference' : 'token_weight';
+  select.addEventListener('change', paint);
+  stageQueries(document.getElementById('stage1'));
+  stageCompletions(document.getElementById('stage2'));
+  stageAdvantages(document.getElementById('stage3'));
+  stageLoss(document.getElementById('stage4'));
+  stageReplay(document.getElementById('replay'));
+  paint();
+}
+build();
+"""
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>rlvr inspect: one update</title>
+<style>@CSS@</style></head><body>
+<h1>rlvr inspect: one update</h1>
+<div id="source"></div><div id="config"></div>
+<h2>1. Queries <span class="stage">with their verification criteria</span></h2><div id="stage1"></div>
+<h2>2. G completions <span class="stage">per query; hover a token for its numbers</span></h2>
+<div class="bar">colour tokens by <select id="quantity"></select> <span id="scale"></span>
+ <span class="meta">(outlined: clipped)</span></div><div id="stage2"></div>
+<h2>3. Rewards, mean, std, advantages <span class="stage">A = (r − μ) / (σ + ε), per group</span></h2><div id="stage3"></div>
+<h2>4. Ratios, clipping, KL, loss, gradient</h2><div id="stage4"></div>
+<div id="replay"></div>
+<script type="application/json" id="capture-data">@DATA@</script>
+<script>@JS@</script>
+</body></html>
+"""
+
+
+def render_capture(capture: dict[str, Any], replay: dict[str, Any] | None = None) -> str:
+    """The page for `capture` (and `replay`, a result of replay.replay, if given)."""
+    data = {k: v for k, v in capture.items() if k not in _KEEP_OUT}
+    if replay is not None:
+        data["replay"] = replay
+    text = json.dumps(data).replace("</", "<\\/")  # a "</script>" inside a completion must not end the block
+    return _PAGE.replace("@CSS@", _CSS).replace("@JS@", _JS).replace("@DATA@", text)

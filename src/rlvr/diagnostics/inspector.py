@@ -1,0 +1,115 @@
+"""`rlvr inspect`: capture one update from a config or from a step of a saved run, write it as
+capture.json (schema: docs/inspector.md) and capture.html, and replay it under other settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlvr.config import RunConfig, config_from_dict, load_config
+from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
+from rlvr.errors import UserError
+from rlvr.train.checkpoint import find_checkpoint, load_state
+from rlvr.train.loop import Trainer
+
+CAPTURE_FILE = "capture.json"
+
+
+class InspectError(UserError):
+    """A run, step or capture file that `rlvr inspect` cannot use."""
+
+
+def inspect_config(cfg: RunConfig, out_dir: Path, *, step: int = 1) -> dict[str, Any]:
+    """Capture loop step `step` (1-based, as metrics.jsonl counts) of a fresh run of `cfg`: the
+    base model, the step's queries, the seed's random draws (no base evaluation runs first, so
+    the samples are not those of `rlvr train` with the same seed)."""
+    trainer = Trainer(cfg, out_dir)
+    source = {"kind": "config", "run": None, "step": step, "policy": f"base model {cfg.model.name}"}
+    return _capture(trainer, step, source, out_dir)
+
+
+def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -> dict[str, Any]:
+    """Capture the update logged as `step` in run_dir/metrics.jsonl, from the run's config.
+
+    The policy it starts from is the one after step − 1 steps: the run's checkpoint when it holds
+    exactly that step (then the optimizer and RNG state are the run's too, and the capture repeats
+    the real step), the base model for step 1, and otherwise the base model with a warning
+    recorded in `source.policy` (a run keeps only its latest checkpoint).
+    """
+    config_file = run_dir / "config.yaml"
+    if not config_file.is_file():
+        raise InspectError(f"--run {run_dir}: no run there (expected config.yaml from rlvr train --out)")
+    if step < 1:
+        raise InspectError(f"--step {step}: steps count from 1, as in metrics.jsonl")
+    cfg = load_config(None, overrides, base=config_from_dict(yaml.safe_load(config_file.read_text())))
+    checkpoint = find_checkpoint(run_dir)
+    saved = None if checkpoint is None else load_state(checkpoint)["step"]
+    source = {"kind": "run", "run": str(run_dir), "step": step}
+    if saved is not None and saved == step - 1:
+        trainer = Trainer(cfg, run_dir, resume=True)
+        source["policy"] = f"checkpoint after step {saved}"
+    else:
+        trainer = Trainer(cfg, out_dir)
+        source["policy"] = f"base model {cfg.model.name}"
+        if step > 1:
+            have = "no checkpoint" if saved is None else f"only a checkpoint after step {saved} (inspect --step {saved + 1})"
+            source["warning"] = f"{run_dir} has {have}; step {step} is shown from the base model's weights"
+    return _capture(trainer, step, source, out_dir)
+
+
+def _capture(trainer: Trainer, step: int, source: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    body = capture_update(trainer, step - 1, out_dir)
+    return {
+        "schema": SCHEMA,
+        "source": source,
+        "config": config_record(trainer.cfg),
+        "run_config": trainer.cfg.to_dict(),
+        "weights": "policy",
+        "reference_model": trainer.cfg.model.name,
+        **body,
+    }
+
+
+def write_capture(capture: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    from rlvr.diagnostics.html import render_capture
+
+    json_path, html_path = out_dir / CAPTURE_FILE, out_dir / "capture.html"
+    json_path.write_text(json.dumps(capture) + "\n")
+    html_path.write_text(render_capture(capture))
+    return json_path, html_path
+
+
+def read_capture(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise InspectError(f"--replay {path}: no such file (a capture.json written by rlvr inspect)")
+    try:
+        capture = json.loads(path.read_text())
+    except ValueError:
+        raise InspectError(f"--replay {path}: not JSON; pass a capture.json written by rlvr inspect") from None
+    if not isinstance(capture, dict) or capture.get("schema") != SCHEMA:
+        raise InspectError(f"--replay {path}: not an rlvr inspect capture (schema {SCHEMA}); write one with rlvr inspect")
+    return capture
+
+
+def summary_lines(capture: dict[str, Any]) -> list[str]:
+    c, n = capture["config"], len(capture["completions"])
+    lines = [
+        f"captured step {capture['source']['step']} ({capture['source']['policy']}): {c['algorithm']}, "
+        f"B={len(capture['prompts'])} x G={c['group_size']} = {n} completions, "
+        f"{capture['counts']['num_tokens']} tokens",
+        f"reward mean {_mean(capture['rewards']):.3f}; loss {capture['loss']:.6g} "
+        f"(recomputed from the exported tensors: {capture['loss_recomputed']:.6g}); "
+        f"grad_norm {capture['grad_norm']:.4f}; update_norm {capture['update_norm']:.5f}",
+    ]
+    if "warning" in capture["source"]:
+        lines.append(f"warning: {capture['source']['warning']}")
+    return lines
+
+
+def _mean(rows: list[list[float | None]]) -> float:
+    values = [v for row in rows for v in row if v is not None]
+    return sum(values) / len(values) if values else float("nan")

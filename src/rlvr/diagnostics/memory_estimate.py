@@ -1,0 +1,296 @@
+"""Estimate accelerator memory, component by component, for training a model with an RL algorithm.
+
+Every formula is derived, with its source, in docs/memory.md; the letters are those of
+ModelSpec (h, L, a, k, d, I, V) plus b sequences per micro-batch, s = P + T tokens per sequence
+and e bytes per activation element. Bytes are per GPU. Kept free of torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from rlvr.diagnostics.memory_model import ModelSpec
+from rlvr.errors import UserError
+
+
+@dataclass(frozen=True)
+class Precision:
+    weight_bytes: int
+    """Working copy of the weights, and any frozen model (reference, reward model)."""
+    grad_bytes: int
+    master_bytes: int
+    """fp32 master weights the optimizer keeps in mixed precision (Micikevicius et al. 2018)."""
+    state_bytes: int
+    """Each optimizer state element (Adam's m and v) unless the optimizer quantizes them."""
+    act_bytes: int
+    """e: activations and the KV cache."""
+
+
+PRECISIONS: dict[str, Precision] = {
+    "fp32": Precision(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, act_bytes=4),
+    "bf16-mixed": Precision(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, act_bytes=2),
+    "fp16-mixed": Precision(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, act_bytes=2),
+    "bf16": Precision(weight_bytes=2, grad_bytes=2, master_bytes=0, state_bytes=2, act_bytes=2),
+}
+
+QUANTIZED_STATE_BYTES = 1 + 4 / 2048
+"""8-bit Adam: one byte per element plus one fp32 absmax per 2048-element block (Dettmers et al. 2022)."""
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    states: int
+    """State tensors per parameter (Adam: m and v)."""
+    quantized: bool = False
+
+
+OPTIMIZERS: dict[str, Optimizer] = {
+    "adamw": Optimizer(states=2),
+    "adam8bit": Optimizer(states=2, quantized=True),
+    "sgd": Optimizer(states=0),
+    "sgd-momentum": Optimizer(states=1),
+}
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    algorithm: str = "grpo"
+    precision: str = "bf16-mixed"
+    optimizer: str = "adamw"
+    lora_rank: int = 0
+    """0 = full fine-tuning; r > 0 = LoRA adapters of rank r on every linear of every layer."""
+    zero_stage: int = 0
+    """ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 (= FSDP full shard) also weights."""
+    gpus: int = 1
+    prompt_len: int = 256
+    completion_len: int = 1024
+    batch: int = 32
+    """B: queries per step (DPO: preference pairs per step)."""
+    group: int = 8
+    """G: completions per query (DPO: 2, chosen and rejected)."""
+    micro_batch: int = 8
+    """Sequences per forward/backward on one GPU."""
+    grad_checkpointing: bool = False
+    padding_free: bool = False
+    """Sequences packed without padding (varlen attention): no mask, and k, v stay at k heads."""
+    beta: float = 0.04
+    reward_model: bool = False
+    """Hold a learned reward model (frozen) beside the verifiers."""
+
+
+@dataclass(frozen=True)
+class AlgorithmMemory:
+    """Which models an algorithm keeps on the accelerator."""
+
+    critic: bool
+    reference: Callable[[TrainingSetup], bool]
+    rollout: bool
+    """Samples online, so a rollout KV cache exists."""
+    paper: str
+
+
+def _when_beta(setup: TrainingSetup) -> bool:
+    return setup.beta > 0
+
+
+def _always(setup: TrainingSetup) -> bool:
+    return True
+
+
+_CRITIC_FREE = AlgorithmMemory(False, _when_beta, True, "Shao et al. 2024 (DeepSeekMath): no value network")
+ALGORITHM_MEMORY: dict[str, AlgorithmMemory] = {
+    "grpo": _CRITIC_FREE,
+    "gspo": _CRITIC_FREE,
+    "rloo": _CRITIC_FREE,
+    "reinforce_pp": _CRITIC_FREE,
+    "ppo": AlgorithmMemory(True, _when_beta, True, "Ouyang et al. 2022 (InstructGPT): actor, critic, reference"),
+    "dpo": AlgorithmMemory(False, _always, False, "Rafailov et al. 2023 (DPO): policy and reference, offline pairs"),
+}
+
+
+def check_setup(setup: TrainingSetup) -> None:
+    """Raise UserError for a setup that cannot run, naming the field and the fix."""
+    if setup.algorithm not in ALGORITHM_MEMORY:
+        raise UserError(f"unknown algorithm {setup.algorithm!r}; known: {', '.join(ALGORITHM_MEMORY)}")
+    if setup.precision not in PRECISIONS:
+        raise UserError(f"unknown precision {setup.precision!r}; known: {', '.join(PRECISIONS)}")
+    if setup.optimizer not in OPTIMIZERS:
+        raise UserError(f"unknown optimizer {setup.optimizer!r}; known: {', '.join(OPTIMIZERS)}")
+    for name in ("gpus", "prompt_len", "completion_len", "batch", "group", "micro_batch"):
+        if getattr(setup, name) < 1:
+            raise UserError(f"{name.replace('_', '-')} must be >= 1 (got {getattr(setup, name)})")
+    if setup.algorithm == "dpo" and setup.group != 2:
+        raise UserError(f"DPO trains on pairs: group must be 2, chosen and rejected (got {setup.group})")
+    if setup.lora_rank < 0 or setup.beta < 0:
+        raise UserError("lora-rank and beta must be >= 0")
+    if setup.zero_stage not in (0, 1, 2, 3):
+        raise UserError(f"ZeRO stage must be 0, 1, 2 or 3 (got {setup.zero_stage})")
+    sequences = setup.batch * setup.group
+    if sequences % setup.gpus:
+        raise UserError(f"cannot shard {sequences} sequences (batch x group) evenly over {setup.gpus} GPUs; "
+                        "pick a GPU count that divides them")
+    if setup.micro_batch > sequences // setup.gpus:
+        raise UserError(f"micro-batch {setup.micro_batch} exceeds the {sequences // setup.gpus} sequences "
+                        f"each of {setup.gpus} GPU(s) gets; lower --micro-batch")
+
+
+@dataclass(frozen=True)
+class Component:
+    bytes: float
+    how: str
+    """The formula with its numbers, for the table."""
+
+
+@dataclass
+class Estimate:
+    model: ModelSpec
+    setup: TrainingSetup
+    components: dict[str, Component] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "model": asdict(self.model), "setup": asdict(self.setup),
+            "parameters": self.model.num_params,
+            "components": {name: {"bytes": round(c.bytes), "how": c.how} for name, c in self.components.items()},
+        }
+
+
+def optimizer_bytes_per_param(precision: Precision, optimizer: Optimizer) -> float:
+    """Master copy plus states: 4 + 2*4 = 12 for mixed-precision Adam (ZeRO paper's K = 12)."""
+    per_state = QUANTIZED_STATE_BYTES if optimizer.quantized else precision.state_bytes
+    return precision.master_bytes + optimizer.states * per_state
+
+
+def activation_bytes(spec: ModelSpec, *, sequences: int, prompt_len: int, completion_len: int,
+                     act_bytes: int, grad_checkpointing: bool = False, lora_rank: int = 0,
+                     padding_free: bool = False) -> float:
+    """Bytes autograd saves for one micro-batch's backward (HF Llama, SDPA attention, padding mask).
+
+    Korthikanti et al. 2022 (eq. 1) counted per layer and token for GPT; here the same count for
+    Llama's RMSNorm (which upcasts to fp32), rotary positions, grouped-query attention (HF repeats
+    k and v to all heads when a padding mask is given) and SwiGLU. docs/memory.md derives each term.
+    """
+    h, a, d, inter, e = spec.hidden_size, spec.num_heads, spec.head_dim, spec.intermediate_size, act_bytes
+    s = prompt_len + completion_len
+    kv_heads = spec.num_kv_heads if padding_free else a  # a padding mask makes HF repeat k and v
+    trained_norm = 1 if lora_rank else 2  # a frozen norm weight does not keep its normalised input
+    norm = (4 + trained_norm * e) * h + 4  # fp32 x, x_hat (when trained), output, fp32 rsqrt
+    mask_row = 0 if padding_free else e * s
+    attention = (2 * a + 2 * kv_heads) * d * e + 4 * a + mask_row  # q, output, k, v; fp32 log-sum-exp
+    mlp = 4 * inter * e  # gate out, up out, SiLU out, their product
+    lora = 7 * lora_rank * e  # each adapter keeps its rank-r intermediate
+    layer = 2 * norm + attention + mlp + lora
+    per_model = 8 + 2 * d * e + norm  # input ids, rotary cos and sin, final norm
+    stored_layers = spec.num_layers * e * h + layer if grad_checkpointing else spec.num_layers * layer
+    per_completion_token = 4 * spec.vocab_size + 16  # fp32 log-softmax over V, gather index, mask
+    return sequences * (s * (stored_layers + per_model) + completion_len * per_completion_token)
+
+
+def kv_cache_bytes(spec: ModelSpec, *, sequences: int, tokens: int, act_bytes: int) -> float:
+    """Keys and values of every layer for every token: 2 * L * k * d * e bytes per token (Pope et al. 2022)."""
+    return sequences * tokens * 2 * spec.num_layers * spec.num_kv_heads * spec.head_dim * act_bytes
+
+
+def _shard_divisors(setup: TrainingSetup) -> tuple[int, int, int]:
+    """(weights, gradients, optimizer states) divisors of ZeRO stage 0..3 (Rajbhandari et al. 2020, fig. 1)."""
+    n, stage = setup.gpus, setup.zero_stage
+    return (n if stage >= 3 else 1), (n if stage >= 2 else 1), (n if stage >= 1 else 1)
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e9:.3g}B" if n >= 1e8 else f"{n / 1e6:.3g}M" if n >= 1e5 else f"{n:,.0f}"
+
+
+def _trainable_model(name: str, trainable: int, frozen: int, setup: TrainingSetup,
+                     precision: Precision, optimizer: Optimizer) -> dict[str, Component]:
+    """Weights, gradients and optimizer states of one trained model (policy or critic)."""
+    w_div, g_div, o_div = _shard_divisors(setup)
+    per_opt = optimizer_bytes_per_param(precision, optimizer)
+    return {
+        f"{name}_weights": Component((frozen + trainable) * precision.weight_bytes / w_div,
+                                     f"{_count(frozen + trainable)} x {precision.weight_bytes} B / {w_div}"),
+        f"{name}_gradients": Component(trainable * precision.grad_bytes / g_div,
+                                       f"{_count(trainable)} x {precision.grad_bytes} B / {g_div}"),
+        f"{name}_optimizer": Component(trainable * per_opt / o_div, f"{_count(trainable)} x {per_opt:g} B / {o_div}"),
+    }
+
+
+def _frozen_model(params: int, precision: Precision, setup: TrainingSetup) -> Component:
+    w_div = _shard_divisors(setup)[0]
+    return Component(params * precision.weight_bytes / w_div, f"{_count(params)} x {precision.weight_bytes} B / {w_div}")
+
+
+def _activations(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
+    tokens = setup.prompt_len + setup.completion_len
+    size = activation_bytes(spec, sequences=setup.micro_batch, prompt_len=setup.prompt_len,
+                            completion_len=setup.completion_len, act_bytes=precision.act_bytes,
+                            grad_checkpointing=setup.grad_checkpointing, lora_rank=setup.lora_rank,
+                            padding_free=setup.padding_free)
+    return Component(size, f"{setup.micro_batch} seq x {tokens} tok" + (", checkpointed" if setup.grad_checkpointing else ""))
+
+
+def _kv_cache(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
+    sequences = setup.batch * setup.group // setup.gpus  # rlvr samples a GPU's whole share at once
+    tokens, e = setup.prompt_len + setup.completion_len, precision.act_bytes
+    size = kv_cache_bytes(spec, sequences=sequences, tokens=tokens, act_bytes=e)
+    return Component(size, f"{sequences} seq x {tokens} tok x 2*{spec.num_layers}*{spec.num_kv_heads}*{spec.head_dim}*{e} B")
+
+
+def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
+    """Per-GPU bytes of each component and the peak total (persistent + max(backward, rollout))."""
+    check_setup(setup)
+    algo, precision = ALGORITHM_MEMORY[setup.algorithm], PRECISIONS[setup.precision]
+    optimizer, r = OPTIMIZERS[setup.optimizer], setup.lora_rank
+    out = Estimate(spec, setup)
+    trained = spec.lora_params(r) if r else spec.num_params
+    out.components |= _trainable_model("policy", trained, spec.num_params if r else 0, setup, precision, optimizer)
+    if algo.reference(setup):  # with LoRA the reference is the base with adapters off: no copy (TRL)
+        out.components["reference_weights"] = (Component(0.0, "LoRA: the base weights, adapters off") if r
+                                               else _frozen_model(spec.num_params, precision, setup))
+    value_params = spec.value_model_params
+    if algo.critic:
+        value_head = spec.hidden_size + 1  # trained even with LoRA: it starts from scratch
+        critic_frozen = value_params - value_head if r else 0
+        critic_trained = spec.lora_params(r) + value_head if r else value_params
+        out.components |= _trainable_model("critic", critic_trained, critic_frozen, setup, precision, optimizer)
+    if setup.reward_model:
+        out.components["reward_model_weights"] = _frozen_model(value_params, precision, setup)
+    out.components["activations"] = _activations(spec, setup, precision)
+    if algo.rollout:
+        out.components["kv_cache"] = _kv_cache(spec, setup, precision)
+    out.components["peak_total"] = Component(peak_total(out.components), "persistent + max(grads + activations, KV cache)")
+    return out
+
+
+def peak_total(components: dict[str, Component] | dict[str, float]) -> float:
+    """Weights and optimizer states persist; gradients and activations live during the backward,
+    the KV cache during the rollout (rlvr frees gradients after each optimizer step)."""
+    size = {name: getattr(c, "bytes", c) for name, c in components.items()}
+    persistent = sum(v for k, v in size.items() if k.endswith(("_weights", "_optimizer")))
+    backward = sum(v for k, v in size.items() if k.endswith("_gradients")) + size.get("activations", 0.0)
+    return persistent + max(backward, size.get("kv_cache", 0.0))
+
+
+def format_bytes(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def format_table(result: Estimate) -> str:
+    s, m = result.setup, result.model
+    tuning = f"LoRA r={s.lora_rank}" if s.lora_rank else "full fine-tuning"
+    title = (f"{s.algorithm} on {m.name} ({_count(m.num_params)} parameters), {s.precision}, {s.optimizer}, "
+             f"{tuning}, ZeRO-{s.zero_stage} over {s.gpus} GPU(s)")
+    lines = [title, f"{'component (per GPU)':<22} {'memory':>12}  how"]
+    for name, c in result.components.items():
+        if name == "peak_total":
+            lines.append("-" * 60)
+        lines.append(f"{name:<22} {format_bytes(c.bytes):>12}  {c.how}")
+    return "\n".join(lines)
+
+
+SHARDING_STAGES: dict[str, int] = {"zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}
+"""FSDP's full sharding holds what ZeRO-3 holds (Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277)."""

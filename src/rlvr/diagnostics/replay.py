@@ -1,0 +1,110 @@
+"""Replay a captured batch under other algorithm settings: same completions, same old and
+reference log-probs, same policy weights; what changes is only what `algo.*` changes.
+
+Both the captured setting and the new one are recomputed here with the trainer's own
+`accumulate_policy_gradient`, so the gradients are compared like with like (and the captured
+loss is reproduced as a check). Advantages are recomputed from the captured rewards with the new
+algorithm's estimator (RLOO and REINFORCE++ differ from GRPO there).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr.algos import ALGORITHMS
+from rlvr.config import RunConfig, config_from_dict, load_config, parse_override
+from rlvr.diagnostics.capture import LogpRecorder, config_record, rewards_tensor, rollout_batch, to_json
+from rlvr.diagnostics.inspector import InspectError
+from rlvr.diagnostics.terms import LossInputs, loss_terms
+from rlvr.models import load_policy
+from rlvr.train.update import accumulate_policy_gradient, reference_logprobs
+
+REPLAYABLE = ("algo",)
+"""Config sections a replay may change: the rest (model, rollout, task ...) made the batch."""
+
+
+def replay_config(capture: dict[str, Any], overrides: list[str]) -> tuple[RunConfig, RunConfig]:
+    """(the captured config, the captured config with `overrides`)."""
+    for text in overrides:
+        section, name, _ = parse_override(text)
+        if section not in REPLAYABLE:
+            raise InspectError(f"--set {text}: a replay recomputes the captured batch, so only algo.* can change "
+                               f"(capture a new batch with rlvr inspect --set {section}.{name}=...)")
+    captured = config_from_dict(capture["run_config"])
+    return captured, load_config(None, overrides, base=captured)
+
+
+def replay(capture: dict[str, Any], capture_dir: Path, overrides: list[str]) -> dict[str, Any]:
+    """Loss, per-token weights and gradient of the captured batch under both settings, and their difference."""
+    captured_cfg, new_cfg = replay_config(capture, overrides)
+    weights = capture_dir / capture["weights"]
+    if not (weights / "config.json").is_file():
+        raise InspectError(f"{weights}: the capture's policy weights are missing; keep the policy/ folder beside capture.json")
+    policy, _ = load_policy(str(weights))
+    batch = rollout_batch(capture)
+    ref_logp = None if capture["ref_logp"] is None else torch.tensor(capture["ref_logp"])  # [N, T]
+    if ref_logp is None and new_cfg.algo.beta > 0:  # the capture ran with β = 0 and held no reference
+        reference, _ = load_policy(capture["reference_model"])
+        ref_logp = reference_logprobs(reference, batch, temperature=captured_cfg.rollout.temperature)  # [N, T]
+    rewards = rewards_tensor(capture)  # [B, G]
+    before = _evaluate(policy, batch, rewards, ref_logp if captured_cfg.algo.beta > 0 else None, captured_cfg)
+    after = _evaluate(policy, batch, rewards, ref_logp, new_cfg)
+    return _compare(capture, new_cfg, overrides, before, after)
+
+
+def _evaluate(policy, batch, rewards, ref_logp, cfg: RunConfig) -> dict[str, Any]:
+    advantages, _ = ALGORITHMS[cfg.algo.algorithm].advantages(
+        rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
+    )  # [B, G]
+    policy.zero_grad(set_to_none=True)
+    recorder = LogpRecorder(batch)
+    update = accumulate_policy_gradient(
+        policy, batch, advantages.flatten(), ref_logp, cfg.algo, temperature=cfg.rollout.temperature,
+        max_new_tokens=cfg.rollout.max_new_tokens, micro_batch_size=cfg.optim.micro_batch_size,
+        on_micro_batch=recorder,
+    )
+    params = [p for p in policy.parameters() if p.requires_grad]
+    gradient = torch.cat([torch.zeros(p.numel()) if p.grad is None else p.grad.detach().flatten().cpu()
+                          for p in params]).double()  # [D] the full gradient, before clipping
+    policy.zero_grad(set_to_none=True)
+    inputs = LossInputs(recorder.logp, batch.old_logp, ref_logp, advantages.flatten(), batch.completion_mask,
+                        cfg.rollout.max_new_tokens)
+    return {"loss": update.loss, "advantages": advantages, "terms": loss_terms(cfg.algo, inputs), "gradient": gradient}
+
+
+def _compare(capture, new_cfg, overrides, before, after) -> dict[str, Any]:
+    g0, g1 = before["gradient"], after["gradient"]  # [D] each
+    denominator = float(g0.norm() * g1.norm())
+    w0, w1 = before["terms"]["token_weight"], after["terms"]["token_weight"]  # [N, T] each
+    return {
+        "overrides": list(overrides),
+        "config": config_record(new_cfg),
+        "captured_loss": capture["loss"],
+        "loss_before": before["loss"],
+        "loss_after": after["loss"],
+        "loss_difference": after["loss"] - before["loss"],
+        "grad_norm_before": float(g0.norm()),
+        "grad_norm_after": float(g1.norm()),
+        "grad_difference_norm": float((g1 - g0).norm()),
+        "grad_cosine": float(g0 @ g1) / denominator if denominator > 0 else None,
+        "token_weight_difference_max": float((w1 - w0).abs().max()),
+        "advantages": to_json(after["advantages"]),
+        **{k: to_json(after["terms"][k]) for k in ("ratio", "clipped", "kl", "per_token_loss", "token_weight", "row_loss")},
+        "token_weight_difference": to_json(w1 - w0),
+    }
+
+
+def replay_lines(result: dict[str, Any]) -> list[str]:
+    cos = result["grad_cosine"]
+    return [
+        f"replay with {' '.join(result['overrides']) or '(no change)'}",
+        f"  loss           {result['loss_before']:+.6f} -> {result['loss_after']:+.6f} "
+        f"(difference {result['loss_difference']:+.6f}; captured {result['captured_loss']:+.6f})",
+        f"  gradient norm  {result['grad_norm_before']:.6f} -> {result['grad_norm_after']:.6f}; "
+        f"|g_new - g_captured| = {result['grad_difference_norm']:.6f}; "
+        f"cosine {'undefined (a zero gradient)' if cos is None else f'{cos:.6f}'}",
+        f"  per-token weight dloss/dlogp: largest change {result['token_weight_difference_max']:.3g}",
+    ]

@@ -1,0 +1,6 @@
+"""rlvr parts plugged into other tools: TRL reward functions, Hugging Face datasets, trackers, Ray.
+
+Each module imports its third-party package only when used, so ``import rlvr`` stays light and a
+missing optional package is reported as a UserError that names the install command.
+See docs/integrations.md.
+"""

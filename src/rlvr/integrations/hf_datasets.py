@@ -1,0 +1,124 @@
+"""Dataset rows from local Hugging Face ``datasets`` files (JSON Lines or Parquet).
+
+A column mapping turns each record into rlvr's row schema ``{"id", "prompt", "verifier"}``:
+the prompt column gives the prompt text; the verification criteria come either from a verifier
+column (a criteria object, or the same object as a JSON string) or from an answer column, mapped to
+``{"type": "math", "answer": ...}``. Every row then passes the same check as a JSONL row
+(``rlvr.tasks.dataset.parse_row``). Only local files are read: nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlvr.errors import UserError
+from rlvr.integrations.criteria import parse_criteria
+from rlvr.tasks.dataset import DatasetError, parse_row
+from rlvr.types import Query
+
+BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+"""File suffix -> the ``datasets`` builder that reads it."""
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which dataset column feeds which part of a row (names as in the task.hf_* config fields)."""
+
+    prompt: str = "prompt"
+    answer: str = "answer"
+    verifier: str = ""
+    """When set, this column's criteria are used and ``answer`` is ignored."""
+    id: str = ""
+    """When empty, ids are '<split>-<row index>'."""
+
+    def needed(self) -> dict[str, str]:
+        """Columns that must exist, by the config field that names them."""
+        needed = {"task.hf_prompt_column": self.prompt}
+        if self.verifier:
+            needed["task.hf_verifier_column"] = self.verifier
+        else:
+            needed["task.hf_answer_column"] = self.answer
+        if self.id:
+            needed["task.hf_id_column"] = self.id
+        return needed
+
+
+def read_split(path: str | Path, split: str) -> Any:
+    """A ``datasets.Dataset``: one file (its only split), or split ``split`` of a directory in
+    Hugging Face layout (``train-*.parquet``, ``data/test.jsonl``, ...)."""
+    try:
+        import datasets
+    except ImportError:
+        raise UserError("task.name=hf needs the datasets package: .venv/bin/pip install -e '.[hf]'") from None
+    path = Path(path).expanduser()
+    datasets.disable_progress_bars()
+    if path.is_file():
+        if path.suffix not in BUILDERS:
+            raise DatasetError(f"{path}: unsupported file type '{path.suffix}'; use {', '.join(BUILDERS)}")
+        source, kwargs, split = BUILDERS[path.suffix], {"data_files": str(path)}, "train"
+    elif path.is_dir():
+        source, kwargs = str(path), {}
+    else:
+        raise DatasetError(f"dataset file or directory not found: {path}")
+    try:
+        return datasets.load_dataset(source, split=split, **kwargs)
+    except Exception as error:  # pyarrow, json and datasets errors: all mean "this file is unreadable"
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise DatasetError(f"{path}: could not read split '{split}' ({first_line[:200]})") from None
+
+
+def load_hf_queries(path: str | Path, split: str, columns: ColumnMap) -> list[Query]:
+    """Rows of one split mapped to queries; a missing column or a bad value names the row."""
+    dataset = read_split(path, split)
+    where = f"{path} [{split}]"
+    for field_name, column in columns.needed().items():
+        if column not in dataset.column_names:
+            raise DatasetError(f"{where}: no column '{column}' ({field_name}); "
+                               f"columns: {', '.join(dataset.column_names)}")
+    if len(dataset) == 0:
+        raise DatasetError(f"{where}: no rows")
+    return [_to_query(record, index, split, columns, f"{where} row index {index}")
+            for index, record in enumerate(dataset)]
+
+
+def load_hf_task(path: str | Path, split: str, eval_path: str | Path, eval_split: str,
+                 columns: ColumnMap) -> tuple[list[Query], list[Query]]:
+    """(training queries, held-out queries); held-out rows come from ``eval_path``, else from split
+    ``eval_split`` of the directory ``path`` (a single file has no second split to hold out)."""
+    if not eval_path and Path(path).expanduser().is_file():
+        raise DatasetError(f"task.hf_path={path} is a single file, so it has no held-out split; "
+                           "set task.hf_eval_path to a file of held-out rows")
+    return load_hf_queries(path, split, columns), load_hf_queries(eval_path or path, eval_split, columns)
+
+
+def _to_query(record: dict[str, Any], index: int, split: str, columns: ColumnMap, where: str) -> Query:
+    prompt = record[columns.prompt]
+    if not isinstance(prompt, str) or not prompt.strip():
+        kind = "chat messages" if isinstance(prompt, list) else repr(prompt)[:40]
+        raise DatasetError(f"{where}: column '{columns.prompt}' must be non-empty text, got {kind} "
+                           "(task.hf_prompt_column names a text column)")
+    if columns.verifier:
+        criteria = parse_criteria(record[columns.verifier], f"{where}, column '{columns.verifier}'")
+    else:
+        criteria = {"type": "math", "answer": _answer_text(record[columns.answer], columns.answer, where)}
+    row_id = record[columns.id] if columns.id else f"{split}-{index}"
+    if row_id is None:
+        raise DatasetError(f"{where}: column '{columns.id}' is empty (task.hf_id_column)")
+    return parse_row({"id": str(row_id), "prompt": prompt, "verifier": criteria}, where)
+
+
+def _answer_text(value: Any, column: str, where: str) -> str:
+    """An answer cell as text: strings stripped, integers (also integral floats) as digits."""
+    text = None
+    if isinstance(value, str):
+        text = value.strip()
+    elif isinstance(value, int) and not isinstance(value, bool):  # true/false is a mistake, not 1/0
+        text = str(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        text = str(int(value)) if value.is_integer() else repr(value)
+    if not text:
+        raise DatasetError(f"{where}: column '{column}' must be a non-empty answer (text or a number), got {value!r}")
+    return text

@@ -1,0 +1,176 @@
+"""Lean 4 proofs, compiled by ``lean`` in the bubblewrap sandbox when a toolchain is on PATH.
+
+Rows look like ``{"type": "lean", "statement": "theorem two_add_two : 2 + 2 = 4",
+"preamble": "open Nat"}`` (``preamble`` optional, core Lean 4 only: no Mathlib). The completion's
+proof is the last ```` ```lean ```` block, else its ``<answer>``: what follows ``:=``, e.g.
+``by decide``. The host writes
+
+    {preamble}
+    namespace Rlvr_{nonce}
+    {statement} :=
+    {proof}
+    end Rlvr_{nonce}
+    #print axioms Rlvr_{nonce}.{name}
+
+and passes the proof only if ``lean`` exits 0, prints no error, and prints exactly one axioms
+report for that (nonce-named) theorem listing nothing beyond ``propext``, ``Classical.choice`` and
+``Quot.sound``. Before any of that, a proof naming ``sorry``, ``admit``, ``axiom``,
+``native_decide`` or a command that could add axioms, run code or print (``#eval``, ``elab``,
+``macro``, ``set_option`` ...) fails outright.
+
+Where no ``lean`` is on PATH (as on the machine this was written on, which can install none), or
+it lives outside the sandbox's read-only binds (``/usr``), every result is ``unavailable`` with
+the reason. The compiling path has never run here: docs/verifiers.md says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted
+from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
+from rlvr.verifiers._text import clip
+from rlvr.verifiers.base import extract_answer
+from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
+
+DEFAULT_LIMITS = SandboxLimits(wall_s=30.0, cpu_s=20, memory_mb=8192, processes=16, output_bytes=1 << 20)
+"""Lean maps its .olean libraries into memory, hence the large address-space cap."""
+
+SANDBOX_PREFIXES = ("/usr/",)
+"""Where a toolchain must live to be visible inside the sandbox (``rlvr.sandbox.bwrap`` binds /usr)."""
+
+STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
+
+BANNED_WORDS = ("sorry", "admit", "sorryAx", "axiom", "native_decide", "ofReduceBool", "implemented_by",
+                "extern", "unsafe", "opaque", "import", "set_option", "elab", "macro", "macro_rules",
+                "syntax", "run_cmd", "run_tac", "run_elab", "initialize", "builtin_initialize")
+_BANNED = re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, BANNED_WORDS)) + r")(?![\w'!?])|(#[A-Za-z_]+)")
+"""Whole words, qualified or not (``sorry_free`` is fine, ``Lean.ofReduceBool`` is not); any
+``#command`` (``#eval``, ``#print``, ``#exit``)."""
+
+_STATEMENT = re.compile(r"\s*theorem\s+([A-Za-z_][\w.']*)[\s({\[:]", re.ASCII)
+_FENCE = re.compile(r"```[ \t]*(?:lean4|lean)[ \t]*\r?\n(.*?)```", re.DOTALL)
+
+SELF_CHECK = Query("lean-self-check", "", {"type": "lean", "statement": "theorem rlvr_self_check : 2 + 2 = 4"})
+SELF_CHECK_PROOF = "<answer>by decide</answer>"
+
+
+@dataclass(frozen=True)
+class LeanCriteria:
+    """The ``verifier`` object of a lean row."""
+
+    statement: str
+    name: str
+    """The theorem's name, read from ``statement``."""
+    preamble: str = ""
+
+    @classmethod
+    def from_dict(cls, criteria: dict[str, Any]) -> LeanCriteria:
+        """Validated criteria; a ValueError says which key is wrong."""
+        statement = criteria.get("statement")
+        match = _STATEMENT.match(statement) if isinstance(statement, str) else None
+        if match is None or ":=" in statement:
+            raise ValueError(f'"statement" must be "theorem NAME ... : TYPE" without ":=", got {statement!r}')
+        preamble = criteria.get("preamble", "")
+        if not isinstance(preamble, str):
+            raise ValueError(f'"preamble" must be a string of Lean commands, got {preamble!r}')
+        return cls(statement.strip(), match.group(1), preamble)
+
+
+def banned_tokens(proof: str) -> list[str]:
+    """The banned words and ``#commands`` in ``proof``, in order of appearance."""
+    return [match.group(0) for match in _BANNED.finditer(proof)]
+
+
+def extract_proof(completion: str) -> str:
+    """The last ```` ```lean ```` block, else the ``<answer>`` content, else ""."""
+    blocks = _FENCE.findall(completion)
+    if blocks:
+        return blocks[-1].strip()
+    return extract_answer(completion) or ""
+
+
+def find_lean() -> str:
+    """The real path of ``lean`` on PATH; SandboxUnavailable says why there is none usable."""
+    found = shutil.which("lean")
+    if found is None:
+        raise SandboxUnavailable("no Lean 4 toolchain: `lean` is not on PATH (install one with elan, "
+                                 "https://github.com/leanprover/elan, into /usr/local)")
+    real = os.path.realpath(found)
+    if not real.startswith(SANDBOX_PREFIXES):
+        raise SandboxUnavailable(f"`lean` resolves to {real}, outside the sandbox's read-only binds "
+                                 f"({', '.join(SANDBOX_PREFIXES)}): install the toolchain under /usr/local")
+    return real
+
+
+class LeanVerifier(SandboxedVerifier):
+    """Verifier for ``{"type": "lean", ...}`` rows (see the module docstring)."""
+
+    name = "lean"
+    self_check = (SELF_CHECK, SELF_CHECK_PROOF)
+
+    def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def verify(self, query: Query, completion: str) -> VerifierResult:
+        """Rows and banned words are judged first, with or without a toolchain; then ``lean``."""
+        prepared = _prepare(query, completion)
+        if isinstance(prepared, VerifierResult):
+            return prepared
+        return super().verify(query, completion)
+
+    def _verify(self, query: Query, completion: str) -> VerifierResult:
+        prepared = _prepare(query, completion)
+        if isinstance(prepared, VerifierResult):
+            return prepared
+        criteria, proof = prepared
+        try:
+            lean = find_lean()
+            namespace = f"Rlvr_{secrets.token_hex(8)}"
+            source = (f"{criteria.preamble}\nnamespace {namespace}\n{criteria.statement} :=\n{proof}\n"
+                      f"end {namespace}\n#print axioms {namespace}.{criteria.name}\n")
+            run = run_untrusted([lean, "/sandbox/Proof.lean"], files={"/sandbox/Proof.lean": source.encode()},
+                                limits=self.limits)
+        except SandboxUnavailable as error:
+            return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
+        return self._judge(run, f"{namespace}.{criteria.name}")
+
+    def _judge(self, run: SandboxRun, qualified_name: str) -> VerifierResult:
+        if run.timed_out:
+            return fail(ErrorClass.TIMEOUT, f"lean killed after {self.limits.wall_s:g} s wall clock")
+        if run.output_truncated:
+            return fail(ErrorClass.OUTPUT_LIMIT, f"killed: {run.killed_reason}")
+        output = (run.stdout + run.stderr).decode("utf-8", "replace")
+        errors = [line for line in output.splitlines() if "error:" in line]
+        if run.exit_code != 0 or errors:
+            return fail(ErrorClass.COMPILE_ERROR, clip(errors[0] if errors else f"lean exit status {run.exit_code}"))
+        report = rf"'{re.escape(qualified_name)}' (depends on axioms: \[([^\]]*)\]|does not depend on any axioms)"
+        reports = re.findall(report, output)
+        if len(reports) != 1:
+            return fail(ErrorClass.PROTOCOL_VIOLATION, f"expected one axioms report, found {len(reports)}")
+        axioms = {axiom.strip() for axiom in reports[0][1].split(",") if axiom.strip()}
+        extra = sorted(axioms - STANDARD_AXIOMS)
+        if extra:
+            return fail(ErrorClass.WRONG_ANSWER, clip(f"proof depends on non-standard axioms: {', '.join(extra)}"))
+        return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, f"proved using {sorted(axioms) or 'no axioms'}")
+
+
+def _prepare(query: Query, completion: str) -> VerifierResult | tuple[LeanCriteria, str]:
+    """A result when the row or the proof text already decides, else (criteria, proof)."""
+    try:
+        criteria = LeanCriteria.from_dict(query.verifier)
+    except ValueError as error:
+        detail = f"query {query.id!r} has bad lean criteria: {error}"
+        return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+    proof = extract_proof(completion)
+    if not proof:
+        return fail(ErrorClass.NO_ANSWER, "no proof in completion")
+    banned = banned_tokens(proof)
+    if banned:
+        return fail(ErrorClass.PROTOCOL_VIOLATION, clip(f"proof uses banned {', '.join(dict.fromkeys(banned))}"))
+    return criteria, proof

@@ -1,0 +1,50 @@
+"""`rlvr memory`: the table, the JSON, and one-line errors with exit code 2."""
+
+import json
+
+import pytest
+
+from rlvr.cli import main
+
+
+def test_table_names_every_component_with_units(capsys):
+    assert main(["memory", "--model", "Qwen2.5-7B", "--algorithm", "ppo"]) == 0
+    out = capsys.readouterr().out
+    for name in ("policy_weights", "critic_optimizer", "reference_weights", "activations", "kv_cache", "peak_total"):
+        assert name in out
+    assert "GiB" in out and "7.62B parameters" in out
+
+
+def test_json_matches_the_flags(capsys):
+    assert main(["memory", "--model", "tiny-arith", "--precision", "fp32", "--beta", "0", "--json",
+                 "--prompt-len", "8", "--completion-len", "16", "--batch", "4", "--micro-batch", "8"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    components = report["components"]
+    assert "reference_weights" not in components  # GRPO with beta = 0
+    assert components["policy_weights"]["bytes"] == 4 * report["parameters"]
+    assert report["setup"]["group"] == 8
+
+
+def test_dpo_defaults_to_pairs(capsys):
+    assert main(["memory", "--algorithm", "dpo", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["setup"]["group"] == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "gpt-17"], "presets: tiny-arith"),
+    (["--model", "/no/such/config.json"], "no such file"),
+    (["--gpus", "3"], "evenly over 3 GPUs"),
+    (["--sharding", "zero5"], "--sharding zero5: unknown"),
+    (["--optimizer", "lion"], "unknown optimizer"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, message):
+    assert main(["memory", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_unreadable_config_json(tmp_path, capsys):
+    bad = tmp_path / "config.json"
+    bad.write_text("{")
+    assert main(["memory", "--model", str(bad)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
