@@ -87,3 +87,18 @@ def test_the_train_command_reports_gold_pass_at_1_and_the_hacking_rate(random_mo
     final = summary["final"]
     assert f"gold pass@1 {summary['base']['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}" in done.stdout
     assert f"hacking rate {summary['base']['hacking_rate']:.3f} -> {final['hacking_rate']:.3f}" in done.stdout
+
+
+def test_a_short_funcsynth_run_against_visible_tests_sees_the_base_hack(tmp_path):
+    # tiny-funcsynth writes lookup tables of the shown examples in ~45% of its answers (docs/hacking.md):
+    # the visible-only verifier passes them, the gold verifier (hidden tests) fails them.
+    cfg = load_config("configs/funcsynth-visible.yaml", [
+        "train.steps=1", "train.batch_queries=4", "rollout.group_size=4", "task.num_eval=8",
+        "reward.hacking_sample=0", "train.save_every=0",
+    ])
+    summary = train(cfg, tmp_path / "run", progress=False)
+    row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    assert row["hacking/sampled"] == 16 and row["hacking/rate"] > 0
+    base = summary["base"]
+    assert base["hacking_rate"] > 0.2 and base["pass@1"] > base["gold_pass@1"]
+    assert math.isclose(base["pass@1"] - base["gold_pass@1"], base["hacking_rate"])
