@@ -83,6 +83,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"greedy {base['greedy']:.3f} -> {final['greedy']:.3f}; "
         f"{summary['steps']} steps in {summary['wall_s']:.0f} s"
     )
+    if cfg.reward.fidelity != "gold":
+        print(f"gold verifier (reward.fidelity={cfg.reward.fidelity} trained): held-out gold pass@1 "
+              f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}; hacking rate "
+              f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)")
     print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
     return 0
 
@@ -178,18 +182,24 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
         "mistake, and save it in Hugging Face format. rlvr ships this model; this reproduces it.",
     )
     p.add_argument("--out", help="where to save it (default: the cache that 'tiny-arith' is loaded from)")
+    p.add_argument("--task", default="arith", choices=["arith", "funcsynth"],
+                   help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
+                   "lookup-table and wrong answers (docs/hacking.md)")
     p.set_defaults(func=_cmd_build_base)
 
 
 def _cmd_build_base(args: argparse.Namespace) -> int:
-    from rlvr.models import build_embedded, embedded_path
+    from rlvr.models import build_embedded, cache_root, embedded_path, funcsynth_base
 
-    out = Path(args.out) if args.out else embedded_path()
+    builders = {"arith": (build_embedded, embedded_path), "funcsynth": (funcsynth_base.build,
+                                                                         lambda: funcsynth_base.cache_path(cache_root()))}
+    build, default_path = builders[args.task]
+    out = Path(args.out) if args.out else default_path()
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} exists and is not empty; remove it or pick another folder")
     _quiet_hugging_face()
-    print(f"rlvr build-base: warming up the embedded model -> {out}")
-    build_embedded(out, report=True)
+    print(f"rlvr build-base: warming up the embedded model on {args.task} -> {out}")
+    build(out, report=True)
     print(f"saved: {out} (AutoModelForCausalLM.from_pretrained loads it)")
     return 0
 
@@ -408,6 +418,39 @@ def _cmd_grad_variance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="a grid of real training runs (e.g. verifier fidelity x seeds) and a table of final metrics",
+        description="Run `rlvr train` for every combination of the --grid values and --seeds, each into "
+        "its own run directory under --out, then print and save (sweep.json, sweep.png) held-out gold "
+        "pass@1, training-verifier pass@1, hacking rate and wall time per run. Finished runs are read "
+        "back, not rerun. See docs/hacking.md.",
+    )
+    p.add_argument("--config", help="YAML preset every run starts from (see configs/)")
+    p.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2",
+                   help="a config field and its values, e.g. reward.fidelity=gold,visible_only (repeatable)")
+    p.add_argument("--seeds", default="0", help="comma-separated training seeds (default 0)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config field in every run (repeatable)")
+    p.add_argument("--out", required=True, help="sweep folder: one run directory per grid point and seed")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_sweep)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from rlvr.train.sweep import format_table, parse_grid, parse_seeds, plan, run_sweep
+
+    grid, seeds = parse_grid(args.grid), parse_seeds(args.seeds)
+    runs = plan(args.config, grid, seeds, args.overrides)  # validates every point before the first run
+    _quiet_hugging_face()
+    print(f"rlvr sweep: {len(runs)} runs -> {args.out}")
+    report = run_sweep(args.config, grid, seeds, args.out, overrides=args.overrides, progress=not args.quiet)
+    print(format_table(report))
+    print(f"saved: {Path(args.out) / 'sweep.json'}, {Path(args.out) / 'sweep.png'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with verifiable rewards.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -418,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     _memory_parser(sub)
     _inspect_parser(sub)
     _grad_variance_parser(sub)
+    _sweep_parser(sub)
     return parser
 
 

@@ -30,15 +30,15 @@ class ConfigError(UserError):
 @dataclass
 class ModelConfig:
     name: str = "tiny-arith"
-    """Policy to train: 'tiny-arith' (the embedded ~0.9M-parameter Llama warmed up on arith) or a path to a Hugging Face model directory."""
+    """Policy to train: 'tiny-arith' (the embedded ~0.9M-parameter Llama warmed up on arith), 'tiny-funcsynth' (the same warmed up on funcsynth) or a path to a Hugging Face model directory."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where to train and sample; 'auto' picks CUDA when present."""
 
 
 @dataclass
 class TaskConfig:
-    name: Literal["arith", "jsonl", "hf"] = "arith"
-    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*)."""
+    name: Literal["arith", "jsonl", "hf", "funcsynth"] = "arith"
+    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*); 'funcsynth' asks for a Python function from three examples (python rows with hidden tests)."""
     train_path: str = ""
     """JSONL file of dataset rows ({"id", "prompt", "verifier"}) for task 'jsonl'."""
     eval_path: str = ""
@@ -50,9 +50,9 @@ class TaskConfig:
     max_value: int = 99
     """arith: largest value an intermediate result may take (smallest is 0)."""
     num_train: int = 2000
-    """arith: number of distinct training queries."""
+    """arith, funcsynth: number of distinct training queries."""
     num_eval: int = 200
-    """arith: number of distinct held-out queries (disjoint from training by construction)."""
+    """arith, funcsynth: number of distinct held-out queries (disjoint from training by construction)."""
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
     hf_path: str = ""
@@ -91,6 +91,18 @@ class RewardConfig:
     """Weight of the query's own verifier (pass = 1, fail = 0)."""
     format_weight: float = 0.0
     """Weight of the format check (<think>...</think><answer>...</answer>); 0 keeps rewards binary."""
+    fidelity: Literal["gold", "visible_only", "lenient", "noisy"] = "gold"
+    """Training verifier: gold, visible_only (python: hidden tests dropped), lenient (math: answer anywhere in the text) or noisy (gold with injected errors); see docs/hacking.md."""
+    false_positive_rate: float = 0.0
+    """fidelity=noisy: probability that a gold fail is reported as a pass."""
+    false_negative_rate: float = 0.0
+    """fidelity=noisy: probability that a gold pass is reported as a fail."""
+    noise_seed: int = 0
+    """fidelity=noisy: seed of the flips (each is fixed by seed, query id and completion)."""
+    hacking_sample: int = 32
+    """Completions per step also scored by the gold verifier for hacking/rate (0 = all); unused when fidelity=gold."""
+    hacking_warn: float = 0.2
+    """The progress bar warns when hacking/rate rises above this share."""
 
 
 @dataclass
@@ -304,6 +316,32 @@ def _kl_in_reward(cfg: RunConfig) -> str | None:
     return None
 
 
+_FIDELITY_ROW_TYPE = {"visible_only": ("python", "funcsynth"), "lenient": ("math", "arith")}
+"""Fidelities that weaken one row type: (that type, a built-in task whose rows have it)."""
+_TASK_ROW_TYPE = {"arith": "math", "funcsynth": "python"}
+
+
+def _fidelity(cfg: RunConfig) -> str | None:
+    r = cfg.reward
+    for name in ("false_positive_rate", "false_negative_rate", "hacking_warn"):
+        if not 0 <= getattr(r, name) <= 1:
+            return f"reward.{name} must be in [0, 1] (got {getattr(r, name)})"
+    if r.hacking_sample < 0:
+        return f"reward.hacking_sample must be >= 0 (got {r.hacking_sample}); 0 scores every completion"
+    noise = r.false_positive_rate or r.false_negative_rate
+    if r.fidelity == "noisy" and not noise:
+        return "reward.fidelity=noisy needs reward.false_positive_rate or reward.false_negative_rate > 0"
+    if r.fidelity != "noisy" and noise:
+        return "reward.false_positive_rate / false_negative_rate apply only with reward.fidelity=noisy"
+    row_type = _TASK_ROW_TYPE.get(cfg.task.name)
+    if r.fidelity in _FIDELITY_ROW_TYPE and row_type is not None:
+        needed, example = _FIDELITY_ROW_TYPE[r.fidelity]
+        if row_type != needed:
+            return (f"reward.fidelity={r.fidelity} weakens {needed} rows, but task {cfg.task.name!r} has "
+                    f"{row_type} rows; use it with a {needed} task (e.g. task.name={example}) or pick another fidelity")
+    return None
+
+
 _CHECKS = [
     _group_size,
     _positive("rollout", "max_new_tokens"),
@@ -342,6 +380,7 @@ _CHECKS = [
     _non_negative("ppo", "value_clip"),
     _positive("ppo", "critic_lr"),
     _non_negative("ppo", "critic_weight_decay"),
+    _fidelity,
 ]
 
 

@@ -17,6 +17,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 from rlvr.errors import UserError
 from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import build_char_tokenizer
+from rlvr.models import funcsynth_base
 from rlvr.models.warmup import WarmupSpec, warm_up
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 
@@ -105,12 +106,24 @@ def resolve_model_path(name: str) -> Path:
             return path
         print(f"rlvr: building the embedded base model into {path} (once; about 12 minutes on 2 cores)")
         return build_embedded(path, report=True)
+    if name == funcsynth_base.NAME:
+        return _resolve_funcsynth()
     path = Path(name).expanduser()
     if not (path / "config.json").is_file():
         raise ModelNotFoundError(
             f"model.name={name!r} is neither '{EMBEDDED}' nor a directory with a Hugging Face "
-            "config.json; models cannot be downloaded here, so pass a local path"
+            f"config.json (nor '{funcsynth_base.NAME}'); models cannot be downloaded here, so pass a local path"
         )
+    return path
+
+
+def _resolve_funcsynth() -> Path:
+    if funcsynth_base.matches_recipe(funcsynth_base.SHIPPED):
+        return funcsynth_base.SHIPPED
+    path = funcsynth_base.cache_path(cache_root())
+    if not funcsynth_base.matches_recipe(path):
+        print(f"rlvr: building the {funcsynth_base.NAME} base model into {path} (once; see docs/hacking.md)")
+        funcsynth_base.build(path, report=True)
     return path
 
 

@@ -15,6 +15,14 @@ def _arith(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return train, heldout
 
 
+def _funcsynth(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    from rlvr.tasks import funcsynth
+
+    train = funcsynth.make_queries(cfg.num_train, split="train", seed=cfg.data_seed)
+    heldout = funcsynth.make_queries(cfg.num_eval, split="heldout", seed=cfg.data_seed)
+    return train, heldout
+
+
 def _jsonl(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return load_jsonl(cfg.train_path), load_jsonl(cfg.eval_path)
 
@@ -27,7 +35,7 @@ def _hf(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return load_hf_task(cfg.hf_path, cfg.hf_split, cfg.hf_eval_path, cfg.hf_eval_split, columns)
 
 
-TASKS = {"arith": _arith, "jsonl": _jsonl, "hf": _hf}
+TASKS = {"arith": _arith, "jsonl": _jsonl, "hf": _hf, "funcsynth": _funcsynth}
 
 
 def load_task(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:

@@ -10,7 +10,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.eval.passk import mean_pass_at_k
 from rlvr.rollout.hf import sample_completions
 from rlvr.types import Query
-from rlvr.verifiers import RewardFunction
+from rlvr.verifiers import RewardFunction, ScoredCompletion
 
 
 @dataclass
@@ -23,21 +23,57 @@ class HeldoutResult:
     num_queries: int
     unscorable: int
     """Samples the verifier could not judge (kept out of both numbers)."""
+    gold_pass_at_1: float | None = None
+    """pass@1 of the same samples judged by the gold verifier (equal to pass_at_1 when training is gold)."""
+    hacking_rate: float | None = None
+    """Share of the samples the training verifier passes and the gold verifier fails."""
 
     def to_dict(self) -> dict[str, float | int]:
+        extra = {} if self.gold_pass_at_1 is None else {"gold_pass@1": self.gold_pass_at_1,
+                                                        "hacking_rate": self.hacking_rate}
         return {"pass@1": self.pass_at_1, "greedy": self.greedy, "n": self.n,
-                "num_queries": self.num_queries, "unscorable": self.unscorable}
+                "num_queries": self.num_queries, "unscorable": self.unscorable, **extra}
+
+
+class GoldCheck:
+    """Gold verdicts of the sampled held-out completions, beside the training verifier's."""
+
+    def __init__(self, gold_fn: RewardFunction):
+        self.gold_fn = gold_fn
+        self.counts: list[tuple[int, int]] = []
+        self.hacked = self.judged = 0
+
+    def add(self, items: list[tuple[Query, str]], scored: list[ScoredCompletion], n: int) -> None:
+        from rlvr.diagnostics.hacking import hacking_counts
+
+        gold = self.gold_fn.score_batch(items)
+        for q in range(len(items) // n):
+            judged = [s for s in gold[q * n : (q + 1) * n] if s.reward is not None]
+            if judged:
+                self.counts.append((len(judged), sum(s.correct for s in judged)))
+        hacked, _, judged_pairs = hacking_counts(scored, gold)
+        self.hacked += hacked
+        self.judged += judged_pairs
+
+    def pass_at_1(self) -> float:
+        return mean_pass_at_k(self.counts, 1) if self.counts else float("nan")
+
+    def hacking_rate(self) -> float:
+        return self.hacked / self.judged if self.judged else float("nan")
 
 
 def _correct_counts(
     model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, queries: list[Query],
-    reward_fn: RewardFunction, *, n: int, chunk: int, **sampling: object,
+    reward_fn: RewardFunction, *, n: int, chunk: int, gold: GoldCheck | None = None, **sampling: object,
 ) -> tuple[list[tuple[int, int]], int]:
     counts, unscorable = [], 0
     for start in range(0, len(queries), chunk):
         part = queries[start : start + chunk]
         batch = sample_completions(model, tokenizer, part, group_size=n, **sampling)
-        scored = reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+        items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
+        scored = reward_fn.score_batch(items)
+        if gold is not None:
+            gold.add(items, scored, n)
         for q in range(len(part)):
             group = scored[q * n : (q + 1) * n]
             judged = [s for s in group if s.reward is not None]
@@ -58,14 +94,21 @@ def evaluate_heldout(
     top_p: float,
     max_new_tokens: int,
     chunk_completions: int = 512,
+    gold_fn: RewardFunction | None = None,
 ) -> HeldoutResult:
+    """``gold_fn``: the gold reward behind a weakened ``reward_fn``; its pass@1 and the hacking rate
+    come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number)."""
     chunk = max(1, chunk_completions // n)
-    sampled, bad_s = _correct_counts(model, tokenizer, queries, reward_fn, n=n, chunk=chunk,
+    gold = GoldCheck(gold_fn) if gold_fn is not None else None
+    sampled, bad_s = _correct_counts(model, tokenizer, queries, reward_fn, n=n, chunk=chunk, gold=gold,
                                      temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
     greedy, bad_g = _correct_counts(model, tokenizer, queries, reward_fn, n=1, chunk=chunk_completions,
                                     greedy=True, max_new_tokens=max_new_tokens)
+    pass_at_1 = mean_pass_at_k(sampled, 1) if sampled else float("nan")
     return HeldoutResult(
-        pass_at_1=mean_pass_at_k(sampled, 1) if sampled else float("nan"),
+        pass_at_1=pass_at_1,
         greedy=sum(c for _, c in greedy) / max(len(greedy), 1),
         n=n, num_queries=len(queries), unscorable=bad_s + bad_g,
+        gold_pass_at_1=gold.pass_at_1() if gold is not None else pass_at_1,
+        hacking_rate=gold.hacking_rate() if gold is not None else 0.0,
     )

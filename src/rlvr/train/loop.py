@@ -24,6 +24,7 @@ from tqdm import tqdm
 from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, kl_in_reward_advantages
 from rlvr.config import RunConfig
 from rlvr.diagnostics.grad_noise import MicroBatchNoise
+from rlvr.diagnostics.hacking import HackingMonitor, training_verifier_for
 from rlvr.diagnostics.memory import MemoryMeter
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
@@ -96,9 +97,11 @@ class Trainer:
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         torch.manual_seed(cfg.train.seed)
         self.train_queries, self.eval_queries = load_task(cfg.task)
-        self.reward_fn = RewardFunction(
-            {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
-        )
+        weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
+        verifier_for = training_verifier_for(cfg.reward)  # gold, or weakened per reward.fidelity
+        self.reward_fn = RewardFunction(weights, verifier_for=verifier_for)
+        # A weakened training verifier is watched against its gold counterpart (docs/hacking.md).
+        self.hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
         checkpoint = find_checkpoint(out_dir) if resume else None
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
         # No reference model is held when β = 0 (DESIGN.md): it would only cost memory.
@@ -133,6 +136,7 @@ class Trainer:
         return evaluate_heldout(
             self.policy, self.tokenizer, self.eval_queries, self.reward_fn, n=self.cfg.train.eval_samples,
             temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
+            gold_fn=self.hacking.gold_fn if self.hacking else None,
         )
 
     def _learning_rate(self, step: int) -> float:
@@ -148,6 +152,7 @@ class Trainer:
         queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
         rollouts = collect_rollouts(self, step, queries, timer)
         batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
+        hacking = self.measure_hacking(step, batch, scored, timer)
         advantages, adv_stats = ALGORITHMS[cfg.algo.algorithm].advantages(
             rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
         )  # [B, G]
@@ -172,6 +177,7 @@ class Trainer:
         return {
             **rollout_metrics(batch, scored, rewards),
             **rollouts.metrics,
+            **hacking,
             "reward_std": float(adv_stats["group_std"].mean()),  # mean within-group std, as TRL
             "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),
             "loss": update.loss,
@@ -183,6 +189,16 @@ class Trainer:
             **timer.seconds,
             **self.memory.step_metrics(),
         }
+
+    def measure_hacking(self, step: int, batch: RolloutBatch, scored: list[ScoredCompletion],
+                        timer: Timer) -> dict[str, float]:
+        """hacking/* metrics: a sample of the rollouts re-scored by the gold verifier, when the
+        training verifier is a weakened one (diagnostics/hacking.py); {} otherwise."""
+        if self.hacking is None:
+            return {}
+        with timer.phase("hacking"):
+            items = [(batch.query_of(i), text) for i, text in enumerate(batch.texts)]
+            return self.hacking.measure(step, items, scored)
 
     def reference_logp(self, batch: RolloutBatch, timer: Timer) -> torch.Tensor | None:
         """log π_ref of the sampled tokens [N, T], or None when no reference is held (β = 0)."""
@@ -231,6 +247,8 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
                             {"base_eval": trainer.base_eval})
         bar.set_postfix(reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}",
                         kl=f"{metrics.get('kl', 0.0):.3f}")
+        if trainer.hacking is not None and (warning := trainer.hacking.warning(metrics)):
+            bar.write(warning)
     bar.close()
     say("evaluating the trained model on the held-out queries")
     final_eval = trainer.evaluate()

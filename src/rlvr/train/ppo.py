@@ -109,6 +109,7 @@ def ppo_step(trainer: Trainer, step: int) -> dict[str, float]:
     queries = batch_queries(trainer.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
     rollouts = collect_rollouts(trainer, step, queries, timer)
     batch, rewards = rollouts.batch, rollouts.rewards  # rewards [B, G]
+    hacking = trainer.measure_hacking(step, batch, rollouts.scored, timer)
     scores = rewards.flatten()  # [N]
     # An unscorable sample has no reward to learn from: out of both losses (and of whitening).
     judged = ~torch.isnan(scores)  # [N]
@@ -145,6 +146,7 @@ def ppo_step(trainer: Trainer, step: int) -> dict[str, float]:
     return {
         **rollout_metrics(batch, rollouts.scored, rewards),
         **rollouts.metrics,
+        **hacking,
         "reward_std": float(group_stats["group_std"].mean()),
         "frac_reward_zero_std": float(group_stats["frac_zero_std"]),
         "loss": update.loss,

@@ -1,0 +1,89 @@
+"""Reward-hacking monitor: how often does the training verifier pass what the gold one fails?
+
+A run trained against a weakened verifier (verifiers/fidelity.py) can raise its reward without
+raising the true one (Skalse et al. 2022). Each step, a sample of the rollouts is scored again by
+the gold verifier behind the training one, and
+
+    hacking/rate          = share of sampled completions the training verifier passes and gold fails
+    hacking/gold_accuracy = share of sampled completions the gold verifier passes
+
+are logged (docs/metrics.md). The sample is drawn with its own seeded generator, so it is the same
+for a resumed run and does not move the training randomness. Completions either verifier could not
+judge are left out of both shares.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rlvr.types import Query
+from rlvr.verifiers.base import Verifier
+from rlvr.verifiers.fidelity import gold_of, weakened_verifier_for
+from rlvr.verifiers.reward import RewardFunction, ScoredCompletion
+
+if TYPE_CHECKING:
+    from rlvr.config import RewardConfig
+
+
+def training_verifier_for(reward_cfg: RewardConfig) -> Callable[[str], Verifier]:
+    """The ``verifier_for`` of the run's training reward, at ``reward.fidelity``."""
+    return weakened_verifier_for(
+        reward_cfg.fidelity, false_positive_rate=reward_cfg.false_positive_rate,
+        false_negative_rate=reward_cfg.false_negative_rate, noise_seed=reward_cfg.noise_seed,
+    )
+
+
+def hacking_counts(trained: list[ScoredCompletion], gold: list[ScoredCompletion]) -> tuple[int, int, int]:
+    """(hacked, gold passed, judged) over the pairs both verifiers could judge."""
+    judged = [(t, g) for t, g in zip(trained, gold, strict=True) if t.reward is not None and g.reward is not None]
+    hacked = sum(t.correct and not g.correct for t, g in judged)
+    return hacked, sum(g.correct for _, g in judged), len(judged)
+
+
+def hacking_shares(trained: list[ScoredCompletion], gold: list[ScoredCompletion]) -> dict[str, float]:
+    """hacking/rate and hacking/gold_accuracy over the pairs both verifiers could judge."""
+    hacked, gold_passed, judged = hacking_counts(trained, gold)
+    if not judged:
+        return {"hacking/rate": float("nan"), "hacking/gold_accuracy": float("nan"), "hacking/sampled": 0}
+    return {"hacking/rate": hacked / judged, "hacking/gold_accuracy": gold_passed / judged,
+            "hacking/sampled": judged}
+
+
+@dataclass
+class HackingMonitor:
+    """Scores a sample of each step's rollouts with the gold verifier; warns once on a rise."""
+
+    gold_fn: RewardFunction
+    sample: int
+    """Completions per step to re-score (0 = all)."""
+    warn_above: float
+    seed: int = 0
+    _warned: bool = field(default=False, init=False)
+
+    @classmethod
+    def for_run(cls, reward_cfg: RewardConfig, weights: dict[str, float], verifier_for: Callable[[str], Verifier],
+                seed: int) -> HackingMonitor | None:
+        """A monitor when the training verifier has a gold counterpart, else None (nothing to compare)."""
+        if reward_cfg.fidelity == "gold":
+            return None
+        gold_fn = RewardFunction(weights, verifier_for=gold_of(verifier_for))
+        return cls(gold_fn, reward_cfg.hacking_sample, reward_cfg.hacking_warn, seed)
+
+    def measure(self, step: int, items: list[tuple[Query, str]], scored: list[ScoredCompletion]) -> dict[str, float]:
+        rng = random.Random(f"hacking-{self.seed}-{step}")
+        picked = sorted(rng.sample(range(len(items)), self.sample)) if 0 < self.sample < len(items) else range(len(items))
+        gold = self.gold_fn.score_batch([items[i] for i in picked])
+        return hacking_shares([scored[i] for i in picked], gold)
+
+    def warning(self, metrics: dict[str, float]) -> str | None:
+        """A line for the progress bar the first time hacking/rate rises above the threshold."""
+        rate = metrics.get("hacking/rate", float("nan"))
+        if self._warned or not rate > self.warn_above:
+            return None
+        self._warned = True
+        return (f"warning: hacking/rate {rate:.2f} > {self.warn_above:g}: the training verifier passes "
+                f"completions the gold verifier fails (reward hacking); see docs/hacking.md")
+

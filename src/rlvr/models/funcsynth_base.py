@@ -1,0 +1,107 @@
+"""The `tiny-funcsynth` base: the tiny Llama warmed up on funcsynth with a hackable answer mix.
+
+Its warm-up corpus (tasks/funcsynth.py `warmup_completion`) mixes honest formulas, lookup tables of
+the shown examples and wrong formulas, so the base writes all three. Against a verifier that runs
+only the visible tests a lookup table earns full reward, so GRPO with `reward.fidelity=visible_only`
+can learn to hack; against the gold verifier (hidden tests too) it earns nothing. docs/hacking.md
+has the measured runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from rlvr.models.warmup import WarmupSpec, warm_up
+from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, answer_kind, warmup_completion
+from rlvr.types import Query
+
+NAME = "tiny-funcsynth"
+FORMAT_VERSION = 1
+"""Bump when the tokenizer or the warm-up code changes what a given recipe produces."""
+
+WARMUP = WarmupSpec(steps=400, batch_size=32, lr=2e-3, warmup_steps=20, seed=0)
+"""Much shorter than tiny-arith's: it starts from tiny-arith (tags, digits and subtraction are known)."""
+
+SHIPPED = Path(__file__).parent / "assets" / NAME
+
+
+def recipe() -> dict:
+    """Everything that decides the base model; its hash names the cache entry."""
+    warmup = {k: v for k, v in dataclasses.asdict(WARMUP).items() if k != "error_rate"}  # arith-only knob
+    return {
+        "version": FORMAT_VERSION,
+        "task": "funcsynth",
+        "init": {"from": "tiny-arith", "recipe_sha256": _arith_recipe_digest()},
+        "warmup": warmup,
+        "mix": dataclasses.asdict(WarmupMix()),
+        "data": dataclasses.asdict(FuncSynthSpec()) | {"data_seed": 0},
+    }
+
+
+def _arith_recipe_digest() -> str:
+    from rlvr.models import embedded_recipe
+
+    return hashlib.sha256(json.dumps(embedded_recipe(), sort_keys=True).encode()).hexdigest()
+
+
+def cache_path(cache_root: Path) -> Path:
+    digest = hashlib.sha256(json.dumps(recipe(), sort_keys=True).encode()).hexdigest()[:12]
+    return cache_root / "models" / f"{NAME}-{digest}"
+
+
+def matches_recipe(path: Path) -> bool:
+    saved = path / "rlvr_recipe.json"
+    # JSON turns tuples into lists: compare through one round trip
+    return saved.is_file() and json.loads(saved.read_text()) == json.loads(json.dumps(recipe()))
+
+
+def _report(tokenizer: PreTrainedTokenizerBase, heldout: list[Query]) -> Callable[[int, PreTrainedModel], str]:
+    """Held-out gold pass@1 and the share of each kind of answer, printed during the warm-up."""
+    from rlvr.rollout.hf import sample_completions
+    from rlvr.train.evaluate import evaluate_heldout
+    from rlvr.verifiers import RewardFunction
+
+    reward_fn = RewardFunction()
+
+    def report(step: int, model: PreTrainedModel) -> str:
+        result = evaluate_heldout(model, tokenizer, heldout, reward_fn, n=2, temperature=1.0,
+                                  top_p=1.0, max_new_tokens=48)
+        batch = sample_completions(model, tokenizer, heldout, group_size=2, max_new_tokens=48)
+        kinds = [answer_kind(t) for t in batch.texts]
+        share = {k: round(kinds.count(k) / len(kinds), 2) for k in ("formula", "lookup", "other")}
+        return f"held-out gold pass@1 {result.pass_at_1:.3f} (n=2, T=1), answer kinds {share}"
+
+    return report
+
+
+def build(path: Path, *, report: bool = False) -> Path:
+    """Warm up the tiny Llama on funcsynth and save it (model + tokenizer) atomically at `path`."""
+    spec_recipe = recipe()
+    spec = WarmupSpec(**spec_recipe["warmup"])
+    mix = WarmupMix(**spec_recipe["mix"])
+    from rlvr.models import EMBEDDED, load_policy
+
+    model, tokenizer = load_policy(EMBEDDED)  # the same char tokenizer and architecture
+    queries = all_queries(split="train", seed=0)
+    heldout = all_queries(split="heldout", seed=0)[:32]
+    warm_up(model, tokenizer, queries,
+            lambda q, rng: warmup_completion(q, rng=rng, mix=mix), spec,
+            report=_report(tokenizer, heldout) if report else None, report_every=200)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "rlvr_recipe.json").write_text(json.dumps(spec_recipe, indent=2))
+    try:
+        tmp.rename(path)
+    except OSError:  # another process finished first; its copy is identical
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
