@@ -2,13 +2,14 @@
 
 import math
 
+import pytest
 import torch
 
-from rlvr.config import load_config
+from rlvr.algos import preference_pairs
+from rlvr.config import ConfigError, load_config
+from rlvr.rollout.hf import sample_completions
 from rlvr.train.dpo import accumulate_dpo_gradient, reference_sequence_logprobs, verdict_tensor
 from rlvr.train.loop import Trainer
-from rlvr.algos import preference_pairs
-from rlvr.rollout.hf import sample_completions
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
          "algo.algorithm=dpo"]
@@ -66,3 +67,10 @@ def test_micro_batched_pairs_give_the_full_batch_gradient(base_model_dir, tmp_pa
     assert math.isclose(losses[0], losses[1], rel_tol=1e-5)
     for full, split in zip(*grads):
         assert torch.allclose(full, split, atol=1e-6, rtol=1e-4)
+
+
+@pytest.mark.parametrize("override, message", [("algo.dpo_beta=0", "algo.dpo_beta must be > 0"),
+                                               ("algo.dpo_pairs_per_group=-1", "algo.dpo_pairs_per_group must be >= 0")])
+def test_dpo_fields_are_validated(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, ["algo.algorithm=dpo", override])
