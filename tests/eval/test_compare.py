@@ -5,7 +5,7 @@ import math
 from rlvr.algos import ALGORITHMS
 from rlvr.eval.compare import (NOT_MEASURED, final_reward, format_table, peak_memory, reward_jitter,
                                step_rewards, summarize_algorithm)
-from rlvr.train.compare import DEFAULT_ALGORITHMS, resolve_algorithms
+from rlvr.train.compare import DEFAULT_ALGORITHMS, known_algorithms, resolve_algorithms
 
 
 def test_jitter_and_final_reward_by_hand():
@@ -69,5 +69,6 @@ def test_table_says_not_measured_and_shows_logged_memory():
 
 def test_default_algorithms_are_those_the_registry_has():
     run, skipped = resolve_algorithms(None)
-    assert run == [a for a in DEFAULT_ALGORITHMS if a in ALGORITHMS] and "grpo" in run and "dpo" in run
-    assert set(run) | set(skipped) == set(DEFAULT_ALGORITHMS)
+    assert set(ALGORITHMS) <= set(known_algorithms())
+    assert run == [a for a in DEFAULT_ALGORITHMS if a in known_algorithms()] and "grpo" in run and "dpo" in run
+    assert set(run) | set(skipped) == set(DEFAULT_ALGORITHMS) and not set(run) & set(skipped)

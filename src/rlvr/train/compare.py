@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import time
+import typing
 from pathlib import Path
 
 import torch
 
 from rlvr.algos import ALGORITHMS
-from rlvr.config import RunConfig, load_config
+from rlvr.config import AlgoConfig, RunConfig, load_config
 from rlvr.errors import UserError
 from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_algorithm
 from rlvr.eval.cot import reasoning_checker
@@ -41,18 +42,26 @@ class CompareBudgetError(UserError):
     """A comparison too small to measure what it reports."""
 
 
+def known_algorithms() -> list[str]:
+    """The algorithms this build can run: the registry's, and any `algo.algorithm` accepts that a
+    branch wires into the trainer without a registry entry."""
+    choices = typing.get_args(typing.get_type_hints(AlgoConfig)["algorithm"])
+    return list(dict.fromkeys([*ALGORITHMS, *choices]))
+
+
 def resolve_algorithms(requested: list[str] | None) -> tuple[list[str], list[str]]:
     """(algorithms to run, default ones skipped because this build does not have them).
 
     With no explicit list, the defaults that exist in the registry are run; a name asked for
     explicitly that the registry does not know is an error that names it.
     """
+    known = known_algorithms()
     if requested is None:
-        present = [a for a in DEFAULT_ALGORITHMS if a in ALGORITHMS]
-        return present, [a for a in DEFAULT_ALGORITHMS if a not in ALGORITHMS]
-    unknown = [a for a in requested if a not in ALGORITHMS]
+        present = [a for a in DEFAULT_ALGORITHMS if a in known]
+        return present, [a for a in DEFAULT_ALGORITHMS if a not in known]
+    unknown = [a for a in requested if a not in known]
     if unknown:
-        raise UserError(f"unknown algorithm {unknown[0]!r} in --algorithms; this build has: {', '.join(ALGORITHMS)}")
+        raise UserError(f"unknown algorithm {unknown[0]!r} in --algorithms; this build has: {', '.join(known)}")
     if len(set(requested)) != len(requested) or not requested:
         raise UserError("--algorithms needs at least one algorithm and no repeats, e.g. --algorithms grpo,dpo")
     return list(requested), []
