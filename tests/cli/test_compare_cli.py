@@ -22,7 +22,7 @@ def test_compare_grpo_and_dpo_end_to_end(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "[4/4] dpo, seed 1" in done.stdout  # progress names each run as it starts
     assert "| quantity | grpo | dpo | base model |" in done.stdout
-    assert "not measured" in done.stdout  # no memory/* metrics on this branch: said, not invented
+    assert "| memory: reference_weights (peak, MiB) |" in done.stdout  # measured memory/* metrics, per component
     report = json.loads((out / "compare.json").read_text())
     assert report["seeds"] == [0, 1] and report["steps"] == 8 and report["k"] == [1, 2, 4]
     assert list(report["algorithms"]) == ["grpo", "dpo"]
@@ -41,7 +41,9 @@ def test_compare_grpo_and_dpo_end_to_end(tmp_path):
         assert answer == sorted(answer) and all(c <= a + 1e-12 for a, c in zip(answer, cot))
         assert algo["distinct_correct"]["mean"] >= algo["queries_solved"]["mean"] > 0
         assert algo["final_reward"]["std"] is not None and algo["reward_jitter"]["mean"] >= 0
-        assert algo["memory"] == "not measured" and algo["wall_s"]["mean"] > 0
+        assert algo["memory"]["memory/policy_weights"]["mean"] > 0 and algo["wall_s"]["mean"] > 0
+        # both hold the frozen reference (GRPO for its β = 0.04 KL, DPO always), as big as the policy
+        assert algo["memory"]["memory/reference_weights"]["mean"] == algo["memory"]["memory/policy_weights"]["mean"]
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "compare.md").read_text().startswith("| quantity |")
     again = rlvr("compare", "--algorithms", "grpo,dpo", "--seeds", "0,1", "--steps", "8", *TINY, "--out", str(out))

@@ -57,13 +57,14 @@ def test_summary_over_seeds_by_hand():
 
 def test_table_says_not_measured_and_shows_logged_memory():
     plain = summarize_algorithm([_run(0, [0.1, 0.2]), _run(1, [0.2, 0.3])])
-    measured = summarize_algorithm([_run(s, [0.1, 0.2], memory={"memory/params_bytes": 100 + s}) for s in (0, 1)])
+    measured = summarize_algorithm([_run(s, [0.1, 0.2], memory={"memory/policy_weights": (1 + s) * 2**20})
+                                    for s in (0, 1)])
     report = {"k": [1, 2], "algorithms": {"grpo": plain, "dpo": measured}, "base": None}
     table = format_table(report)
     lines = table.splitlines()
     assert lines[0] == "| quantity | grpo | dpo |"
-    memory_line = next(line for line in lines if line.startswith("| memory: memory/params_bytes"))
-    assert "not measured" in memory_line and "100.5 ± 0.7" in memory_line
+    memory_line = next(line for line in lines if line.startswith("| memory: policy_weights (peak, MiB)"))
+    assert "not measured" in memory_line and "1.50 ± 0.71" in memory_line  # 1 and 2 MiB over two seeds
     assert all(line.count("|") == 4 for line in lines)  # no cell breaks the Markdown table
 
 

@@ -7,8 +7,8 @@ Definitions (also in docs/algorithms.md, "Comparing paradigms"):
   the reward a little each step; noise moves it a lot, so this measures instability, not progress.
 - final reward: mean reward over the last quarter of the steps of a run; its spread across seeds
   (standard deviation, Bessel-corrected) measures how much the outcome depends on the seed.
-- memory: the peak over steps of every `memory/*` metric the run logged; absent ones are
-  "not measured", never estimated here.
+- memory: the peak over steps of every `memory/*` metric the run logged (bytes, shown in MiB);
+  absent ones are "not measured", never estimated here.
 """
 
 from __future__ import annotations
@@ -124,8 +124,9 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
     rows = [row("memory", lambda a: NOT_MEASURED if a["memory"] == NOT_MEASURED else "peaks below")]
     for key in memory_keys:
-        rows.append(row(f"memory: {key} (peak)", lambda a, k=key: NOT_MEASURED if a["memory"] == NOT_MEASURED
-                        else _fmt(a["memory"].get(k), digits=1)))
+        rows.append(row(f"memory: {key.removeprefix('memory/')} (peak, MiB)",
+                        lambda a, k=key: NOT_MEASURED if a["memory"] == NOT_MEASURED
+                        else _fmt(a["memory"].get(k), scale=1 / 2**20, digits=2)))
     base_curve = {"pass@k": None, "cot_pass@k": None} if base is None else base
     rows += [
         row("exploration: distinct correct solutions", lambda a: _fmt(a["distinct_correct"], digits=0)),

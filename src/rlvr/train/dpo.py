@@ -105,8 +105,9 @@ def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
     from rlvr.train.loop import Timer, batch_queries, reward_tensor, rollout_metrics
 
     cfg, timer = trainer.cfg, Timer()
+    trainer.memory.start_step()
     queries = batch_queries(trainer.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-    with timer.phase("generate"):
+    with timer.phase("generate"), trainer.memory.rollout():
         batch = sample_completions(
             trainer.policy, trainer.tokenizer, queries, group_size=cfg.rollout.group_size,
             max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
@@ -128,7 +129,7 @@ def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
                 temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
             )  # [2M]
         for _ in range(cfg.algo.num_iterations):
-            with timer.phase("forward_backward"):
+            with timer.phase("forward_backward"), trainer.memory.activations():
                 update = accumulate_dpo_gradient(
                     trainer.policy, batch, chosen, rejected, ref[: len(chosen)], ref[len(chosen):], cfg.algo,
                     temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
@@ -150,4 +151,5 @@ def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
         "update_norm": update_norm,
         "learning_rate": trainer._learning_rate(step),
         **timer.seconds,
+        **trainer.memory.step_metrics(),
     }
