@@ -400,6 +400,12 @@ def _cmd_grad_variance(args: argparse.Namespace) -> int:
     if args.batches < 1:
         raise UsageError("--batches must be >= 1")
     cfg = load_config(args.config, args.overrides)
+    from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
+
+    try:
+        require_policy_gradient(cfg.algo.algorithm, "rlvr grad-variance")
+    except NotPolicyGradientError as error:
+        raise UsageError(str(error)) from None
     if cfg.train.batch_queries < 2:
         raise UsageError("train.batch_queries must be >= 2: the estimate compares one prompt's gradient with the batch's")
     from rlvr.diagnostics.group_size import format_table, measure_group_sizes

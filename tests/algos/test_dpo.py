@@ -144,3 +144,11 @@ def test_random_outcomes_pair_a_pass_with_a_fail_of_the_same_query():
 def test_dpo_is_registered_as_a_preference_algorithm():
     assert isinstance(ALGORITHMS["dpo"], PreferenceAlgorithm)
     assert ALGORITHMS["dpo"].loss is dpo_loss and ALGORITHMS["dpo"].pairs is preference_pairs
+
+
+def test_tools_built_on_advantages_refuse_dpo_by_name():
+    from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
+
+    assert require_policy_gradient("grpo", "rlvr inspect") is ALGORITHMS["grpo"]
+    with pytest.raises(NotPolicyGradientError, match="rlvr inspect works on advantages.*algo.algorithm=dpo"):
+        require_policy_gradient("dpo", "rlvr inspect")

@@ -50,6 +50,21 @@ class PreferenceAlgorithm:
     """Never: DPO's implicit reward needs no value model."""
 
 
+class NotPolicyGradientError(ValueError):
+    """A tool that works on advantages and a per-token policy loss was given a preference algorithm."""
+
+
+def require_policy_gradient(name: str, tool: str) -> Algorithm:
+    """ALGORITHMS[name] if it has advantages and a policy loss; else an error naming the tool."""
+    algorithm = ALGORITHMS[name]
+    if not isinstance(algorithm, Algorithm):
+        usable = ", ".join(n for n, a in ALGORITHMS.items() if isinstance(a, Algorithm))
+        raise NotPolicyGradientError(
+            f"{tool} works on advantages and a per-token policy loss; algo.algorithm={name} learns from "
+            f"preference pairs instead. Use one of: {usable}")
+    return algorithm
+
+
 def _group(rewards: Tensor, *, eps: float, scale_by_std: bool) -> tuple[Tensor, dict[str, Tensor]]:
     return group_advantages(rewards, eps=eps, scale_by_std=scale_by_std)
 
