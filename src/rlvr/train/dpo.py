@@ -116,6 +116,7 @@ def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
     with timer.phase("verify"):
         scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
     rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
+    hacking = trainer.measure_hacking(step, batch, scored, timer)  # {} unless the verifier is weakened
     outcomes = verdict_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
     chosen, rejected, counts = ALGORITHMS["dpo"].pairs(
         outcomes, max_pairs_per_group=cfg.algo.dpo_pairs_per_group)  # [M], [M]
@@ -139,6 +140,7 @@ def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
     _, group_stats = group_advantages(rewards)  # only for the reward-spread metrics GRPO logs too
     return {
         **rollout_metrics(batch, scored, rewards),
+        **hacking,
         "reward_std": float(group_stats["group_std"].mean()),
         "frac_reward_zero_std": float(group_stats["frac_zero_std"]),
         **trainer.exploration.update(batch, scored),
