@@ -400,6 +400,12 @@ def _cmd_grad_variance(args: argparse.Namespace) -> int:
     if args.batches < 1:
         raise UsageError("--batches must be >= 1")
     cfg = load_config(args.config, args.overrides)
+    from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
+
+    try:
+        require_policy_gradient(cfg.algo.algorithm, "rlvr grad-variance")
+    except NotPolicyGradientError as error:
+        raise UsageError(str(error)) from None
     if cfg.train.batch_queries < 2:
         raise UsageError("train.batch_queries must be >= 2: the estimate compares one prompt's gradient with the batch's")
     from rlvr.diagnostics.group_size import format_table, measure_group_sizes
@@ -451,6 +457,63 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="train several algorithms on the same budget and seeds and compare them (table, JSON, PNG)",
+        description="Train each algorithm with each seed on the same task, model and prompt budget (the "
+        "--config preset with --set overrides; only algo.algorithm, train.seed and train.steps differ), "
+        "then compare memory (measured memory/* metrics), online exploration, reward stability, held-out "
+        "pass@1 / pass@k / CoT-pass@k and wall time. Each run is an ordinary run directory under --out. "
+        "See docs/algorithms.md.",
+    )
+    p.add_argument("--algorithms", help="comma-separated (default: those of grpo,ppo,dpo this build has)")
+    p.add_argument("--seeds", default="0,1", help="comma-separated seeds, at least 2 (default 0,1)")
+    p.add_argument("--steps", type=int, default=50, help="training steps per run (default 50)")
+    p.add_argument("--config", help="base YAML preset shared by every run (see configs/)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config field for every run (repeatable)")
+    p.add_argument("--n", type=int, default=16, help="held-out samples per query for pass@k (default 16)")
+    p.add_argument("--num-queries", type=int, default=100, help="held-out queries for pass@k (default 100, 0 = all)")
+    p.add_argument("--out", help="folder for the runs and compare.{json,md,png} (default runs/compare-<time>)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=_cmd_compare)
+
+
+def _int_list(flag: str, text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: expected comma-separated integers, e.g. {flag} 0,1") from None
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import time
+
+    from rlvr.train.compare import check_budget, compare_algorithms, resolve_algorithms
+
+    requested = None if args.algorithms is None else [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    algorithms, skipped = resolve_algorithms(requested)
+    seeds = _int_list("--seeds", args.seeds)
+    if args.num_queries < 0:
+        raise UsageError("--num-queries must be >= 0 (0 = the whole held-out split)")
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= args.n]
+    check_budget(seeds, args.steps, args.n, ks or [args.n + 1])
+    out = Path(args.out) if args.out else Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}"
+    _quiet_hugging_face()
+    if skipped:
+        print(f"rlvr compare: not in this build, skipped: {', '.join(skipped)}")
+    print(f"rlvr compare: {', '.join(algorithms)} x seeds {seeds}, {args.steps} steps each -> {out}")
+    report = compare_algorithms(algorithms, seeds=seeds, steps=args.steps, config=args.config,
+                                overrides=args.overrides, out=out, n=args.n, ks=ks,
+                                num_queries=args.num_queries or None, progress=not args.quiet)
+    from rlvr.eval.compare import format_table
+
+    print(format_table(report))
+    print(f"saved: {out / 'compare.json'}, {out / 'compare.md'}, {out / 'compare.png'}; runs in {out}/<algorithm>-seed<N>/")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with verifiable rewards.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -462,6 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     _inspect_parser(sub)
     _grad_variance_parser(sub)
     _sweep_parser(sub)
+    _compare_parser(sub)
     return parser
 
 

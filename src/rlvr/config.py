@@ -107,8 +107,8 @@ class RewardConfig:
 
 @dataclass
 class AlgoConfig:
-    algorithm: Literal["grpo", "gspo", "rloo", "reinforce_pp", "ppo"] = "grpo"
-    """grpo (DeepSeekMath eq. 3), gspo (sequence-level ratio), rloo (leave-one-out baseline), reinforce_pp (batch-normalised advantages), ppo (learned critic + GAE, see ppo.*); see docs/algorithms.md."""
+    algorithm: Literal["grpo", "gspo", "rloo", "reinforce_pp", "ppo", "dpo"] = "grpo"
+    """grpo (DeepSeekMath eq. 3), gspo (sequence-level ratio), rloo (leave-one-out baseline), reinforce_pp (batch-normalised advantages), ppo (learned critic + GAE, see ppo.*), dpo (online pass-vs-fail preference pairs); see docs/algorithms.md."""
     epsilon: float = 0.2
     """Clipping range: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]."""
     epsilon_high: float | None = None
@@ -139,6 +139,11 @@ class AlgoConfig:
     """L_cache in tokens for the overlong penalty; L_max is rollout.max_new_tokens."""
     overlong_filter: bool = False
     """DAPO overlong filtering: mask truncated completions (no EOS) out of the loss; they keep their reward."""
+
+    dpo_beta: float = 0.1
+    """dpo: beta of DPO eq. 7, the inverse temperature of the implicit reward beta*log(pi/pi_ref) (the paper's and TRL's 0.1); dpo ignores the KL weight algo.beta."""
+    dpo_pairs_per_group: int = 0
+    """dpo: most (pass, fail) pairs per query group; 0 = min(#pass, #fail), each completion in at most one pair."""
 
 
 @dataclass
@@ -352,6 +357,8 @@ _CHECKS = [
     _epsilon_high,
     _positive("algo", "advantage_eps"),
     _positive("algo", "num_iterations"),
+    _positive("algo", "dpo_beta"),
+    _non_negative("algo", "dpo_pairs_per_group"),
     _positive("optim", "lr"),
     _non_negative("optim", "weight_decay"),
     _non_negative("optim", "warmup_steps"),

@@ -98,7 +98,10 @@ def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta):
     return measured, estimated
 
 
-CASES = [(name, 0.04) for name in ALGORITHMS] + [("grpo", 0.0)]
+# dpo is left out: the estimator models offline DPO (pairs given, no sampling, full micro-batches),
+# while rlvr's online DPO samples G completions per query and back-propagates only the pairs the
+# verifier yields (3 pairs, 6 rows, in this small step), so the two do not describe the same step.
+CASES = [(name, 0.04) for name in ALGORITHMS if name != "dpo"] + [("grpo", 0.0)]
 
 
 @pytest.mark.parametrize("algorithm, beta", CASES)

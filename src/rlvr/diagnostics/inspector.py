@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
 from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
 from rlvr.errors import UserError
@@ -61,6 +62,10 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
 
 
 def _capture(trainer: Trainer, step: int, source: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    try:
+        require_policy_gradient(trainer.cfg.algo.algorithm, "rlvr inspect")
+    except NotPolicyGradientError as error:
+        raise InspectError(str(error)) from None
     out_dir.mkdir(parents=True, exist_ok=True)
     body = capture_update(trainer, step - 1, out_dir)
     return {

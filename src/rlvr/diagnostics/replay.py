@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from rlvr.algos import ALGORITHMS
+from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
 from rlvr.config import RunConfig, config_from_dict, load_config, parse_override
 from rlvr.diagnostics.capture import LogpRecorder, config_record, rewards_tensor, rollout_batch, to_json
 from rlvr.diagnostics.inspector import InspectError
@@ -34,7 +35,12 @@ def replay_config(capture: dict[str, Any], overrides: list[str]) -> tuple[RunCon
             raise InspectError(f"--set {text}: a replay recomputes the captured batch, so only algo.* can change "
                                f"(capture a new batch with rlvr inspect --set {section}.{name}=...)")
     captured = config_from_dict(capture["run_config"])
-    return captured, load_config(None, overrides, base=captured)
+    changed = load_config(None, overrides, base=captured)
+    try:
+        require_policy_gradient(changed.algo.algorithm, "rlvr inspect --replay")
+    except NotPolicyGradientError as error:
+        raise InspectError(str(error)) from None
+    return captured, changed
 
 
 def replay(capture: dict[str, Any], capture_dir: Path, overrides: list[str]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import torch
 import yaml
 from tqdm import tqdm
 
-from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, kl_in_reward_advantages
+from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, PreferenceAlgorithm, kl_in_reward_advantages
 from rlvr.config import RunConfig
 from rlvr.diagnostics.grad_noise import MicroBatchNoise
 from rlvr.diagnostics.hacking import HackingMonitor, training_verifier_for
@@ -31,6 +31,8 @@ from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
+from rlvr.train.dpo import dpo_step
+from rlvr.train.exploration import ExplorationTracker
 from rlvr.train.metrics import MetricsLog
 from rlvr.train.ppo import Critic, ppo_step
 from rlvr.train.rollouts import collect_rollouts, loss_mask
@@ -84,6 +86,10 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
     }
 
 
+OWN_STEPS = {"dpo": dpo_step}
+"""Algorithms whose step is not the policy-gradient step below (a preference loss needs pairs)."""
+
+
 class Trainer:
     """Holds the policy, the frozen reference, the optimizer and the data of one run."""
 
@@ -104,8 +110,10 @@ class Trainer:
         self.hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
         checkpoint = find_checkpoint(out_dir) if resume else None
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
-        # No reference model is held when β = 0 (DESIGN.md): it would only cost memory.
-        self.reference = self._frozen_copy(self.policy) if cfg.algo.beta > 0 else None
+        # No reference model is held when β = 0 (DESIGN.md): it would only cost memory. DPO always needs one.
+        needs_reference = cfg.algo.beta > 0 or isinstance(ALGORITHMS[cfg.algo.algorithm], PreferenceAlgorithm)
+        self.reference = self._frozen_copy(self.policy) if needs_reference else None
+        self.exploration = ExplorationTracker()
         self.critic = Critic(self.policy, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
         if checkpoint is not None:
             self.policy, _ = load_policy(str(checkpoint), self.device)
@@ -147,6 +155,8 @@ class Trainer:
         """One step of the configured algorithm (GRPO by default); returns its metrics."""
         if self.critic is not None:
             return ppo_step(self, step)  # actor-critic: GAE advantages and a value update (train/ppo.py)
+        if self.cfg.algo.algorithm in OWN_STEPS:
+            return OWN_STEPS[self.cfg.algo.algorithm](self, step)
         cfg, timer = self.cfg, Timer()
         self.memory.start_step()
         queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
@@ -180,6 +190,7 @@ class Trainer:
             **hacking,
             "reward_std": float(adv_stats["group_std"].mean()),  # mean within-group std, as TRL
             "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),
+            **self.exploration.update(batch, scored),
             "loss": update.loss,
             **update.stats,
             "grad_norm": grad_norm,

@@ -149,6 +149,7 @@ def ppo_step(trainer: Trainer, step: int) -> dict[str, float]:
         **hacking,
         "reward_std": float(group_stats["group_std"].mean()),
         "frac_reward_zero_std": float(group_stats["frac_zero_std"]),
+        **trainer.exploration.update(batch, rollouts.scored),
         "loss": update.loss,
         **update.stats,
         **critic_stats,

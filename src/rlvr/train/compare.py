@@ -1,0 +1,143 @@
+"""`rlvr compare`: train several algorithms on the same task, model, prompt budget and seeds, then
+set them side by side on memory, online exploration, reward stability and held-out reasoning.
+
+Each (algorithm, seed) is an ordinary run directory `<out>/<algorithm>-seed<seed>/` written by
+`train()`; after training, its final policy is evaluated on held-out pass@k and CoT-pass@k with
+the same sampler and counts as `rlvr eval` (train/passk_eval.py). The numbers are computed from
+those files by eval/compare.py and written to `<out>/compare.json` and `<out>/compare.png`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import typing
+from pathlib import Path
+
+import torch
+
+from rlvr.algos import ALGORITHMS
+from rlvr.config import AlgoConfig, RunConfig, load_config
+from rlvr.errors import UserError
+from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_algorithm
+from rlvr.eval.cot import reasoning_checker
+from rlvr.eval.curves import curves
+from rlvr.models import load_policy
+from rlvr.tasks import load_task
+from rlvr.train.loop import train
+from rlvr.train.metrics import read_metrics
+from rlvr.train.passk_eval import count_samples
+from rlvr.verifiers import RewardFunction
+
+DEFAULT_ALGORITHMS = ("grpo", "ppo", "dpo")
+MIN_SEEDS = 2
+"""A spread across seeds needs at least two of them."""
+MIN_STEPS = 8
+"""Fewer steps leave a last quarter of one step and too few step-to-step changes to say anything."""
+EVAL_SEED = 0
+"""Every model's held-out samples start from this RNG state, so differences are the models'."""
+
+
+class CompareBudgetError(UserError):
+    """A comparison too small to measure what it reports."""
+
+
+def known_algorithms() -> list[str]:
+    """The algorithms this build can run: the registry's, and any `algo.algorithm` accepts that a
+    branch wires into the trainer without a registry entry."""
+    choices = typing.get_args(typing.get_type_hints(AlgoConfig)["algorithm"])
+    return list(dict.fromkeys([*ALGORITHMS, *choices]))
+
+
+def resolve_algorithms(requested: list[str] | None) -> tuple[list[str], list[str]]:
+    """(algorithms to run, default ones skipped because this build does not have them).
+
+    With no explicit list, the defaults that exist in the registry are run; a name asked for
+    explicitly that the registry does not know is an error that names it.
+    """
+    known = known_algorithms()
+    if requested is None:
+        present = [a for a in DEFAULT_ALGORITHMS if a in known]
+        return present, [a for a in DEFAULT_ALGORITHMS if a not in known]
+    unknown = [a for a in requested if a not in known]
+    if unknown:
+        raise UserError(f"unknown algorithm {unknown[0]!r} in --algorithms; this build has: {', '.join(known)}")
+    if len(set(requested)) != len(requested) or not requested:
+        raise UserError("--algorithms needs at least one algorithm and no repeats, e.g. --algorithms grpo,dpo")
+    return list(requested), []
+
+
+def check_budget(seeds: list[int], steps: int, n: int, ks: list[int]) -> None:
+    """Refuse a budget too small to say anything, naming what is missing."""
+    if len(set(seeds)) != len(seeds):
+        raise CompareBudgetError(f"--seeds {seeds} repeats a seed; give distinct seeds, e.g. --seeds 0,1")
+    if len(seeds) < MIN_SEEDS:
+        raise CompareBudgetError(f"--seeds gives {len(seeds)} seed(s): reward spread across seeds needs at least "
+                                 f"{MIN_SEEDS}, e.g. --seeds 0,1")
+    if steps < MIN_STEPS:
+        raise CompareBudgetError(f"--steps {steps} is too few to measure reward stability; use at least {MIN_STEPS}")
+    if n < 2 or ks[-1] > n:
+        raise CompareBudgetError(f"--n {n}: pass@k at large k needs n >= 2 samples per held-out query and k <= n")
+
+
+def _run_config(config: str | None, overrides: list[str], algorithm: str, seed: int, steps: int) -> RunConfig:
+    return load_config(config, [*overrides, f"algo.algorithm={algorithm}", f"train.seed={seed}",
+                                f"train.steps={steps}"])
+
+
+def _heldout_curves(model_path: str, cfg: RunConfig, *, n: int, ks: list[int], num_queries: int | None,
+                    progress: bool, label: str) -> dict:
+    """pass@k and CoT-pass@k on the run's held-out split, as `rlvr eval` counts them."""
+    _, heldout = load_task(cfg.task)
+    queries = heldout[:num_queries] if num_queries else heldout
+    model, tokenizer = load_policy(model_path)
+    torch.manual_seed(EVAL_SEED)
+    counts, unscorable = count_samples(
+        model, tokenizer, queries, RewardFunction({"correctness": 1.0}), reasoning_checker(cfg.task.name),
+        n=n, temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
+        progress=progress, label=label,
+    )
+    return {**curves(counts, ks), "unscorable": unscorable, "num_queries": len(queries)}
+
+
+def compare_algorithms(
+    algorithms: list[str], *, seeds: list[int], steps: int, config: str | None, overrides: list[str],
+    out: Path, n: int = 16, ks: list[int] | None = None, num_queries: int | None = 100,
+    progress: bool = True,
+) -> dict:
+    """Train every algorithm with every seed, evaluate, and write out/compare.json and .png."""
+    ks = ks or [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= n]
+    check_budget(seeds, steps, n, ks)
+    configs = {(a, s): _run_config(config, overrides, a, s, steps) for a in algorithms for s in seeds}
+    taken = [out / f"{a}-seed{s}" for a, s in configs if (out / f"{a}-seed{s}" / "config.yaml").exists()]
+    if taken:
+        raise UserError(f"{taken[0]} already holds a run; pick another --out for this comparison")
+    say = print if progress else (lambda *_: None)
+    per_algorithm: dict[str, list[dict]] = {a: [] for a in algorithms}
+    for index, ((algorithm, seed), cfg) in enumerate(configs.items(), start=1):
+        run_dir = out / f"{algorithm}-seed{seed}"
+        say(f"[{index}/{len(configs)}] {algorithm}, seed {seed}: {steps} steps -> {run_dir}")
+        started = time.perf_counter()
+        train(cfg, run_dir, progress=progress)
+        passk = _heldout_curves(str(run_dir / "final"), cfg, n=n, ks=ks, num_queries=num_queries,
+                                progress=progress, label=f"{algorithm} seed {seed}")
+        (run_dir / "passk.json").write_text(json.dumps({"k": ks, "n": n, **passk}, indent=1) + "\n")
+        per_algorithm[algorithm].append({"seed": seed, "rows": read_metrics(run_dir), "passk": passk,
+                                         "wall_s": time.perf_counter() - started})
+    first = next(iter(configs.values()))
+    say(f"base model {first.model.name}: held-out pass@k")
+    base = _heldout_curves(first.model.name, first, n=n, ks=ks, num_queries=num_queries, progress=progress,
+                           label="base")
+    report = {
+        "command_config": config, "overrides": overrides, "steps": steps, "seeds": seeds, "n": n, "k": ks,
+        "num_queries": base["num_queries"], "task": first.task.name, "model": first.model.name,
+        "prompt_budget": {"batch_queries": first.train.batch_queries, "group_size": first.rollout.group_size},
+        "algorithms": {a: summarize_algorithm(runs) for a, runs in per_algorithm.items()},
+        "base": {"pass@k": curve_mean([base["pass@k"]]),
+                 "cot_pass@k": None if base["cot_pass@k"] is None else curve_mean([base["cot_pass@k"]])},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps(report, indent=1) + "\n")
+    plot_compare(report, out / "compare.png")
+    (out / "compare.md").write_text(format_table(report) + "\n")
+    return report

@@ -1,0 +1,157 @@
+"""One online DPO step (Rafailov et al. 2023, eq. 7, with pairs labelled by the verifier):
+
+    queries → sample G completions with π_θ (rollout/) → verify (verifiers/)
+    → pair a passing with a failing completion of each query (algos/dpo.py)
+    → sequence log-probs under π_ref (frozen) and π_θ → DPO loss → AdamW
+
+The sampling and verification are those of the GRPO step; only what is learned from the verdicts
+differs. The frozen reference is the initial policy, held for the whole run. The formula lives in
+algos/dpo.py; this module only moves tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from transformers import PreTrainedModel
+
+from rlvr.algos import ALGORITHMS, group_advantages, sequence_logprobs
+from rlvr.config import AlgoConfig
+from rlvr.rollout.hf import sample_completions
+from rlvr.train.update import micro_batch_logprobs, micro_batches, optimizer_step, reference_logprobs
+from rlvr.types import RolloutBatch
+from rlvr.verifiers import ScoredCompletion
+
+if TYPE_CHECKING:
+    from rlvr.train.loop import Trainer
+
+
+def verdict_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: int) -> torch.Tensor:
+    """[B, G] 1.0 pass, 0.0 fail, NaN where the correctness verifier could not judge."""
+    values = [float(s.correct) if s.results["correctness"].scorable else float("nan") for s in scored]
+    return torch.tensor(values, dtype=torch.float32).view(num_queries, group_size)  # [B, G]
+
+
+def select_rows(batch: RolloutBatch, rows: torch.Tensor) -> RolloutBatch:
+    """The completions `rows` of a batch, in that order, as a batch of their own (groups of one)."""
+    picked = rows.tolist()
+    return RolloutBatch(
+        queries=[batch.query_of(r) for r in picked], group_size=1,
+        prompt_ids=batch.prompt_ids[rows], prompt_mask=batch.prompt_mask[rows],  # [n, P]
+        completion_ids=batch.completion_ids[rows], completion_mask=batch.completion_mask[rows],  # [n, T]
+        old_logp=batch.old_logp[rows],  # [n, T]
+        texts=[batch.texts[r] for r in picked], finish_reasons=[batch.finish_reasons[r] for r in picked],
+    )
+
+
+@dataclass
+class DpoUpdate:
+    loss: float
+    stats: dict[str, float]
+    """Pair-weighted means over the step's pairs (TRL DPOTrainer names)."""
+
+
+def accumulate_dpo_gradient(
+    policy: PreTrainedModel, batch: RolloutBatch, chosen: torch.Tensor, rejected: torch.Tensor,
+    ref_chosen: torch.Tensor, ref_rejected: torch.Tensor, algo: AlgoConfig, *,
+    temperature: float, micro_batch_size: int = 0,
+) -> DpoUpdate:
+    """Backpropagate the mean DPO loss over all M pairs into .grad, a few pairs at a time.
+
+    A micro-batch holds both completions of each of its pairs (the loss couples them); its loss
+    is divided by the whole step's M, so the summed micro-batch gradients equal the full-batch one.
+    """
+    dpo = ALGORITHMS["dpo"]
+    num_pairs = chosen.shape[0]
+    pairs_per_micro = max(1, micro_batch_size // 2) if micro_batch_size else num_pairs
+    totals: dict[str, float] = {}
+    loss_total = 0.0
+    for start in range(0, num_pairs, pairs_per_micro):
+        part = slice(start, start + pairs_per_micro)
+        m = chosen[part].shape[0]
+        pair_batch = select_rows(batch, torch.cat([chosen[part], rejected[part]]))  # rows: m chosen, m rejected
+        (mb,) = micro_batches(pair_batch, 0)  # one micro-batch, padding trimmed
+        logp, _ = micro_batch_logprobs(policy, mb, temperature=temperature)  # [2m, t]
+        seq_logp = torch.empty(2 * m, dtype=logp.dtype, device=logp.device)  # [2m]
+        seq_logp[mb.rows] = sequence_logprobs(logp, mb.completion_mask)
+        loss, stats = dpo.loss(
+            seq_logp[:m], seq_logp[m:], ref_chosen[part], ref_rejected[part],
+            beta=algo.dpo_beta, num_pairs=num_pairs,
+        )
+        loss.backward()
+        loss_total += float(loss.detach())
+        for key, value in stats.items():
+            totals[key] = totals.get(key, 0.0) + value * m / num_pairs
+    return DpoUpdate(loss=loss_total, stats=totals)
+
+
+@torch.no_grad()
+def reference_sequence_logprobs(
+    reference: PreTrainedModel, batch: RolloutBatch, rows: torch.Tensor, *, temperature: float,
+    micro_batch_size: int,
+) -> torch.Tensor:
+    """log π_ref(y|x) of the completions `rows`, [len(rows)]."""
+    picked = select_rows(batch, rows)
+    token_logp = reference_logprobs(reference, picked, temperature=temperature,
+                                    micro_batch_size=micro_batch_size)  # [n, T]
+    return sequence_logprobs(token_logp, picked.completion_mask)  # [n]
+
+
+def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
+    """One step of online DPO; the same sampling budget as a GRPO step. Returns its metrics."""
+    # loop.py imports this module, so its helpers are imported when the step runs
+    from rlvr.train.loop import Timer, batch_queries, reward_tensor, rollout_metrics
+
+    cfg, timer = trainer.cfg, Timer()
+    trainer.memory.start_step()
+    queries = batch_queries(trainer.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
+    with timer.phase("generate"), trainer.memory.rollout():
+        batch = sample_completions(
+            trainer.policy, trainer.tokenizer, queries, group_size=cfg.rollout.group_size,
+            max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
+            top_p=cfg.rollout.top_p,
+        )
+    with timer.phase("verify"):
+        scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+    rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
+    hacking = trainer.measure_hacking(step, batch, scored, timer)  # {} unless the verifier is weakened
+    outcomes = verdict_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
+    chosen, rejected, counts = ALGORITHMS["dpo"].pairs(
+        outcomes, max_pairs_per_group=cfg.algo.dpo_pairs_per_group)  # [M], [M]
+    for group in trainer.optimizer.param_groups:
+        group["lr"] = trainer._learning_rate(step)
+    update, grad_norm, update_norm = DpoUpdate(float("nan"), {}), 0.0, 0.0
+    if counts["pairs"]:  # no pair, no preference: the policy is left as it is
+        with timer.phase("reference"):
+            ref = reference_sequence_logprobs(
+                trainer.reference, batch, torch.cat([chosen, rejected]),
+                temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
+            )  # [2M]
+        for _ in range(cfg.algo.num_iterations):
+            with timer.phase("forward_backward"), trainer.memory.activations():
+                update = accumulate_dpo_gradient(
+                    trainer.policy, batch, chosen, rejected, ref[: len(chosen)], ref[len(chosen):], cfg.algo,
+                    temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
+                )
+            with timer.phase("optimizer"):
+                grad_norm, update_norm = optimizer_step(trainer.policy, trainer.optimizer, cfg.optim.max_grad_norm)
+    _, group_stats = group_advantages(rewards)  # only for the reward-spread metrics GRPO logs too
+    return {
+        **rollout_metrics(batch, scored, rewards),
+        **hacking,
+        "reward_std": float(group_stats["group_std"].mean()),
+        "frac_reward_zero_std": float(group_stats["frac_zero_std"]),
+        **trainer.exploration.update(batch, scored),
+        "loss": update.loss,
+        **update.stats,
+        "dpo/pairs": counts["pairs"],
+        "dpo/groups_no_pass": counts["groups_no_pass"],
+        "dpo/groups_no_fail": counts["groups_no_fail"],
+        "grad_norm": grad_norm,
+        "update_norm": update_norm,
+        "learning_rate": trainer._learning_rate(step),
+        **timer.seconds,
+        **trainer.memory.step_metrics(),
+    }
