@@ -275,6 +275,9 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--padding-free", action="store_true", help="sequences packed without padding (no attention mask)")
     p.add_argument("--beta", type=float, default=0.04, help="KL weight; 0 holds no reference for GRPO and PPO (default 0.04)")
     p.add_argument("--reward-model", action="store_true", help="also hold a learned reward model")
+    p.add_argument("--online-pairs", type=int, default=0,
+                   help="DPO as rlvr trains it: sample --group per query, then train on this many pairs per step "
+                        "(default 0: offline DPO on --batch given pairs)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.set_defaults(func=_cmd_memory)
 
@@ -296,9 +299,9 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         algorithm=args.algorithm, precision=args.precision, optimizer=args.optimizer, lora_rank=args.lora_rank,
         zero_stage=SHARDING_STAGES[args.sharding], gpus=args.gpus, prompt_len=args.prompt_len,
         completion_len=args.completion_len, batch=args.batch, micro_batch=args.micro_batch,
-        group=args.group if args.group is not None else (2 if args.algorithm == "dpo" else 8),
+        group=args.group if args.group is not None else (2 if args.algorithm == "dpo" and not args.online_pairs else 8),
         grad_checkpointing=args.grad_checkpointing, padding_free=args.padding_free, beta=args.beta,
-        reward_model=args.reward_model,
+        reward_model=args.reward_model, online_pairs=args.online_pairs,
     )
     result = estimate(load_model_spec(args.model), setup)
     print(json.dumps(result.to_dict(), indent=2) if args.json else format_table(result))

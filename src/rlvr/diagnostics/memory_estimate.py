@@ -77,6 +77,9 @@ class TrainingSetup:
     beta: float = 0.04
     reward_model: bool = False
     """Hold a learned reward model (frozen) beside the verifiers."""
+    online_pairs: int = 0
+    """DPO only. 0: offline DPO on B given pairs (G = 2). n > 0: online DPO as rlvr trains it:
+    sample G per query (a rollout KV cache), then train on the n pairs the verifier labelled."""
 
 
 @dataclass(frozen=True)
@@ -120,8 +123,12 @@ def check_setup(setup: TrainingSetup) -> None:
     for name in ("gpus", "prompt_len", "completion_len", "batch", "group", "micro_batch"):
         if getattr(setup, name) < 1:
             raise UserError(f"{name.replace('_', '-')} must be >= 1 (got {getattr(setup, name)})")
-    if setup.algorithm == "dpo" and setup.group != 2:
-        raise UserError(f"DPO trains on pairs: group must be 2, chosen and rejected (got {setup.group})")
+    if setup.algorithm == "dpo" and not setup.online_pairs and setup.group != 2:
+        raise UserError(f"offline DPO trains on pairs: group must be 2, chosen and rejected (got {setup.group}); "
+                        "for online DPO give the pairs per step")
+    if setup.online_pairs and (setup.algorithm != "dpo" or setup.online_pairs > setup.batch * (setup.group // 2)):
+        raise UserError(f"online pairs apply to dpo only and are at most B*floor(G/2) = "
+                        f"{setup.batch * (setup.group // 2)} (got {setup.online_pairs})")
     if setup.lora_rank < 0 or setup.beta < 0:
         raise UserError("lora-rank and beta must be >= 0")
     if setup.zero_stage not in (0, 1, 2, 3):
@@ -223,11 +230,14 @@ def _frozen_model(params: int, precision: Precision, setup: TrainingSetup) -> Co
 
 def _activations(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
     tokens = setup.prompt_len + setup.completion_len
-    size = activation_bytes(spec, sequences=setup.micro_batch, prompt_len=setup.prompt_len,
+    sequences = setup.micro_batch
+    if setup.online_pairs:  # online DPO trains only the paired rows, whole pairs per micro-batch
+        sequences = min(2 * max(1, setup.micro_batch // 2), 2 * setup.online_pairs)
+    size = activation_bytes(spec, sequences=sequences, prompt_len=setup.prompt_len,
                             completion_len=setup.completion_len, act_bytes=precision.act_bytes,
                             grad_checkpointing=setup.grad_checkpointing, lora_rank=setup.lora_rank,
                             padding_free=setup.padding_free)
-    return Component(size, f"{setup.micro_batch} seq x {tokens} tok" + (", checkpointed" if setup.grad_checkpointing else ""))
+    return Component(size, f"{sequences} seq x {tokens} tok" + (", checkpointed" if setup.grad_checkpointing else ""))
 
 
 def _kv_cache(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
@@ -257,7 +267,7 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     if setup.reward_model:
         out.components["reward_model_weights"] = _frozen_model(value_params, precision, setup)
     out.components["activations"] = _activations(spec, setup, precision)
-    if algo.rollout:
+    if algo.rollout or setup.online_pairs:
         out.components["kv_cache"] = _kv_cache(spec, setup, precision)
     out.components["peak_total"] = Component(peak_total(out.components), "persistent + max(grads + activations, KV cache)")
     return out
