@@ -19,7 +19,7 @@ from transformers import PreTrainedModel
 
 from rlvr.algos import ALGORITHMS, group_advantages, sequence_logprobs
 from rlvr.config import AlgoConfig
-from rlvr.rollout.hf import sample_completions
+from rlvr.train.rollouts import sample_round
 from rlvr.train.update import micro_batch_logprobs, micro_batches, optimizer_step, reference_logprobs
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
@@ -102,20 +102,13 @@ def reference_sequence_logprobs(
 def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
     """One step of online DPO; the same sampling budget as a GRPO step. Returns its metrics."""
     # loop.py imports this module, so its helpers are imported when the step runs
-    from rlvr.train.loop import Timer, batch_queries, reward_tensor, rollout_metrics
+    from rlvr.train.loop import Timer, batch_queries, rollout_metrics
 
     cfg, timer = trainer.cfg, Timer()
     trainer.memory.start_step()
     queries = batch_queries(trainer.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-    with timer.phase("generate"), trainer.memory.rollout():
-        batch = sample_completions(
-            trainer.policy, trainer.tokenizer, queries, group_size=cfg.rollout.group_size,
-            max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
-            top_p=cfg.rollout.top_p,
-        )
-    with timer.phase("verify"):
-        scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
-    rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
+    rollouts = sample_round(trainer, queries, timer)  # the same sampling and verification as GRPO's
+    batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
     hacking = trainer.measure_hacking(step, batch, scored, timer)  # {} unless the verifier is weakened
     outcomes = verdict_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
     chosen, rejected, counts = ALGORITHMS["dpo"].pairs(

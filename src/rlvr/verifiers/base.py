@@ -8,8 +8,10 @@ the last fenced block of the query's language, else from the answer, else from t
 from __future__ import annotations
 
 import re
+import time
 from abc import ABC, abstractmethod
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from rlvr.types import Query, VerifierResult
 
@@ -46,6 +48,33 @@ class BaseVerifier(ABC):
 
     def close(self) -> None:
         """Release processes or other resources; a no-op for in-process verifiers."""
+
+
+def judge_in_workers(
+    items: list[tuple[Query, str]],
+    prepare: Callable[[Query, str], VerifierResult | Any],
+    run_batch: Callable[[list[Any]], list[Any]],
+    from_outcome: Callable[[Query, Any], VerifierResult],
+) -> list[VerifierResult]:
+    """The batch shape of verifiers with a worker pool: ``prepare`` judges what it can at once (a
+    VerifierResult, timed here) and returns a job for the rest; all jobs go to ``run_batch`` in one
+    call, and ``from_outcome`` turns each outcome into a result. Results in item order."""
+    results: list[VerifierResult | None] = []
+    jobs: list[tuple[int, Any]] = []  # (index into items, job)
+    for index, (query, completion) in enumerate(items):
+        started = time.perf_counter()
+        judged = prepare(query, completion)
+        if isinstance(judged, VerifierResult):
+            judged.elapsed_s = time.perf_counter() - started
+            results.append(judged)
+        else:
+            results.append(None)
+            jobs.append((index, judged))
+    if jobs:
+        outcomes = run_batch([job for _, job in jobs])
+        for (index, _), outcome in zip(jobs, outcomes, strict=True):
+            results[index] = from_outcome(items[index][0], outcome)
+    return [result for result in results if result is not None]
 
 
 def extract_answer(completion: str) -> str | None:

@@ -15,14 +15,13 @@ for minutes and math-verify's own SIGALRM timeout breaks outside the main thread
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, extract_answer
+from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
 from rlvr.verifiers.pool import JobOutcome, StartMethod, WorkerPool
 
 MATH_JOB = "rlvr.verifiers._math_worker:judge"
@@ -130,23 +129,9 @@ class MathVerifier(BaseVerifier):
         return self.verify_batch([(query, completion)])[0]
 
     def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        """Integers are judged at once; the rest run ``pool_size`` at a time in the workers."""
-        results: list[VerifierResult | None] = []
-        jobs: list[tuple[int, tuple[str, str]]] = []  # (index into items, (gold, answer))
-        for index, (query, completion) in enumerate(items):
-            started = time.perf_counter()
-            judged = self._judge_in_process(query, completion)
-            if isinstance(judged, VerifierResult):
-                judged.elapsed_s = time.perf_counter() - started
-                results.append(judged)
-            else:
-                results.append(None)
-                jobs.append((index, judged))
-        if jobs:
-            outcomes = self.pool.run_batch([gold_answer for _, gold_answer in jobs])
-            for (index, _), outcome in zip(jobs, outcomes, strict=True):
-                results[index] = _from_outcome(outcome)
-        return [result for result in results if result is not None]
+        """Integers and fractions are judged at once; the rest run ``pool_size`` at a time in the workers."""
+        return judge_in_workers(items, self._judge_in_process, self.pool.run_batch,
+                                lambda query, outcome: _from_outcome(outcome))
 
     def _judge_in_process(self, query: Query, completion: str) -> VerifierResult | tuple[str, str]:
         """A result when no worker is needed, else the (gold, answer) job for math-verify."""

@@ -20,13 +20,12 @@ pass, not a fail, kept out of rewards and baselines (``VerifierResult.scorable``
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, extract_answer
+from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
 from rlvr.verifiers.pool import JobOutcome, StartMethod, WorkerPool
 
 SMT_JOB = "rlvr.verifiers._smt_worker:judge"
@@ -148,22 +147,7 @@ class SmtVerifier(BaseVerifier):
         return self.verify_batch([(query, completion)])[0]
 
     def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        results: list[VerifierResult | None] = []
-        jobs: list[tuple[int, tuple[Any, ...]]] = []  # (index into items, job args)
-        for index, (query, completion) in enumerate(items):
-            started = time.perf_counter()
-            judged = self._prepare(query, completion)
-            if isinstance(judged, VerifierResult):
-                judged.elapsed_s = time.perf_counter() - started
-                results.append(judged)
-            else:
-                results.append(None)
-                jobs.append((index, judged))
-        if jobs:
-            outcomes = self.pool.run_batch([args for _, args in jobs])
-            for (index, _), outcome in zip(jobs, outcomes, strict=True):
-                results[index] = self._from_outcome(items[index][0], outcome)
-        return [result for result in results if result is not None]
+        return judge_in_workers(items, self._prepare, self.pool.run_batch, self._from_outcome)
 
     def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[Any, ...]:
         """A result when z3 is not needed, else the worker job's arguments."""
