@@ -103,6 +103,10 @@ class RewardConfig:
     """Completions per step also scored by the gold verifier for hacking/rate (0 = all); unused when fidelity=gold."""
     hacking_warn: float = 0.2
     """The progress bar warns when hacking/rate rises above this share."""
+    backend: Literal["local", "ray"] = "local"
+    """Where verification runs: local (this machine's sandbox pool and worker pools) or ray (Ray tasks on a cluster, each node using the same sandbox; needs the ray extra); docs/integrations.md."""
+    ray_address: str = ""
+    """backend=ray: the Ray cluster to join (ray.init(address=...)); empty joins a running local one or starts one."""
 
 
 @dataclass
@@ -274,6 +278,14 @@ def _hf_path(cfg: RunConfig) -> str | None:
     return None
 
 
+def _ray_backend(cfg: RunConfig) -> str | None:
+    import importlib.util
+
+    if cfg.reward.backend == "ray" and importlib.util.find_spec("ray") is None:
+        return "reward.backend=ray needs the ray package: .venv/bin/pip install -e '.[ray]'"
+    return None
+
+
 def _trackers(cfg: RunConfig) -> str | None:
     from rlvr.integrations.trackers import tracker_problem  # no third-party import: find_spec only
 
@@ -378,6 +390,7 @@ _CHECKS = [
     _jsonl_paths,
     _hf_path,
     _trackers,
+    _ray_backend,
     _non_negative("algo", "entropy_coef"),
     _positive("algo", "max_sampling_rounds"),
     _overlong,

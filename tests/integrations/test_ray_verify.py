@@ -107,3 +107,19 @@ def test_chunk_whose_retries_are_used_up_is_unscorable_not_wrong(ray_cluster):
             assert result.verdict is Verdict.ERROR and not result.scorable and "Ray worker lost" in result.detail
         else:
             assert (result.verdict is Verdict.PASS) == right
+
+
+def test_training_step_verifies_on_ray_with_the_backend_setting(ray_cluster, base_model_dir, tmp_path):
+    from rlvr.config import load_config
+    from rlvr.train.loop import Trainer
+
+    cfg = load_config(None, [f"model.name={base_model_dir}", "train.batch_queries=2", "rollout.group_size=4",
+                             "task.num_train=20", "task.num_eval=4", "rollout.max_new_tokens=24",
+                             "reward.backend=ray"])
+    trainer = Trainer(cfg, tmp_path)
+    metrics = trainer.step(0)
+    verifier = trainer.reward_fn._verifier_for("math")
+    assert isinstance(verifier, RayVerifier)
+    pids = verifier.last_worker_pids
+    assert pids and all(pid is not None and pid != os.getpid() for pid in pids)  # judged in Ray workers
+    assert metrics["verifier/unscorable"] == 0 and 0.0 <= metrics["reward"] <= 1.0

@@ -32,6 +32,18 @@ def _ray() -> Any:
     return ray
 
 
+def ray_verifiers_for_run(address: str) -> RayVerifiers:
+    """``reward.backend=ray``: join the cluster at ``address`` (empty: a running local one, or start
+    one) and return the ``verifier_for`` that sends verification there."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError("reward.backend=ray needs ray: .venv/bin/pip install -e '.[ray]'") from None
+    if not ray.is_initialized():
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
+    return RayVerifiers()
+
+
 def verify_chunk(type_name: str, items: list[tuple[Query, str]]) -> tuple[int, list[VerifierResult]]:
     """Runs in a Ray worker: (the worker's pid, results) from the worker's own registered verifier."""
     from rlvr.verifiers.registry import get_verifier

@@ -104,7 +104,12 @@ class Trainer:
         torch.manual_seed(cfg.train.seed)
         self.train_queries, self.eval_queries = load_task(cfg.task)
         weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
-        verifier_for = training_verifier_for(cfg.reward)  # gold, or weakened per reward.fidelity
+        gold_for = None  # the local registry: this machine's sandbox pool and worker pools
+        if cfg.reward.backend == "ray":
+            from rlvr.integrations.ray_verify import ray_verifiers_for_run
+
+            gold_for = ray_verifiers_for_run(cfg.reward.ray_address)
+        verifier_for = training_verifier_for(cfg.reward, gold_for)  # gold, or weakened per reward.fidelity
         self.reward_fn = RewardFunction(weights, verifier_for=verifier_for)
         # A weakened training verifier is watched against its gold counterpart (docs/hacking.md).
         self.hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
