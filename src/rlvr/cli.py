@@ -46,9 +46,16 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_train)
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
+def _new_run_dir(out: str | None, seed: int) -> Path:
     import time
 
+    out = Path(out) if out else Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}"
+    if (out / "config.yaml").exists():
+        raise UsageError(f"--out {out} already holds a run; continue it with --resume {out} or pick another --out")
+    return out
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
     import yaml
 
     if args.resume:
@@ -68,14 +75,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
     else:
         overrides = list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
         cfg = load_config(args.config, overrides)
-        out = Path(args.out) if args.out else Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{cfg.train.seed}"
-        if (out / "config.yaml").exists():
-            raise UsageError(f"--out {out} already holds a run; continue it with --resume {out} or pick another --out")
+        from rlvr.train.distributed import world
+
+        out = world().on_main(lambda: _new_run_dir(args.out, cfg.train.seed))  # one directory for all processes
     from rlvr.train.loop import train
 
     _quiet_hugging_face()
     print(f"rlvr train: {cfg.algo.algorithm} on task '{cfg.task.name}' with model '{cfg.model.name}' -> {out}")
     summary = train(cfg, out, resume=bool(args.resume), progress=not args.quiet)
+    if not summary:
+        return 0  # a process other than rank 0 under accelerate/torchrun: rank 0 reports
     base, final = summary["base"], summary["final"]
     print(
         f"held-out pass@1 (n={final['n']}, T={cfg.rollout.temperature}): "

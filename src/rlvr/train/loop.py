@@ -31,6 +31,7 @@ from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
+from rlvr.train.distributed import NullLog, world
 from rlvr.train.dpo import dpo_step
 from rlvr.train.exploration import ExplorationTracker
 from rlvr.train.metrics import MetricsLog
@@ -101,7 +102,12 @@ class Trainer:
         if device == "cuda" and not torch.cuda.is_available():
             raise UserError("model.device=cuda but no CUDA device is visible; use model.device=cpu or auto")
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        torch.manual_seed(cfg.train.seed)
+        self.dist = world()  # one process, or this one's place under accelerate/torchrun (train/distributed.py)
+        if self.dist.enabled and (ALGORITHMS[cfg.algo.algorithm].critic or cfg.algo.algorithm in OWN_STEPS):
+            raise UserError(f"algo.algorithm={cfg.algo.algorithm} trains on one process only; "
+                            "launch it without accelerate/torchrun, or use a policy-gradient algorithm")
+        self.device = self.dist.place(self.device)
+        torch.manual_seed(cfg.train.seed + self.dist.rank)  # rank 0 keeps the single-process stream
         self.train_queries, self.eval_queries = load_task(cfg.task)
         weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
         gold_for = None  # the local registry: this machine's sandbox pool and worker pools
@@ -165,6 +171,7 @@ class Trainer:
         cfg, timer = self.cfg, Timer()
         self.memory.start_step()
         queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
+        queries = self.dist.shard(queries)  # [B/N] this process's whole groups
         rollouts = collect_rollouts(self, step, queries, timer)
         batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
         hacking = self.measure_hacking(step, batch, scored, timer)
@@ -186,10 +193,12 @@ class Trainer:
                     temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
                     micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=noise,
                     loss_mask=loss_mask(batch, cfg.algo.overlong_filter),
+                    global_counts=self.dist.global_counts,
                 )
             with timer.phase("optimizer"):
+                self.dist.sum_gradients(self.policy)  # each shard's share → the step's gradient
                 grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
-        return {
+        return self.dist.reduce_metrics({
             **rollout_metrics(batch, scored, rewards),
             **rollouts.metrics,
             **hacking,
@@ -204,7 +213,7 @@ class Trainer:
             "learning_rate": self._learning_rate(step),
             **timer.seconds,
             **self.memory.step_metrics(),
-        }
+        }, summed={"loss", *update.stats})  # shares of the step's loss and token means
 
     def measure_hacking(self, step: int, batch: RolloutBatch, scored: list[ScoredCompletion],
                         timer: Timer) -> dict[str, float]:
@@ -237,14 +246,17 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     """Run training as configured; write the run directory; return the summary."""
     start = time.perf_counter()
     out_dir = Path(out_dir)
+    main = world().is_main  # under accelerate/torchrun only rank 0 evaluates and writes (train/distributed.py)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    if main:
+        (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    progress = progress and main
     say = print if progress else (lambda *_: None)
     trainer = Trainer(cfg, out_dir, resume=resume)
     log = MetricsLog(out_dir, tensorboard=cfg.train.tensorboard,
                      keep_until_step=trainer.start_step if resume else 0,
-                     trackers=cfg.train.trackers, run_config=cfg.to_dict())
-    if trainer.base_eval is None:
+                     trackers=cfg.train.trackers, run_config=cfg.to_dict()) if main else NullLog()
+    if trainer.base_eval is None and main:
         say(f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples")
         trainer.base_eval = trainer.evaluate()
         say(f"base held-out pass@1 {trainer.base_eval.pass_at_1:.3f}, greedy {trainer.base_eval.greedy:.3f}")
@@ -254,22 +266,26 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
         step_start = time.perf_counter()
         metrics = trainer.step(step)
         done = step + 1
-        if cfg.train.eval_every and done % cfg.train.eval_every == 0 and done < cfg.train.steps:
+        if main and cfg.train.eval_every and done % cfg.train.eval_every == 0 and done < cfg.train.steps:
             metrics |= {f"eval/{k}": v for k, v in trainer.evaluate().to_dict().items()}
         metrics["time/step"] = time.perf_counter() - step_start
         log.log(done, metrics)
-        if done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0):
+        if main and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
             save_checkpoint(out_dir, done, trainer.policy, trainer.tokenizer, trainer.optimizer,
                             {"base_eval": trainer.base_eval})
         bar.set_postfix(reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}",
                         kl=f"{metrics.get('kl', 0.0):.3f}")
-        if trainer.hacking is not None and (warning := trainer.hacking.warning(metrics)):
+        if main and trainer.hacking is not None and (warning := trainer.hacking.warning(metrics)):
             bar.write(warning)
     bar.close()
+    if not main:
+        trainer.dist.close()
+        return {}  # rank 0 evaluates the trained model and returns the summary
     say("evaluating the trained model on the held-out queries")
     final_eval = trainer.evaluate()
     log.log(cfg.train.steps, {f"eval/{k}": v for k, v in final_eval.to_dict().items()})
     log.close()
     trainer.policy.save_pretrained(out_dir / "final")
     trainer.tokenizer.save_pretrained(out_dir / "final")
+    trainer.dist.close()
     return _write_summary(out_dir, trainer.base_eval, final_eval, cfg.train.steps, time.perf_counter() - start)

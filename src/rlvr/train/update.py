@@ -101,6 +101,7 @@ def accumulate_policy_gradient(
     micro_batch_size: int = 0,
     on_micro_batch: Callable[[MicroBatch, torch.Tensor], None] | None = None,
     loss_mask: torch.Tensor | None = None,  # [N, T]
+    global_counts: Callable[[dict[str, int]], dict[str, int]] | None = None,
 ) -> UpdateResult:
     """Backpropagate the policy loss (algo.algorithm) of the whole batch into .grad (no optimizer step).
 
@@ -111,12 +112,18 @@ def accumulate_policy_gradient(
     `on_micro_batch(mb, logp [n, t])`, if given, runs after each micro-batch's backward: the
     diagnostics read the per-micro-batch gradient (diagnostics/grad_noise.py) and the log-probs
     the loss saw (diagnostics/inspector.py) there.
+    `global_counts`, when the batch is one process's shard of the step (train/distributed.py),
+    turns this batch's counts into the whole step's; the loss and stats are then this shard's
+    share of the step's, and their sums over processes are the step's.
     """
     policy_loss = ALGORITHMS[algo.algorithm].loss
     loss_mask = batch.completion_mask if loss_mask is None else loss_mask  # [N, T]
     num_tokens = int(loss_mask.sum())
     beta = algo.beta if algo.kl_placement == "loss" else 0.0
     counts = dict(num_sequences=batch.num_completions, num_tokens=num_tokens, max_tokens=max_new_tokens)
+    if global_counts is not None:
+        counts = global_counts(counts)
+        num_tokens = counts["num_tokens"]
     totals: dict[str, float] = {}
     loss_total = 0.0
     for mb in micro_batches(batch, micro_batch_size):

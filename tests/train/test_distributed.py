@@ -1,0 +1,168 @@
+"""Two CPU processes (gloo) make the same update as one process with the same global batch.
+
+The batch is sampled once here and saved; the workers load it, so nothing depends on sampling
+being identical across processes. Each worker takes its whole query groups (World.shard), computes
+advantages on them, aggregates with the summed counts and sums gradients (train/distributed.py),
+exactly as Trainer.step does, then takes one AdamW step.
+"""
+
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from rlvr.algos import ALGORITHMS
+from rlvr.config import AlgoConfig
+from rlvr.models import SHIPPED, load_policy
+from rlvr.rollout.hf import sample_completions
+from rlvr.tasks.arith import make_queries
+from rlvr.train.distributed import World, world
+from rlvr.train.rollouts import select_groups
+from rlvr.train.update import accumulate_policy_gradient, optimizer_step
+
+MODES = ("sequence_mean", "token_mean", "constant")
+MAX_NEW_TOKENS = 40
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _algo(aggregation: str) -> AlgoConfig:
+    return AlgoConfig(beta=0.04, aggregation=aggregation, entropy_coef=0.01)
+
+
+def _one_update(model, batch, rewards, *, global_counts=None, micro_batch_size=0):
+    """Advantages on these groups, then per aggregation mode a fresh copy of the model with the
+    gradient in .grad: yields (mode, model, UpdateResult)."""
+    advantages, _ = ALGORITHMS["grpo"].advantages(rewards, eps=1e-4, scale_by_std=True)  # [b, G]
+    ref_logp = batch.old_logp.double() - 0.05 * batch.completion_mask  # [n, T] a reference a little off
+    for aggregation in MODES:
+        m = copy.deepcopy(model)
+        result = accumulate_policy_gradient(
+            m, batch, advantages.flatten(), ref_logp, _algo(aggregation), temperature=1.0,
+            max_new_tokens=MAX_NEW_TOKENS, micro_batch_size=micro_batch_size, global_counts=global_counts)
+        yield aggregation, m, result
+
+
+def _worker(rank: int, world_size: int, port: int, data_path: str, out_dir: str) -> None:
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    here = world()  # the launcher's environment, as accelerate/torchrun set it
+    data = torch.load(data_path, weights_only=False)
+    model, _ = load_policy(str(SHIPPED))
+    model = model.double()
+    groups = here.shard(list(range(len(data["batch"].queries))))  # whole query groups
+    batch, _ = select_groups(data["batch"], [None] * data["batch"].num_completions, groups)
+    for aggregation, m, result in _one_update(model, batch, data["rewards"][groups],
+                                              global_counts=here.global_counts, micro_batch_size=4):
+        here.sum_gradients(m)
+        grads = [p.grad.clone() for p in m.parameters()]
+        optimizer_step(m, torch.optim.AdamW(m.parameters(), lr=1e-3), max_grad_norm=1.0)
+        metrics = here.reduce_metrics({"loss": result.loss, **result.stats}, summed={"loss", *result.stats})
+        torch.save({"grads": grads, "params": [p.detach() for p in m.parameters()], "metrics": metrics},
+                   Path(out_dir) / f"{aggregation}-rank{rank}.pt")
+    here.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_make_the_single_process_update_for_each_aggregation(base_policy, tmp_path):
+    model, tok = base_policy
+    torch.manual_seed(0)
+    batch = sample_completions(model, tok, make_queries(4, split="heldout", seed=2), group_size=4,
+                               max_new_tokens=MAX_NEW_TOKENS)  # N = 16 rows, 8 per process
+    # Rewards with signal in every group and one unscorable completion (NaN, out of the baseline).
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, float("nan"), 0.0],
+                            [1.0, 1.0, 0.0, 1.0], [0.0, 0.5, 1.0, 0.0]])  # [B, G]
+    lengths = batch.completion_mask.sum(dim=1).view(2, 8).sum(dim=1)  # tokens per process's shard
+    assert lengths[0] != lengths[1]  # unequal shards: token_mean needs the summed token count
+    torch.save({"batch": batch, "rewards": rewards}, tmp_path / "data.pt")
+    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path / "data.pt"), str(tmp_path)), nprocs=2, join=True)
+
+    for aggregation, single, result in _one_update(model.double(), batch, rewards):
+        grads = [p.grad.clone() for p in single.parameters()]
+        optimizer_step(single, torch.optim.AdamW(single.parameters(), lr=1e-3), max_grad_norm=1.0)
+        moved = [p.detach() for p in single.parameters()]
+        assert any(not torch.equal(a, b) for a, b in zip(moved, model.parameters()))  # the step did something
+        for rank in (0, 1):
+            shard = torch.load(tmp_path / f"{aggregation}-rank{rank}.pt")
+            # AdamW's first step barely sees a gradient's scale, so the summed gradient is checked too
+            for a, b in zip(grads, shard["grads"]):
+                assert torch.allclose(a, b, atol=1e-10, rtol=0), (aggregation, rank)
+            for a, b in zip(moved, shard["params"]):
+                assert torch.allclose(a, b, atol=1e-9, rtol=0), (aggregation, rank)
+            # the summed shares are the step's loss and token-weighted means
+            assert abs(shard["metrics"]["loss"] - result.loss) < 1e-9, aggregation
+            for key in ("kl", "entropy", "ratio_mean"):
+                assert abs(shard["metrics"][key] - result.stats[key]) < 1e-9, (aggregation, key)
+
+
+def test_local_counts_would_not_be_exact(base_policy):
+    # Why the counts are summed: on one shard with its own counts, token_mean divides by the
+    # shard's tokens, so its gradient is not its share of the step's (here: 2 shards of 2 groups).
+    model, tok = base_policy
+    torch.manual_seed(0)
+    batch = sample_completions(model, tok, make_queries(4, split="heldout", seed=2), group_size=4,
+                               max_new_tokens=MAX_NEW_TOKENS)
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0]] * 4)  # [B, G]
+    first, _ = select_groups(batch, [None] * 16, [0, 1])
+    total = int(batch.completion_mask.sum())
+
+    def counts_of_step(counts):
+        return counts | {"num_sequences": 16, "num_tokens": total}
+
+    losses = {}
+    for label, counts in (("local", None), ("step", counts_of_step)):
+        for aggregation, _, result in _one_update(model, first, rewards[:2], global_counts=counts):
+            losses[label, aggregation] = result.loss
+    shard_tokens = int(first.completion_mask.sum())
+    # the same sum, divided by the shard's vs the step's tokens
+    assert losses["step", "token_mean"] == pytest.approx(losses["local", "token_mean"] * shard_tokens / total, rel=1e-5)
+    assert losses["step", "sequence_mean"] == pytest.approx(losses["local", "sequence_mean"] / 2, rel=1e-5)
+
+
+def test_world_without_a_launcher_is_one_process():
+    assert "WORLD_SIZE" not in os.environ
+    one = world()
+    assert one == World() and one.is_main and not one.enabled
+    assert one.shard([1, 2, 3]) == [1, 2, 3]
+    assert one.global_counts({"num_sequences": 3, "num_tokens": 7, "max_tokens": 9})["num_tokens"] == 7
+
+
+def test_a_batch_that_does_not_split_is_a_user_error():
+    from rlvr.errors import UserError
+
+    with pytest.raises(UserError, match="batch_queries=5 .* multiple of 2"):
+        World(rank=1, world_size=2).shard(list(range(5)))
+    assert World(rank=1, world_size=2).shard(list(range(6))) == [3, 4, 5]
+
+
+def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               "-m", "rlvr.cli", "train", "--config", str(ROOT / "configs/smoke.yaml"), "--quiet",
+               "--set", "train.steps=2", "--set", "task.num_eval=4", "--set", "train.eval_samples=1",
+               "--set", "train.threads=1", "--out", str(out)]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # one run directory, no second one
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [line for line in lines if "loss" in line]
+    assert [line["step"] for line in steps] == [1, 2]  # each step logged once, by rank 0
+    assert done.stdout.count("rlvr train:") == 2  # two processes ran the command
+    assert all(0 <= line["accuracy"] <= 1 and line["grad_norm"] > 0 for line in steps)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2 and (out / "final" / "config.json").is_file()
+    assert done.stdout.count("run directory:") == 1  # rank 0 reports
