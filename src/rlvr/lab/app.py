@@ -1,0 +1,167 @@
+"""The Gradio page of `rlvr lab`: tabs that read run directories and call rlvr's library functions.
+
+Knobs -> effects: pick knob values, see the matching run's measured numbers and curves.
+Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
+Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate, format_bytes
+from rlvr.diagnostics.memory_model import load_model_spec, preset_names
+from rlvr.lab.live import LiveRuns
+from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, scan_runs, sweep_command
+
+CURVE_COLUMNS = ["step", "metric", "value"]
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _arrow(pair: tuple[float | None, float | None]) -> str:
+    return f"{_pct(pair[0])} -> {_pct(pair[1])}"
+
+
+def describe_run(run: Run, others: int = 0) -> str:
+    """Markdown of one run's measured numbers, each with its unit and source."""
+    m = measured(run)
+    peak = m["memory/peak_total"]
+    noise = m["grad/noise_scale"]
+    wall = m["wall_s"]
+    lines = [f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
+             "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
+             f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**"]
+    if m["gold_pass@1"][1] is not None and run.knobs.get("fidelity") != "gold":
+        lines += [f"- held-out pass@1 with the gold verifier, base -> final: **{_arrow(m['gold_pass@1'])}**",
+                  f"- hacking rate (train verifier passes, gold fails; docs/hacking.md): "
+                  f"**{_arrow(m['hacking_rate'])}**"]
+    lines += [f"- peak training memory `memory/peak_total` (max over steps): "
+              f"**{'n/a' if peak is None else format_bytes(peak)}**",
+              f"- gradient noise scale `grad/noise_scale` (last logged step, in completions): "
+              f"**{'n/a (needs 2+ micro-batches)' if noise is None else f'{noise:.1f}'}**",
+              f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps"]
+    return "\n".join(line for line in lines if line != "")
+
+
+def curves_frame(path: str | Path | None, metrics: tuple[str, ...]) -> pd.DataFrame:
+    rows = read_curves(path, metrics) if path else []
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
+
+
+def knobs_answer(root: Path, values: list[str]) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """Markdown and the two curve frames for one knob setting (re-scans the folder: new runs appear)."""
+    choice = {name: value or "" for name, value in zip(KNOBS, values, strict=True)}
+    matches = pick_runs(scan_runs(root), choice)
+    if not matches:
+        text = (f"**No run for this setting** under `{root}`. Make it with:\n\n"
+                f"```\n{sweep_command(choice, root)}\n```\nor press *Run live* in the next tab.")
+        return text, curves_frame(None, ()), curves_frame(None, ())
+    run = matches[0]
+    return (describe_run(run, len(matches) - 1), curves_frame(run.path, ("reward", "accuracy")),
+            curves_frame(run.path, ("kl",)))
+
+
+def memory_table(model: str, algorithm: str) -> pd.DataFrame:
+    """`rlvr memory --model MODEL --algorithm ALGORITHM` (its defaults otherwise) as a table."""
+    group = 2 if algorithm == "dpo" else 8  # as `rlvr memory`: offline DPO trains on (chosen, rejected)
+    result = estimate(load_model_spec(model), TrainingSetup(algorithm=algorithm, group=group))
+    return pd.DataFrame([{"component (per GPU)": name, "memory": format_bytes(c.bytes), "GiB": round(c.bytes / 2**30, 3),
+                          "how": c.how} for name, c in result.components.items()])
+
+
+def live_status(live: LiveRuns, path: str | None) -> str:
+    if not path:
+        return "No live run yet."
+    run = live.get(path)
+    logged = len({row["step"] for row in read_curves(path, ("reward",))})
+    if run is None:
+        return f"`{path}`: not started by this lab."
+    state = "running" if run.running else f"ended (exit code {run.process.returncode})"
+    tail = "" if run.running or run.process.returncode == 0 else f"\n\n```\n{_tail(run.log)}\n```"
+    return f"`{path}`: {state}; {logged} steps logged.{tail}"
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else ""
+
+
+def _plot(gr: Any, title: str, caption: str) -> Any:
+    return gr.LinePlot(x="step", y="value", color="metric", title=title, label=caption)
+
+
+def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> list[Any]:
+    gr.Markdown("Pick knob values; the lab shows the finished run with exactly those settings, read from "
+                f"`{root}` (every run directory there, made by `rlvr train`, `rlvr sweep` or this page).")
+    values = knob_values(runs)
+    with gr.Row():
+        dropdowns = [gr.Dropdown(choices=values[name] or [""], value=(values[name] or [""])[0], label=name,
+                                 allow_custom_value=True, elem_id=f"knob-{name}") for name in KNOBS]
+    refresh = gr.Button("Re-scan run directories")
+    answer = gr.Markdown(elem_id="knobs-answer")
+    gr.Markdown("Reward (mean verifier reward per completion, 0-1) and accuracy (share of completions the "
+                "verifier passed, 0-1) at each training step:")
+    reward_plot = _plot(gr, "reward and accuracy per step", "reward, accuracy (0-1) vs step")
+    gr.Markdown("KL between the policy and the frozen reference (nats per token, k3 estimator) at each step:")
+    kl_plot = _plot(gr, "KL to reference per step", "kl (nats/token) vs step")
+    outputs = [answer, reward_plot, kl_plot]
+    for dropdown in dropdowns:
+        dropdown.change(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
+    refresh.click(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs, api_name="knobs")
+    return dropdowns, outputs
+
+
+def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
+    gr.Markdown(f"Starts a real `rlvr train --config {live.preset}` with the knob values chosen in the first "
+                f"tab, into a new run directory under `{live.root}`; its metrics appear below as steps finish.")
+    current = gr.State(None)
+    with gr.Row():
+        start, stop = gr.Button("Run live", variant="primary"), gr.Button("Stop", variant="stop")
+    status = gr.Markdown("No live run yet.", elem_id="live-status")
+    gr.Markdown("Reward and accuracy (0-1) of the live run at each finished step:")
+    plot = _plot(gr, "live run: reward and accuracy per step", "reward, accuracy (0-1) vs step")
+
+    def on_start(*values: str) -> tuple[str, str]:
+        run = live.start({name: value or "" for name, value in zip(KNOBS, values, strict=True)})
+        return str(run.path), live_status(live, str(run.path))
+
+    def on_tick(path: str | None) -> tuple[str, pd.DataFrame]:
+        return live_status(live, path), curves_frame(path, ("reward", "accuracy"))
+
+    start.click(on_start, dropdowns, [current, status])
+    stop.click(lambda path: (live.stop(path) if path else None, live_status(live, path))[1], current, status)
+    gr.Timer(1.0).tick(on_tick, current, [status, plot])
+
+
+def _memory_tab(gr: Any) -> None:
+    gr.Markdown("Estimated accelerator memory per GPU, by component, for training the chosen model with the "
+                "chosen algorithm (bf16 mixed precision, AdamW, B=32 queries, G=8, 256+1024 tokens; "
+                "`rlvr memory --help` for the rest; formulas in docs/memory.md).")
+    with gr.Row():
+        model = gr.Dropdown(choices=preset_names(), value="Qwen2.5-7B", label="model")
+        algorithm = gr.Dropdown(choices=list(ALGORITHM_MEMORY), value="grpo", label="algorithm")
+    table = gr.Dataframe(value=memory_table("Qwen2.5-7B", "grpo"), label="memory by component", elem_id="memory")
+    for control in (model, algorithm):
+        control.change(memory_table, [model, algorithm], table, api_name=False)
+    gr.Button("Estimate").click(memory_table, [model, algorithm], table, api_name="memory")
+
+
+def build_app(root: str | Path, live: LiveRuns) -> Any:
+    import gradio as gr
+
+    root = Path(root)
+    with gr.Blocks(title="rlvr lab", analytics_enabled=False) as app:
+        gr.Markdown("# rlvr lab\nEvery number here is measured by a real run or computed by rlvr's own estimator.")
+        with gr.Tab("Knobs -> effects"):
+            dropdowns, outputs = _knobs_tab(gr, root, scan_runs(root))
+        with gr.Tab("Run live"):
+            _live_tab(gr, live, dropdowns)
+        with gr.Tab("Memory"):
+            _memory_tab(gr)
+        app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
+    return app
