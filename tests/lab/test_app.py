@@ -67,3 +67,12 @@ def test_missing_gradio_is_a_user_error(monkeypatch: pytest.MonkeyPatch, capsys:
     monkeypatch.setitem(__import__("sys").modules, "gradio", None)  # `import gradio` now raises ImportError
     assert main(["lab", "--port", str(free_port())]) == 2
     assert "pip install 'rlvr[lab]'" in capsys.readouterr().err
+
+
+def test_port_in_use_is_a_user_error(runs_root: Path, capsys: pytest.CaptureFixture) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["lab", "--runs", str(runs_root), "--port", str(port)]) == 2
+    assert f"--port {port} is in use" in capsys.readouterr().err

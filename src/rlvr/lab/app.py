@@ -14,6 +14,7 @@ import pandas as pd
 
 from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate, format_bytes
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
+from rlvr.errors import UserError
 from rlvr.lab.live import LiveRuns
 from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, scan_runs, sweep_command
 
@@ -127,7 +128,10 @@ def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
     plot = _plot(gr, "live run: reward and accuracy per step", "reward, accuracy (0-1) vs step")
 
     def on_start(*values: str) -> tuple[str, str]:
-        run = live.start({name: value or "" for name, value in zip(KNOBS, values, strict=True)})
+        try:
+            run = live.start({name: value or "" for name, value in zip(KNOBS, values, strict=True)})
+        except UserError as error:
+            raise gr.Error(str(error)) from None  # shown in the page, not as a traceback
         return str(run.path), live_status(live, str(run.path))
 
     def on_tick(path: str | None) -> tuple[str, pd.DataFrame]:
