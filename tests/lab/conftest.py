@@ -21,3 +21,13 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      "--set", "train.threads=1", "--out", str(root / "sweep" / f"beta{beta}"), "--quiet"])
         assert code == 0
     return root
+
+
+@pytest.fixture(scope="session")
+def eval_json(runs_root: Path) -> Path:
+    """A real `rlvr eval` of the beta=0.04 run against the shipped base (n=4, k=1,2,4, 8 queries)."""
+    out = runs_root / "sweep" / "beta0.04" / "eval"
+    code = main(["eval", "--model", str(runs_root / "sweep" / "beta0.04" / "final"), "--base", "tiny-arith",
+                 "--n", "4", "--k", "1,2,4", "--num-queries", "8", "--out", str(out), "--quiet"])
+    assert code == 0
+    return out / "eval.json"

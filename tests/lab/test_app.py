@@ -22,7 +22,7 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab(runs_root: Path):
+def lab(runs_root: Path, eval_json: Path):
     app, url = run_lab(runs_root, free_port(), block=False)
     yield url
     app.close()
@@ -76,3 +76,10 @@ def test_port_in_use_is_a_user_error(runs_root: Path, capsys: pytest.CaptureFixt
         port = taken.getsockname()[1]
         assert main(["lab", "--runs", str(runs_root), "--port", str(port)]) == 2
     assert f"--port {port} is in use" in capsys.readouterr().err
+
+
+def test_passk_view_reads_the_eval_json(lab: str, eval_json: Path) -> None:
+    client = gradio_client.Client(lab, verbose=False)
+    text, plot = client.predict(str(eval_json), api_name="/passk")
+    assert "n=4 samples" in text and "8 held-out arith queries" in text
+    assert "No eval.json chosen" in client.predict("", api_name="/passk")[0]

@@ -3,6 +3,7 @@
 Knobs -> effects: pick knob values, see the matching run's measured numbers and curves.
 Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
 Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
+pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate, format_bytes
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
+from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
 from rlvr.lab.live import LiveRuns
 from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, scan_runs, sweep_command
 
@@ -155,6 +157,31 @@ def _memory_tab(gr: Any) -> None:
     gr.Button("Estimate").click(memory_table, [model, algorithm], table, api_name="memory")
 
 
+def passk_answer(path: str | None) -> tuple[str, pd.DataFrame]:
+    """Markdown and the curve frame of one eval.json."""
+    report = read_eval(path) if path else None
+    if report is None:
+        return ("No eval.json chosen. Make one with `rlvr eval --model RUN/final --base tiny-arith "
+                "--out RUN/eval`.", pd.DataFrame([], columns=["k", "series", "value"]))
+    text = (f"`{path}`: {report.get('num_queries')} held-out {report.get('task')} queries, n={report.get('n')} "
+            f"samples each at T={report.get('temperature')}. {crossing_text(report)}")
+    return text, pd.DataFrame(passk_rows(report), columns=["k", "series", "value"])
+
+
+def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
+    gr.Markdown("Does RL teach new answers or only make likely ones likelier? pass@k is the chance that at least "
+                "one of k samples is right (0-1, Chen et al. 2021); CoT-pass@k also needs right reasoning. If the "
+                "base model catches up at large k, training compressed rather than added capability.")
+    evals = [str(p) for p in find_evals(root)]
+    choice = gr.Dropdown(choices=evals or [""], value=(evals or [""])[0], label="eval.json (from `rlvr eval`)",
+                         allow_custom_value=True, elem_id="eval-choice")
+    text = gr.Markdown(elem_id="passk-answer")
+    plot = gr.LinePlot(x="k", y="value", color="series", title="pass@k and CoT-pass@k vs k",
+                       label="pass@k (0-1) vs k samples")
+    choice.change(passk_answer, choice, [text, plot], api_name="passk")
+    return choice, text, plot
+
+
 def build_app(root: str | Path, live: LiveRuns) -> Any:
     import gradio as gr
 
@@ -167,5 +194,8 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
             _live_tab(gr, live, dropdowns)
         with gr.Tab("Memory"):
             _memory_tab(gr)
+        with gr.Tab("Compression or new capability?"):
+            choice, text, plot = _passk_tab(gr, root)
         app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
+        app.load(passk_answer, choice, [text, plot])
     return app
