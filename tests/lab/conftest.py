@@ -31,3 +31,11 @@ def eval_json(runs_root: Path) -> Path:
                  "--n", "4", "--k", "1,2,4", "--num-queries", "8", "--out", str(out), "--quiet"])
     assert code == 0
     return out / "eval.json"
+
+
+@pytest.fixture(scope="session")
+def capture_html(runs_root: Path) -> Path:
+    """A real `rlvr inspect` of step 1 of the beta=0.04 run."""
+    run = runs_root / "sweep" / "beta0.04"
+    assert main(["inspect", "--run", str(run), "--step", "1", "--out", str(run / "inspect")]) == 0
+    return run / "inspect" / "capture.html"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import socket
 import urllib.request
 from pathlib import Path
@@ -22,7 +23,7 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab(runs_root: Path, eval_json: Path):
+def lab(runs_root: Path, eval_json: Path, capture_html: Path):
     app, url = run_lab(runs_root, free_port(), block=False)
     yield url
     app.close()
@@ -83,3 +84,11 @@ def test_passk_view_reads_the_eval_json(lab: str, eval_json: Path) -> None:
     text, plot = client.predict(str(eval_json), api_name="/passk")
     assert "n=4 samples" in text and "8 held-out arith queries" in text
     assert "No eval.json chosen" in client.predict("", api_name="/passk")[0]
+
+
+def test_one_step_view_embeds_the_capture(lab: str, capture_html: Path) -> None:
+    client = gradio_client.Client(lab, verbose=False)
+    frame = client.predict(str(capture_html), api_name="/capture")
+    assert frame.startswith("<iframe") and "srcdoc=" in frame
+    assert html.unescape(frame.split('srcdoc="', 1)[1].split('" style=', 1)[0]) == capture_html.read_text()
+    assert "rlvr inspect --run" in client.predict(str(capture_html.with_name("capture.json")), api_name="/capture")

@@ -23,7 +23,7 @@ def _pass_at_1(runs_root: Path, beta: str) -> str:
     return f"{100 * measured(read_run(runs_root / 'sweep' / f'beta{beta}'))['pass@1'][1]:.1f}%"
 
 
-def test_views_in_a_browser(runs_root: Path, eval_json: Path, tmp_path: Path) -> None:
+def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path, tmp_path: Path) -> None:
     root = tmp_path / "runs"
     shutil.copytree(runs_root, root)  # the live run lands here, not among the shared runs
     app, url = run_lab(root, free_port(), block=False)
@@ -54,9 +54,13 @@ def test_views_in_a_browser(runs_root: Path, eval_json: Path, tmp_path: Path) ->
             page.get_by_role("tab", name="Compression or new capability?").click()
             playwright.expect(page.locator("#passk-answer")).to_contain_text("n=4 samples", timeout=30_000)
             page.screenshot(path=str(tmp_path / "passk.png"), full_page=True)
+            page.get_by_role("tab", name="One step").click()
+            playwright.expect(page.frame_locator("#capture-frame").locator("body")).to_contain_text("advantage",
+                                                                                                   timeout=30_000)
+            page.screenshot(path=str(tmp_path / "one-step.png"), full_page=True)
             browser.close()
     finally:
         app.close()
-    assert all((tmp_path / name).stat().st_size > 10_000 for name in ("knobs-beta0.0.png", "knobs-beta0.04.png", "live.png", "memory.png", "passk.png"))
+    assert all((tmp_path / name).stat().st_size > 10_000 for name in ("knobs-beta0.0.png", "knobs-beta0.04.png", "live.png", "memory.png", "passk.png", "one-step.png"))
     [live_run] = [path for path in root.glob("lab-*") if (path / "summary.json").is_file()]
     assert "beta: 0.04" in (live_run / "config.yaml").read_text()

@@ -4,10 +4,12 @@ Knobs -> effects: pick knob values, see the matching run's measured numbers and 
 Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
 Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
 pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
+One step:        a capture.html that `rlvr inspect` wrote, embedded as it is.
 """
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +184,28 @@ def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
     return choice, text, plot
 
 
+def capture_frame(path: str | None) -> str:
+    """The chosen capture.html in an iframe (its own scripts run there, apart from the page's)."""
+    file = Path(path) if path else None
+    if file is None or file.name != "capture.html" or not file.is_file():
+        return ("<p>No capture chosen. Make one with <code>rlvr inspect --run RUN --step 1 --out RUN/inspect</code> "
+                "(RUN: a run directory under the lab's folder), then reload the page.</p>")
+    return (f'<iframe id="capture-frame" title="{html.escape(str(file))}" srcdoc="{html.escape(file.read_text())}" '
+            'style="width: 100%; height: 1200px; border: 0"></iframe>')
+
+
+def _step_tab(gr: Any, root: Path) -> tuple[Any, Any]:
+    gr.Markdown("One real update opened up, as `rlvr inspect` captured it: queries, the G completions, rewards, "
+                "group mean and std, advantages, ratios, clipping, KL and loss (tokens coloured by advantage; "
+                "schema in docs/inspector.md).")
+    captures = [str(p) for p in sorted(root.rglob("capture.html"))] if root.is_dir() else []
+    choice = gr.Dropdown(choices=captures or [""], value=(captures or [""])[0], label="capture.html (from `rlvr inspect`)",
+                         allow_custom_value=True, elem_id="capture-choice")
+    frame = gr.HTML(elem_id="capture")
+    choice.change(capture_frame, choice, frame, api_name="capture")
+    return choice, frame
+
+
 def build_app(root: str | Path, live: LiveRuns) -> Any:
     import gradio as gr
 
@@ -196,6 +220,9 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
             _memory_tab(gr)
         with gr.Tab("Compression or new capability?"):
             choice, text, plot = _passk_tab(gr, root)
+        with gr.Tab("One step"):
+            capture, frame = _step_tab(gr, root)
         app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
         app.load(passk_answer, choice, [text, plot])
+        app.load(capture_frame, capture, frame)
     return app
