@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -61,3 +64,42 @@ def test_unknown_knob_and_missing_preset(tmp_path: Path) -> None:
         LiveRuns(tmp_path, REPO / "configs" / "smoke.yaml").start({"temperature": "2"})
     with pytest.raises(UserError, match="preset"):
         LiveRuns(tmp_path, tmp_path / "absent.yaml").start({})
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue  # it ended while we looked
+    return pids
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, stop_signal: int) -> None:
+    gradio_client = pytest.importorskip("gradio_client", reason="the lab needs rlvr[lab]")
+    from .test_app import free_port
+
+    port = free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    lab = subprocess.Popen([sys.executable, "-m", "rlvr.cli", "lab", "--runs", str(tmp_path), "--port", str(port)],
+                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert "http://127.0.0.1:" in lab.stdout.readline()  # the address, printed once it serves
+        client = gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)
+        knobs = ["arith", "grpo", "4", "0.04", "gold", "0.0005", "500", "0"]
+        status = client.predict(*knobs, api_name="/start_live")  # the State output stays on the server
+        run_path = status.split("`")[1]
+        assert Path(run_path).parent == tmp_path and "running" in status
+        assert _wait(lambda: bool(_processes_mentioning(run_path)), 30)
+        lab.send_signal(stop_signal)
+        lab.wait(timeout=60)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+    all_ended = _wait(lambda: not _processes_mentioning(str(tmp_path)), 15)
+    for pid in _processes_mentioning(str(tmp_path)):  # leave no stray trainer behind a failing test
+        os.kill(pid, signal.SIGKILL)
+    assert all_ended, "a live run outlived the lab"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from pathlib import Path
 
 from rlvr.errors import UserError
@@ -40,6 +42,8 @@ def run_lab(runs: str | Path = "runs", port: int = 7860, *, block: bool = True):
     print(f"rlvr lab: serving {Path(runs)} at {url} (Ctrl-C stops it and any run started from the page)", flush=True)
     if not block:
         return app, url
+    # `kill PID` must also end the runs started from the page: turn SIGTERM into an orderly exit
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         app.block_thread()
     finally:

@@ -141,7 +141,7 @@ def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
     def on_tick(path: str | None) -> tuple[str, pd.DataFrame]:
         return live_status(live, path), curves_frame(path, ("reward", "accuracy"))
 
-    start.click(on_start, dropdowns, [current, status])
+    start.click(on_start, dropdowns, [current, status], api_name="start_live")
     stop.click(lambda path: (live.stop(path) if path else None, live_status(live, path))[1], current, status)
     gr.Timer(1.0).tick(on_tick, current, [status, plot])
 
