@@ -103,3 +103,23 @@ def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, st
     for pid in _processes_mentioning(str(tmp_path)):  # leave no stray trainer behind a failing test
         os.kill(pid, signal.SIGKILL)
     assert all_ended, "a live run outlived the lab"
+
+
+def test_stop_button_ends_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gradio_client = pytest.importorskip("gradio_client", reason="the lab needs rlvr[lab]")
+    from rlvr.lab import run_lab
+
+    from .test_app import free_port
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    app, url = run_lab(tmp_path, free_port(), block=False)
+    try:
+        client = gradio_client.Client(url, verbose=False)
+        started = client.predict("arith", "grpo", "4", "0.04", "gold", "0.0005", "500", "0", api_name="/start_live")
+        run_path = started.split("`")[1]
+        assert "running" in started and _wait(lambda: bool(_processes_mentioning(run_path)), 30)
+        stopped = client.predict(api_name="/stop_live")  # the session's State names the run
+        assert run_path in stopped and "ended (exit code" in stopped
+        assert not _processes_mentioning(run_path)
+    finally:
+        app.close()

@@ -100,7 +100,7 @@ def _plot(gr: Any, title: str, caption: str) -> Any:
     return gr.LinePlot(x="step", y="value", color="metric", title=title, label=caption)
 
 
-def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> list[Any]:
+def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> tuple[list[Any], list[Any]]:
     gr.Markdown("Pick knob values; the lab shows the finished run with exactly those settings, read from "
                 f"`{root}` (every run directory there, made by `rlvr train`, `rlvr sweep` or this page).")
     values = knob_values(runs)
@@ -112,7 +112,8 @@ def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> list[Any]:
     gr.Markdown("Reward (mean verifier reward per completion, 0-1) and accuracy (share of completions the "
                 "verifier passed, 0-1) at each training step:")
     reward_plot = _plot(gr, "reward and accuracy per step", "reward, accuracy (0-1) vs step")
-    gr.Markdown("KL between the policy and the frozen reference (nats per token, k3 estimator) at each step:")
+    gr.Markdown("KL between the policy and the frozen reference at each step (nats per token, mean of the "
+                "run's `algo.kl_estimator`; 0 when beta = 0):")
     kl_plot = _plot(gr, "KL to reference per step", "kl (nats/token) vs step")
     outputs = [answer, reward_plot, kl_plot]
     for dropdown in dropdowns:
@@ -142,13 +143,18 @@ def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
         return live_status(live, path), curves_frame(path, ("reward", "accuracy"))
 
     start.click(on_start, dropdowns, [current, status], api_name="start_live")
-    stop.click(lambda path: (live.stop(path) if path else None, live_status(live, path))[1], current, status)
+    def on_stop(path: str | None) -> str:
+        if path:
+            live.stop(path)
+        return live_status(live, path)
+
+    stop.click(on_stop, current, status, api_name="stop_live")
     gr.Timer(1.0).tick(on_tick, current, [status, plot])
 
 
 def _memory_tab(gr: Any) -> None:
     gr.Markdown("Estimated accelerator memory per GPU, by component, for training the chosen model with the "
-                "chosen algorithm (bf16 mixed precision, AdamW, B=32 queries, G=8, 256+1024 tokens; "
+                "chosen algorithm (bf16 mixed precision, AdamW, B=32 queries, G=8 (DPO: offline pairs), 256+1024 tokens; "
                 "`rlvr memory --help` for the rest; formulas in docs/memory.md).")
     with gr.Row():
         model = gr.Dropdown(choices=preset_names(), value="Qwen2.5-7B", label="model")
