@@ -22,6 +22,16 @@ if ! command -v bwrap >/dev/null 2>&1; then
     fi
 fi
 
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing chromium (headless browser for the lab's browser tests)"
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ||
+            echo "setup: warning: could not install chromium; the lab's browser test will be skipped" >&2
+    else
+        echo "setup: note: chromium is missing; install it (e.g. 'sudo apt-get install chromium') for the lab's browser test" >&2
+    fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi

@@ -526,6 +526,26 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lab_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "lab",
+        help="a local web page: turn knobs and see measured effects from real runs (needs rlvr[lab])",
+        description="Serve the lab on localhost: knobs -> effects from the run directories under --runs, "
+        "live training runs started from the page, and the memory estimator. Needs Gradio: "
+        "pip install 'rlvr[lab]'.",
+    )
+    p.add_argument("--runs", default="runs", help="folder of run directories to read and write (default runs/)")
+    p.add_argument("--port", type=int, default=7860, help="localhost port (default 7860)")
+    p.set_defaults(func=_cmd_lab)
+
+
+def _cmd_lab(args: argparse.Namespace) -> int:
+    from rlvr.lab import run_lab
+
+    run_lab(args.runs, args.port)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with verifiable rewards.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -538,6 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     _grad_variance_parser(sub)
     _sweep_parser(sub)
     _compare_parser(sub)
+    _lab_parser(sub)
     return parser
 
 

@@ -1,0 +1,234 @@
+"""The Gradio page of `rlvr lab`: tabs that read run directories and call rlvr's library functions.
+
+Knobs -> effects: pick knob values, see the matching run's measured numbers and curves.
+Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
+Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
+pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
+One step:        a capture.html that `rlvr inspect` wrote, embedded as it is.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate, format_bytes
+from rlvr.diagnostics.memory_model import load_model_spec, preset_names
+from rlvr.errors import UserError
+from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
+from rlvr.lab.live import LiveRuns
+from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, scan_runs, sweep_command
+
+CURVE_COLUMNS = ["step", "metric", "value"]
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _arrow(pair: tuple[float | None, float | None]) -> str:
+    return f"{_pct(pair[0])} -> {_pct(pair[1])}"
+
+
+def describe_run(run: Run, others: int = 0) -> str:
+    """Markdown of one run's measured numbers, each with its unit and source."""
+    m = measured(run)
+    peak = m["memory/peak_total"]
+    noise = m["grad/noise_scale"]
+    wall = m["wall_s"]
+    lines = [f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
+             "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
+             f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**"]
+    if m["gold_pass@1"][1] is not None and run.knobs.get("fidelity") != "gold":
+        lines += [f"- held-out pass@1 with the gold verifier, base -> final: **{_arrow(m['gold_pass@1'])}**",
+                  f"- hacking rate (train verifier passes, gold fails; docs/hacking.md): "
+                  f"**{_arrow(m['hacking_rate'])}**"]
+    lines += [f"- peak training memory `memory/peak_total` (max over steps): "
+              f"**{'n/a' if peak is None else format_bytes(peak)}**",
+              f"- gradient noise scale `grad/noise_scale` (last logged step, in completions): "
+              f"**{'n/a (needs 2+ micro-batches)' if noise is None else f'{noise:.1f}'}**",
+              f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps"]
+    return "\n".join(line for line in lines if line != "")
+
+
+def curves_frame(path: str | Path | None, metrics: tuple[str, ...]) -> pd.DataFrame:
+    rows = read_curves(path, metrics) if path else []
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
+
+
+def knobs_answer(root: Path, values: list[str]) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """Markdown and the two curve frames for one knob setting (re-scans the folder: new runs appear)."""
+    choice = {name: value or "" for name, value in zip(KNOBS, values, strict=True)}
+    matches = pick_runs(scan_runs(root), choice)
+    if not matches:
+        text = (f"**No run for this setting** under `{root}`. Make it with:\n\n"
+                f"```\n{sweep_command(choice, root)}\n```\nor press *Run live* in the next tab.")
+        return text, curves_frame(None, ()), curves_frame(None, ())
+    run = matches[0]
+    return (describe_run(run, len(matches) - 1), curves_frame(run.path, ("reward", "accuracy")),
+            curves_frame(run.path, ("kl",)))
+
+
+def memory_table(model: str, algorithm: str) -> pd.DataFrame:
+    """`rlvr memory --model MODEL --algorithm ALGORITHM` (its defaults otherwise) as a table."""
+    group = 2 if algorithm == "dpo" else 8  # as `rlvr memory`: offline DPO trains on (chosen, rejected)
+    result = estimate(load_model_spec(model), TrainingSetup(algorithm=algorithm, group=group))
+    return pd.DataFrame([{"component (per GPU)": name, "memory": format_bytes(c.bytes), "GiB": round(c.bytes / 2**30, 3),
+                          "how": c.how} for name, c in result.components.items()])
+
+
+def live_status(live: LiveRuns, path: str | None) -> str:
+    if not path:
+        return "No live run yet."
+    run = live.get(path)
+    logged = len({row["step"] for row in read_curves(path, ("reward",))})
+    if run is None:
+        return f"`{path}`: not started by this lab."
+    state = "running" if run.running else f"ended (exit code {run.process.returncode})"
+    tail = "" if run.running or run.process.returncode == 0 else f"\n\n```\n{_tail(run.log)}\n```"
+    return f"`{path}`: {state}; {logged} steps logged.{tail}"
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else ""
+
+
+def _plot(gr: Any, title: str, caption: str) -> Any:
+    return gr.LinePlot(x="step", y="value", color="metric", title=title, label=caption)
+
+
+def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> tuple[list[Any], list[Any]]:
+    gr.Markdown("Pick knob values; the lab shows the finished run with exactly those settings, read from "
+                f"`{root}` (every run directory there, made by `rlvr train`, `rlvr sweep` or this page).")
+    values = knob_values(runs)
+    with gr.Row():
+        dropdowns = [gr.Dropdown(choices=values[name] or [""], value=(values[name] or [""])[0], label=name,
+                                 allow_custom_value=True, elem_id=f"knob-{name}") for name in KNOBS]
+    refresh = gr.Button("Re-scan run directories")
+    answer = gr.Markdown(elem_id="knobs-answer")
+    gr.Markdown("Reward (mean verifier reward per completion, 0-1) and accuracy (share of completions the "
+                "verifier passed, 0-1) at each training step:")
+    reward_plot = _plot(gr, "reward and accuracy per step", "reward, accuracy (0-1) vs step")
+    gr.Markdown("KL between the policy and the frozen reference at each step (nats per token, mean of the "
+                "run's `algo.kl_estimator`; 0 when beta = 0):")
+    kl_plot = _plot(gr, "KL to reference per step", "kl (nats/token) vs step")
+    outputs = [answer, reward_plot, kl_plot]
+    for dropdown in dropdowns:
+        dropdown.change(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
+    refresh.click(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs, api_name="knobs")
+    return dropdowns, outputs
+
+
+def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
+    gr.Markdown(f"Starts a real `rlvr train --config {live.preset}` with the knob values chosen in the first "
+                f"tab, into a new run directory under `{live.root}`; its metrics appear below as steps finish.")
+    current = gr.State(None)
+    with gr.Row():
+        start, stop = gr.Button("Run live", variant="primary"), gr.Button("Stop", variant="stop")
+    status = gr.Markdown("No live run yet.", elem_id="live-status")
+    gr.Markdown("Reward and accuracy (0-1) of the live run at each finished step:")
+    plot = _plot(gr, "live run: reward and accuracy per step", "reward, accuracy (0-1) vs step")
+
+    def on_start(*values: str) -> tuple[str, str]:
+        try:
+            run = live.start({name: value or "" for name, value in zip(KNOBS, values, strict=True)})
+        except UserError as error:
+            raise gr.Error(str(error)) from None  # shown in the page, not as a traceback
+        return str(run.path), live_status(live, str(run.path))
+
+    def on_tick(path: str | None) -> tuple[str, pd.DataFrame]:
+        return live_status(live, path), curves_frame(path, ("reward", "accuracy"))
+
+    start.click(on_start, dropdowns, [current, status], api_name="start_live")
+    def on_stop(path: str | None) -> str:
+        if path:
+            live.stop(path)
+        return live_status(live, path)
+
+    stop.click(on_stop, current, status, api_name="stop_live")
+    gr.Timer(1.0).tick(on_tick, current, [status, plot])
+
+
+def _memory_tab(gr: Any) -> None:
+    gr.Markdown("Estimated accelerator memory per GPU, by component, for training the chosen model with the "
+                "chosen algorithm (bf16 mixed precision, AdamW, B=32 queries, G=8 (DPO: offline pairs), 256+1024 tokens; "
+                "`rlvr memory --help` for the rest; formulas in docs/memory.md).")
+    with gr.Row():
+        model = gr.Dropdown(choices=preset_names(), value="Qwen2.5-7B", label="model")
+        algorithm = gr.Dropdown(choices=list(ALGORITHM_MEMORY), value="grpo", label="algorithm")
+    table = gr.Dataframe(value=memory_table("Qwen2.5-7B", "grpo"), label="memory by component", elem_id="memory")
+    for control in (model, algorithm):
+        control.change(memory_table, [model, algorithm], table, api_name=False)
+    gr.Button("Estimate").click(memory_table, [model, algorithm], table, api_name="memory")
+
+
+def passk_answer(path: str | None) -> tuple[str, pd.DataFrame]:
+    """Markdown and the curve frame of one eval.json."""
+    report = read_eval(path) if path else None
+    if report is None:
+        return ("No eval.json chosen. Make one with `rlvr eval --model RUN/final --base tiny-arith "
+                "--out RUN/eval`.", pd.DataFrame([], columns=["k", "series", "value"]))
+    text = (f"`{path}`: {report.get('num_queries')} held-out {report.get('task')} queries, n={report.get('n')} "
+            f"samples each at T={report.get('temperature')}. {crossing_text(report)}")
+    return text, pd.DataFrame(passk_rows(report), columns=["k", "series", "value"])
+
+
+def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
+    gr.Markdown("Does RL teach new answers or only make likely ones likelier? pass@k is the chance that at least "
+                "one of k samples is right (0-1, Chen et al. 2021); CoT-pass@k also needs right reasoning. If the "
+                "base model catches up at large k, training compressed rather than added capability.")
+    evals = [str(p) for p in find_evals(root)]
+    choice = gr.Dropdown(choices=evals or [""], value=(evals or [""])[0], label="eval.json (from `rlvr eval`)",
+                         allow_custom_value=True, elem_id="eval-choice")
+    text = gr.Markdown(elem_id="passk-answer")
+    plot = gr.LinePlot(x="k", y="value", color="series", title="pass@k and CoT-pass@k vs k",
+                       label="pass@k (0-1) vs k samples")
+    choice.change(passk_answer, choice, [text, plot], api_name="passk")
+    return choice, text, plot
+
+
+def capture_frame(path: str | None) -> str:
+    """The chosen capture.html in an iframe (its own scripts run there, apart from the page's)."""
+    file = Path(path) if path else None
+    if file is None or file.name != "capture.html" or not file.is_file():
+        return ("<p>No capture chosen. Make one with <code>rlvr inspect --run RUN --step 1 --out RUN/inspect</code> "
+                "(RUN: a run directory under the lab's folder), then reload the page.</p>")
+    return (f'<iframe id="capture-frame" title="{html.escape(str(file))}" srcdoc="{html.escape(file.read_text())}" '
+            'style="width: 100%; height: 1200px; border: 0"></iframe>')
+
+
+def _step_tab(gr: Any, root: Path) -> tuple[Any, Any]:
+    gr.Markdown("One real update opened up, as `rlvr inspect` captured it: queries, the G completions, rewards, "
+                "group mean and std, advantages, ratios, clipping, KL and loss (tokens coloured by advantage; "
+                "schema in docs/inspector.md).")
+    captures = [str(p) for p in sorted(root.rglob("capture.html"))] if root.is_dir() else []
+    choice = gr.Dropdown(choices=captures or [""], value=(captures or [""])[0], label="capture.html (from `rlvr inspect`)",
+                         allow_custom_value=True, elem_id="capture-choice")
+    frame = gr.HTML(elem_id="capture")
+    choice.change(capture_frame, choice, frame, api_name="capture")
+    return choice, frame
+
+
+def build_app(root: str | Path, live: LiveRuns) -> Any:
+    import gradio as gr
+
+    root = Path(root)
+    with gr.Blocks(title="rlvr lab", analytics_enabled=False) as app:
+        gr.Markdown("# rlvr lab\nEvery number here is measured by a real run or computed by rlvr's own estimator.")
+        with gr.Tab("Knobs -> effects"):
+            dropdowns, outputs = _knobs_tab(gr, root, scan_runs(root))
+        with gr.Tab("Run live"):
+            _live_tab(gr, live, dropdowns)
+        with gr.Tab("Memory"):
+            _memory_tab(gr)
+        with gr.Tab("Compression or new capability?"):
+            choice, text, plot = _passk_tab(gr, root)
+        with gr.Tab("One step"):
+            capture, frame = _step_tab(gr, root)
+        app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
+        app.load(passk_answer, choice, [text, plot])
+        app.load(capture_frame, capture, frame)
+    return app

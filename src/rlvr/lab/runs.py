@@ -1,0 +1,154 @@
+"""The lab's data: read run directories, group them by their knobs, pick one, read its curves.
+
+Nothing here computes a new quantity. Every number comes from a run directory that `rlvr train`,
+`rlvr sweep` or `rlvr compare` wrote (config.yaml, metrics.jsonl, summary.json; docs/metrics.md),
+through the readers those commands use.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlvr.eval.compare import last_value, peak_memory
+
+KNOBS: dict[str, str] = {
+    "task": "task.name",
+    "algorithm": "algo.algorithm",
+    "G": "rollout.group_size",
+    "beta": "algo.beta",
+    "fidelity": "reward.fidelity",
+    "lr": "optim.lr",
+    "steps": "train.steps",
+    "seed": "train.seed",
+}
+"""Knob name shown in the lab -> the config field (`section.key`) it reads and sets."""
+
+CURVES: tuple[str, ...] = ("reward", "accuracy", "kl")
+"""Per-step metrics the knobs view draws (docs/metrics.md)."""
+
+
+@dataclass
+class Run:
+    """One run directory and the knob values its config.yaml holds (as strings, as a user types them)."""
+
+    path: Path
+    knobs: dict[str, str]
+    summary: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.summary is not None
+
+    @property
+    def label(self) -> str:
+        settings = " ".join(f"{k}={v}" for k, v in self.knobs.items() if k != "seed")
+        return f"{settings} seed={self.knobs.get('seed', '?')} ({self.path.name})"
+
+
+def _config_value(config: dict[str, Any], dotted: str) -> str:
+    section, key = dotted.split(".", 1)
+    value = (config.get(section) or {}).get(key)
+    return "" if value is None else str(value)
+
+
+def read_run(path: Path) -> Run | None:
+    """A Run for a directory holding config.yaml and metrics.jsonl or summary.json; None otherwise."""
+    path = Path(path)
+    if not (path / "config.yaml").is_file():
+        return None
+    if not ((path / "metrics.jsonl").is_file() or (path / "summary.json").is_file()):
+        return None
+    try:
+        config = yaml.safe_load((path / "config.yaml").read_text()) or {}
+        summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").is_file() else None
+    except (OSError, yaml.YAMLError, json.JSONDecodeError):
+        return None  # a run being written this instant, or a foreign file; the next scan sees it
+    if not isinstance(config, dict):
+        return None
+    return Run(path, {name: _config_value(config, dotted) for name, dotted in KNOBS.items()}, summary)
+
+
+def scan_runs(root: str | Path) -> list[Run]:
+    """Every run directory under root (any depth: sweeps nest runs one level down), sorted by path."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    runs = (read_run(config.parent) for config in sorted(root.rglob("config.yaml")))
+    return [run for run in runs if run is not None]
+
+
+def _sort_key(value: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(value))
+    except ValueError:
+        return (1, value)
+
+
+def knob_values(runs: list[Run]) -> dict[str, list[str]]:
+    """Each knob's distinct values over the runs, numbers in numeric order."""
+    return {name: sorted({run.knobs[name] for run in runs}, key=_sort_key) for name in KNOBS}
+
+
+def pick_runs(runs: list[Run], choice: dict[str, str]) -> list[Run]:
+    """The runs whose knobs equal every chosen value (finished ones first, then by path)."""
+    matches = [run for run in runs if all(run.knobs.get(k) == str(v) for k, v in choice.items())]
+    return sorted(matches, key=lambda run: (not run.finished, str(run.path)))
+
+
+def read_curves(path: str | Path, metrics: tuple[str, ...] = CURVES) -> list[dict[str, Any]]:
+    """Long-form rows {step, metric, value} from metrics.jsonl; a half-written last line is skipped."""
+    file = Path(path) / "metrics.jsonl"
+    if not file.is_file():
+        return []
+    rows = []
+    for line in file.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the trainer is writing this line right now
+        for name in metrics:
+            if isinstance(record.get(name), (int, float)) and "step" in record:
+                rows.append({"step": record["step"], "metric": name, "value": float(record[name])})
+    return rows
+
+
+def _metric_rows(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    file = path / "metrics.jsonl"
+    for line in file.read_text().splitlines() if file.is_file() else []:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def measured(run: Run) -> dict[str, Any]:
+    """The numbers the knobs view shows for one run, each straight from its files (None: not logged)."""
+    rows = _metric_rows(run.path)
+    summary = run.summary or {}
+    base, final = summary.get("base", {}), summary.get("final", {})
+    return {
+        "pass@1": (base.get("pass@1"), final.get("pass@1")),
+        "gold_pass@1": (base.get("gold_pass@1"), final.get("gold_pass@1")),
+        "hacking_rate": (base.get("hacking_rate"), final.get("hacking_rate")),
+        "memory/peak_total": peak_memory(rows).get("memory/peak_total"),
+        "grad/noise_scale": last_value(rows, "grad/noise_scale"),
+        "wall_s": summary.get("wall_s"),
+        "steps_logged": len({row["step"] for row in rows if "reward" in row and "step" in row}),
+    }
+
+
+def sweep_command(choice: dict[str, str], root: str | Path, config: str = "configs/smoke.yaml") -> str:
+    """The `rlvr sweep` command that makes the run a knob setting asks for."""
+    grid = [f"--grid {shlex.quote(f'{KNOBS[k]}={v}')}" for k, v in choice.items() if k != "seed" and v != ""]
+    seed = choice.get("seed") or "0"
+    out = Path(root) / "lab-sweep"
+    return " ".join(["rlvr sweep --config", shlex.quote(config), *grid,
+                     f"--seeds {seed}", f"--out {shlex.quote(str(out))}"])

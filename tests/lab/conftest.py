@@ -1,0 +1,41 @@
+"""Real run directories for the lab tests, made by the real CLI (configs/smoke.yaml, 2 steps)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlvr.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "configs" / "smoke.yaml")
+
+
+@pytest.fixture(scope="session")
+def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two finished 2-step runs that differ only in beta (0.0 and 0.04), nested as a sweep nests them."""
+    root = tmp_path_factory.mktemp("lab-runs")
+    for beta in ("0.0", "0.04"):
+        code = main(["train", "--config", SMOKE, "--set", "train.steps=2", "--set", f"algo.beta={beta}",
+                     "--set", "train.threads=1", "--out", str(root / "sweep" / f"beta{beta}"), "--quiet"])
+        assert code == 0
+    return root
+
+
+@pytest.fixture(scope="session")
+def eval_json(runs_root: Path) -> Path:
+    """A real `rlvr eval` of the beta=0.04 run against the shipped base (n=4, k=1,2,4, 8 queries)."""
+    out = runs_root / "sweep" / "beta0.04" / "eval"
+    code = main(["eval", "--model", str(runs_root / "sweep" / "beta0.04" / "final"), "--base", "tiny-arith",
+                 "--n", "4", "--k", "1,2,4", "--num-queries", "8", "--out", str(out), "--quiet"])
+    assert code == 0
+    return out / "eval.json"
+
+
+@pytest.fixture(scope="session")
+def capture_html(runs_root: Path) -> Path:
+    """A real `rlvr inspect` of step 1 of the beta=0.04 run."""
+    run = runs_root / "sweep" / "beta0.04"
+    assert main(["inspect", "--run", str(run), "--step", "1", "--out", str(run / "inspect")]) == 0
+    return run / "inspect" / "capture.html"
