@@ -6,8 +6,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -18,7 +16,7 @@ from rlvr.errors import UserError
 from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.models import funcsynth_base
-from rlvr.models.warmup import WarmupSpec, warm_up
+from rlvr.models.warmup import WarmupSpec, save_built_model, warm_up
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 
 EMBEDDED = "tiny-arith"
@@ -80,16 +78,7 @@ def build_embedded(path: Path, *, report: bool = False) -> Path:
     warm_up(model, tokenizer, queries,
             lambda q, rng: worked_solution(q, rng=rng, error_rate=spec.error_rate), spec,
             report=_progress_report(tokenizer, heldout) if report else None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "rlvr_recipe.json").write_text(json.dumps(recipe, indent=2))
-    try:
-        tmp.rename(path)
-    except OSError:  # another process finished first; its copy is identical
-        shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return save_built_model(model, tokenizer, recipe, path)
 
 
 def _matches_recipe(path: Path) -> bool:

@@ -12,14 +12,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rlvr.models.warmup import WarmupSpec, warm_up
+from rlvr.models.warmup import WarmupSpec, save_built_model, warm_up
 from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, answer_kind, warmup_completion
 from rlvr.types import Query
 
@@ -95,13 +93,4 @@ def build(path: Path, *, report: bool = False) -> Path:
     warm_up(model, tokenizer, queries,
             lambda q, rng: warmup_completion(q, rng=rng, mix=mix), spec,
             report=_report(tokenizer, heldout) if report else None, report_every=200)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "rlvr_recipe.json").write_text(json.dumps(spec_recipe, indent=2))
-    try:
-        tmp.rename(path)
-    except OSError:  # another process finished first; its copy is identical
-        shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return save_built_model(model, tokenizer, spec_recipe, path)

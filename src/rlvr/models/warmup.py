@@ -7,9 +7,13 @@ writes a wrong one: pass@k is high, pass@1 is not, which is where RLVR has somet
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -83,3 +87,18 @@ def warm_up(
             model.train()
     model.eval()
     return model
+
+
+def save_built_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, recipe: dict, path: Path) -> Path:
+    """Write a built base (weights, tokenizer, ``rlvr_recipe.json``) to ``path`` atomically: into a
+    temporary sibling first, then one rename, so a reader never sees half a model."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "rlvr_recipe.json").write_text(json.dumps(recipe, indent=2))
+    try:
+        tmp.rename(path)
+    except OSError:  # another process finished first; its copy is identical
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path

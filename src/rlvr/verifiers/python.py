@@ -32,7 +32,7 @@ from rlvr.sandbox.pool import PoolJob, SandboxPool
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import extract_code
-from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
+from rlvr.verifiers.sandboxed import SandboxedVerifier, fail, raised_before_tests
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("python_driver.py").read_bytes()
 
@@ -176,11 +176,10 @@ class PythonVerifier(SandboxedVerifier):
         frame, failure = self._frame_or_failure(run, nonce)
         if failure is not None:
             return failure
+        raised = raised_before_tests(frame, ("import_raised", "no_entry_point"))
+        if raised is not None:
+            return raised
         status = frame.get("status")
-        if status in ("import_raised", "no_entry_point"):
-            raised = str(frame.get("detail", ""))
-            error_class = ErrorClass.MEMORY if raised == "MemoryError" else ErrorClass.RUNTIME_ERROR
-            return fail(error_class, clip(f"{status}: {raised}"))
         results = frame.get("results")
         if status != "ok" or not isinstance(results, list) or len(results) != len(criteria.tests):
             return fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")

@@ -84,6 +84,17 @@ class SandboxedVerifier(BaseVerifier):
         return frame, None
 
 
+def raised_before_tests(frame: dict[str, Any], statuses: tuple[str, ...]) -> VerifierResult | None:
+    """The fail for a driver frame whose status says the code raised before any test could run
+    (``import_raised`` and the driver's own such statuses): memory or runtime error; else None."""
+    status = frame.get("status")
+    if status not in statuses:
+        return None
+    raised = str(frame.get("detail", ""))
+    error_class = ErrorClass.MEMORY if raised == "MemoryError" else ErrorClass.RUNTIME_ERROR
+    return fail(error_class, clip(f"{status}: {raised}"))
+
+
 def read_frame(channel: bytes, nonce: str) -> dict[str, Any] | None:
     """The driver's single JSON frame if it is intact and carries this run's nonce, else None."""
 
