@@ -39,3 +39,16 @@ def capture_html(runs_root: Path) -> Path:
     run = runs_root / "sweep" / "beta0.04"
     assert main(["inspect", "--run", str(run), "--step", "1", "--out", str(run / "inspect")]) == 0
     return run / "inspect" / "capture.html"
+
+
+@pytest.fixture(scope="session")
+def compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real, smallest allowed `rlvr compare` (grpo, ppo, dpo x seeds 0,1 x 8 steps; n=2 on 4 queries).
+
+    In its own folder, so the knob tests' run list stays the two sweep runs.
+    """
+    out = tmp_path_factory.mktemp("lab-compare") / "compare"
+    code = main(["compare", "--config", SMOKE, "--set", "train.threads=1", "--seeds", "0,1", "--steps", "8",
+                 "--n", "2", "--num-queries", "4", "--out", str(out), "--quiet"])
+    assert code == 0
+    return out

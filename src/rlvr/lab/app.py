@@ -5,6 +5,7 @@ Run live:        start a real `rlvr train` of the chosen knobs; its metrics stre
 Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
 pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
 One step:        a capture.html that `rlvr inspect` wrote, embedded as it is.
+Paradigms:       `rlvr compare`'s table and figure, beside the memory estimator for grpo, ppo and dpo.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
 from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
 from rlvr.lab.live import LiveRuns
+from rlvr.lab.paradigms import (COMPARE_COMMAND, compare_frame, compare_summary, estimate_frame, find_compares,
+                                measured_memory_frame, read_compare)
 from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, scan_runs, sweep_command
 
 CURVE_COLUMNS = ["step", "metric", "value"]
@@ -212,6 +215,48 @@ def _step_tab(gr: Any, root: Path) -> tuple[Any, Any]:
     return choice, frame
 
 
+def paradigms_answer(path: str | None) -> tuple[str, pd.DataFrame, str | None, pd.DataFrame]:
+    """Summary, table, figure path and measured memory of one compare.json (or the command that makes one)."""
+    report = read_compare(path) if path else None
+    if report is None:
+        missing = (f"**No `rlvr compare` output chosen.** Make one with:\n\n```\n{COMPARE_COMMAND}\n```\n"
+                   "(with `--runs runs` it appears here after a reload).")
+        return missing, pd.DataFrame(), None, pd.DataFrame()
+    figure = Path(path).with_name("compare.png")
+    return (compare_summary(path, report), compare_frame(report), str(figure) if figure.is_file() else None,
+            measured_memory_frame(report))
+
+
+def _paradigms_tab(gr: Any, root: Path) -> tuple[Any, list[Any]]:
+    gr.Markdown("GRPO, PPO and DPO trained on the same task, model, prompt budget and seeds by `rlvr compare` "
+                "(definitions: docs/algorithms.md, \"Comparing paradigms\").")
+    compares = [str(p) for p in find_compares(root)]
+    choice = gr.Dropdown(choices=compares or [""], value=(compares or [""])[0], label="compare.json (from `rlvr compare`)",
+                         allow_custom_value=True, elem_id="compare-choice")
+    summary = gr.Markdown(elem_id="compare-answer")
+    gr.Markdown("The comparison table: memory peaks (MiB), exploration (distinct correct solutions, queries solved, "
+                "pass@k as a 0-1 share), stability (reward change per step, final reward, 0-1) and wall time (s).")
+    table = gr.Dataframe(label="rlvr compare table (mean ± std over seeds)", elem_id="compare-table")
+    gr.Markdown("Left: training reward (0-1) per step; middle: distinct correct solutions per step; right: held-out "
+                "pass@k (% of queries) against k samples. Bands span min..max over seeds.")
+    figure = gr.Image(label="compare.png", type="filepath", elem_id="compare-figure")
+    with gr.Row():
+        with gr.Column():
+            gr.Markdown("Measured on the tiny model: the peak of each `memory/*` metric the compare runs logged "
+                        "(MiB; the bytes of the tensors each part holds, counted by the trainer; docs/metrics.md).")
+            measured_table = gr.Dataframe(label="measured memory (tiny model)", elem_id="compare-memory")
+        with gr.Column():
+            gr.Markdown("Estimated for a real model: `rlvr memory`'s formulas (docs/memory.md) per GPU for grpo, ppo "
+                        "and dpo, bf16 mixed precision, AdamW, B=32, G=8 (DPO: offline pairs), 256+1024 tokens (GiB).")
+            model = gr.Dropdown(choices=preset_names(), value="Qwen2.5-7B", label="model", elem_id="paradigm-model")
+            estimated = gr.Dataframe(value=estimate_frame("Qwen2.5-7B"), label="estimated memory (GiB per GPU)",
+                                     elem_id="paradigm-estimate")
+    model.change(estimate_frame, model, estimated, api_name="paradigm_memory")
+    outputs = [summary, table, figure, measured_table]
+    choice.change(paradigms_answer, choice, outputs, api_name="paradigms")
+    return choice, outputs
+
+
 def build_app(root: str | Path, live: LiveRuns) -> Any:
     import gradio as gr
 
@@ -228,7 +273,10 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
             choice, text, plot = _passk_tab(gr, root)
         with gr.Tab("One step"):
             capture, frame = _step_tab(gr, root)
+        with gr.Tab("Paradigms compared"):
+            compare_choice, compare_outputs = _paradigms_tab(gr, root)
         app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
         app.load(passk_answer, choice, [text, plot])
         app.load(capture_frame, capture, frame)
+        app.load(paradigms_answer, compare_choice, compare_outputs)
     return app
