@@ -6,6 +6,7 @@ Memory:          `rlvr memory`'s estimator for a chosen model preset and algorit
 pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
 One step:        a capture.html that `rlvr inspect` wrote, embedded as it is.
 Paradigms:       `rlvr compare`'s table and figure, beside the memory estimator for grpo, ppo and dpo.
+Verifiers break: hostile python completions judged by the real PythonVerifier on a click; hacked runs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import pandas as pd
 from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate, format_bytes
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
+from rlvr.lab.breaks import COLUMNS as HOSTILE_COLUMNS
+from rlvr.lab.breaks import HOSTILE, judge_hostile
 from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
 from rlvr.lab.live import LiveRuns
 from rlvr.lab.paradigms import (COMPARE_COMMAND, compare_frame, compare_summary, estimate_frame, find_compares,
@@ -257,6 +260,19 @@ def _paradigms_tab(gr: Any, root: Path) -> tuple[Any, list[Any]]:
     return choice, outputs
 
 
+def _breaks_tab(gr: Any) -> None:
+    gr.Markdown(f"{len(HOSTILE)} completions from the hostile suite (tests/sandbox/test_hostile.py), each answering a "
+                "query whose expected value is a secret drawn on the host at the click: only an attack that "
+                "worked could pass. *Run* judges them now with the real PythonVerifier in a fresh bubblewrap "
+                "sandbox per completion (2 s wall clock, 1 s CPU, 256 MB each; about 10 s in all).")
+    run = gr.Button("Run the hostile completions", variant="primary")
+    gr.Markdown("One row per completion: what it tries, the code, the verdict (pass / fail), the verifier's error "
+                "class (why it failed: wrong_answer, timeout, memory, output_limit, protocol_violation, ...) and "
+                "its one-line detail. Only the honest control should pass.")
+    table = gr.Dataframe(headers=HOSTILE_COLUMNS, label="hostile completions, judged", elem_id="hostile", wrap=True)
+    run.click(lambda: judge_hostile(), None, table, api_name="hostile")
+
+
 def build_app(root: str | Path, live: LiveRuns) -> Any:
     import gradio as gr
 
@@ -275,6 +291,8 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
             capture, frame = _step_tab(gr, root)
         with gr.Tab("Paradigms compared"):
             compare_choice, compare_outputs = _paradigms_tab(gr, root)
+        with gr.Tab("Where verifiers break"):
+            _breaks_tab(gr)
         app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
         app.load(passk_answer, choice, [text, plot])
         app.load(capture_frame, capture, frame)

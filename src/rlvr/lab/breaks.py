@@ -1,0 +1,69 @@
+"""The lab's "where verifiers break" data: hostile python completions judged by the real PythonVerifier.
+
+A handful of the attacks the hostile suite (tests/sandbox/test_hostile.py) holds, kept here as data:
+each answers a query whose expected value is a secret drawn on the host at click time, so only an
+attack that worked could pass. They run through the real bubblewrap sandbox, nothing is simulated.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rlvr.sandbox import SandboxLimits
+from rlvr.types import Query
+from rlvr.verifiers.python import PythonVerifier
+
+LIMITS = SandboxLimits(wall_s=2.0, cpu_s=1, memory_mb=256, processes=16, file_size_mb=4, open_files=64,
+                       tmpfs_mb=16, output_bytes=64 * 1024)
+"""The hostile suite's bounds: every case ends within 2 s of wall clock."""
+
+COLUMNS = ["case", "what it tries", "completion", "verdict", "error class", "detail"]
+
+
+@dataclass(frozen=True)
+class Hostile:
+    name: str
+    tries: str
+    code: str
+    """Python defining f(); {secret} is replaced by the expected value (the honest control only)."""
+
+
+HOSTILE: tuple[Hostile, ...] = (
+    Hostile("honest_control", "answer right (the only case that should pass)", "def f():\n    return {secret}"),
+    Hostile("exit_0_at_import", "exit with status 0 before any test runs", "import os\nos._exit(0)\ndef f(): pass"),
+    Hostile("always_equal_object", "return an object equal to everything",
+            "class E:\n    def __eq__(self, o): return True\n    def __hash__(self): return 0\ndef f():\n    return E()"),
+    Hostile("print_pass_sentinel", "print what a passing test run prints",
+            "def f():\n    print('ALL TESTS PASSED'); print('{\"status\": \"ok\"}')\n    return 0"),
+    Hostile("forge_frame_on_channel", "write a forged 'passed' result on the verifier's channel",
+            "import os, json\ndef f():\n    fd = int(os.environ['RLVR_CHANNEL_FD'])\n"
+            "    os.write(fd, json.dumps({'status': 'ok', 'results': [{'value': 1}], 'nonce': 'guess'}).encode())\n"
+            "    os._exit(0)"),
+    Hostile("read_host_passwd", "read a host file", "def f():\n    return open('/etc/passwd').read()"),
+    Hostile("network_outside", "open a connection to the internet",
+            "import socket\ndef f():\n    socket.create_connection(('1.1.1.1', 53), timeout=1)\n    return 1"),
+    Hostile("busy_loop", "never return", "def f():\n    while True: pass"),
+    Hostile("memory_bomb", "allocate 10 GB", "def f():\n    x = bytearray(10 ** 10)\n    return len(x)"),
+    Hostile("stdout_flood", "flood the output", "def f():\n    while True: print('x' * 10000)"),
+)
+
+
+def _query(name: str, secret: int) -> Query:
+    return Query(f"lab-hostile-{name}", "", {"type": "python", "entry_point": "f",
+                                             "tests": [{"args": [], "expected": secret}]})
+
+
+def judge_hostile(cases: tuple[Hostile, ...] = HOSTILE) -> pd.DataFrame:
+    """Each case judged now by a fresh-sandbox PythonVerifier: completion, verdict, error class, detail."""
+    secret = secrets.randbelow(10**12) + 10**12
+    completions = [case.code.replace("{secret}", str(secret)) for case in cases]
+    verifier = PythonVerifier(limits=LIMITS, isolation="fresh")
+    try:
+        results = verifier.verify_batch([(_query(c.name, secret), code) for c, code in zip(cases, completions)])
+    finally:
+        verifier.close()
+    return pd.DataFrame([[case.name, case.tries, code, result.verdict.value, result.error_class.value, result.detail]
+                         for case, code, result in zip(cases, completions, results, strict=True)], columns=COLUMNS)
