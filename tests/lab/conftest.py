@@ -52,3 +52,14 @@ def compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--n", "2", "--num-queries", "4", "--out", str(out), "--quiet"])
     assert code == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def hacked_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real 2-step run against a noisy verifier that passes half of the gold fails (its own folder)."""
+    out = tmp_path_factory.mktemp("lab-hacked") / "noisy"
+    code = main(["train", "--config", SMOKE, "--set", "train.steps=2", "--set", "train.threads=1",
+                 "--set", "reward.fidelity=noisy", "--set", "reward.false_positive_rate=0.5",
+                 "--out", str(out), "--quiet"])
+    assert code == 0
+    return out

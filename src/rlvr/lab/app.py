@@ -21,12 +21,13 @@ from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, es
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
 from rlvr.lab.breaks import COLUMNS as HOSTILE_COLUMNS
-from rlvr.lab.breaks import HOSTILE, judge_hostile
+from rlvr.lab.breaks import HACK_COLUMNS, HOSTILE, hacked_examples, hacked_runs, judge_hostile
 from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
 from rlvr.lab.live import LiveRuns
 from rlvr.lab.paradigms import (COMPARE_COMMAND, compare_frame, compare_summary, estimate_frame, find_compares,
                                 measured_memory_frame, read_compare)
-from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, scan_runs, sweep_command
+from rlvr.lab.runs import (KNOBS, Run, knob_values, measured, pick_runs, read_curves, read_run, scan_runs,
+                           sweep_command)
 
 CURVE_COLUMNS = ["step", "metric", "value"]
 
@@ -260,7 +261,7 @@ def _paradigms_tab(gr: Any, root: Path) -> tuple[Any, list[Any]]:
     return choice, outputs
 
 
-def _breaks_tab(gr: Any) -> None:
+def _breaks_tab(gr: Any, root: Path) -> None:
     gr.Markdown(f"{len(HOSTILE)} completions from the hostile suite (tests/sandbox/test_hostile.py), each answering a "
                 "query whose expected value is a secret drawn on the host at the click: only an attack that "
                 "worked could pass. *Run* judges them now with the real PythonVerifier in a fresh bubblewrap "
@@ -271,6 +272,38 @@ def _breaks_tab(gr: Any) -> None:
                 "its one-line detail. Only the honest control should pass.")
     table = gr.Dataframe(headers=HOSTILE_COLUMNS, label="hostile completions, judged", elem_id="hostile", wrap=True)
     run.click(lambda: judge_hostile(), None, table, api_name="hostile")
+    _hacked_section(gr, root)
+
+
+def hacked_answer(path: str | None) -> tuple[str, pd.DataFrame]:
+    """Counts and the hacked completions of fresh samples from a run's final model (or why there are none)."""
+    run = read_run(Path(path)) if path else None
+    if run is None or not (run.path / "final").is_dir():
+        return ("No finished run chosen. Make one trained against a weakened verifier with `rlvr train --config "
+                "configs/smoke.yaml --set reward.fidelity=noisy --set reward.false_positive_rate=0.5 --out "
+                "runs/noisy`.", pd.DataFrame([], columns=HACK_COLUMNS))
+    counts, frame = hacked_examples(run.path)
+    logged = measured(run)["hacking_rate"][1]
+    text = (f"`{run.path}` (reward.fidelity={run.knobs['fidelity']}): of {counts['sampled']} fresh samples "
+            f"(4 each for its first 8 training queries), the training verifier passed {counts['training passes']}, "
+            f"gold passed {counts['gold passes']}, **{counts['hacked']} hacked** (training pass, gold fail) "
+            f"out of {counts['judged']} both could judge. The run's own final hacking rate: {_pct(logged)}.")
+    return text, frame
+
+
+def _hacked_section(gr: Any, root: Path) -> None:
+    gr.Markdown("### Hacked runs\nRuns trained against a weakened verifier (`reward.fidelity` not gold). The run "
+                "logs only the share `hacking/rate`, not the completions (diagnostics/hacking.py), so *Re-score* "
+                "samples the run's final model again and judges each sample with its training verifier and with "
+                "the gold one (about 10 s on a CPU).")
+    runs = [str(run.path) for run in hacked_runs(scan_runs(root))]
+    choice = gr.Dropdown(choices=runs or [""], value=(runs or [""])[0], label="run with reward.fidelity != gold",
+                         allow_custom_value=True, elem_id="hacked-choice")
+    button = gr.Button("Re-score samples of this run")
+    text = gr.Markdown(elem_id="hacked-answer")
+    gr.Markdown("Completions the training verifier passed and the gold verifier failed, with gold's one-line reason:")
+    table = gr.Dataframe(headers=HACK_COLUMNS, label="hacked completions", elem_id="hacked", wrap=True)
+    button.click(hacked_answer, choice, [text, table], api_name="hacked")
 
 
 def build_app(root: str | Path, live: LiveRuns) -> Any:
@@ -292,7 +325,7 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
         with gr.Tab("Paradigms compared"):
             compare_choice, compare_outputs = _paradigms_tab(gr, root)
         with gr.Tab("Where verifiers break"):
-            _breaks_tab(gr)
+            _breaks_tab(gr, root)
         app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
         app.load(passk_answer, choice, [text, plot])
         app.load(capture_frame, capture, frame)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
+from rlvr.lab.runs import Run
 from rlvr.sandbox import SandboxLimits
 from rlvr.types import Query
 from rlvr.verifiers.python import PythonVerifier
@@ -67,3 +69,49 @@ def judge_hostile(cases: tuple[Hostile, ...] = HOSTILE) -> pd.DataFrame:
         verifier.close()
     return pd.DataFrame([[case.name, case.tries, code, result.verdict.value, result.error_class.value, result.detail]
                          for case, code, result in zip(cases, completions, results, strict=True)], columns=COLUMNS)
+
+
+# --------------------------------------------------------------------------- hacked runs
+
+HACK_COLUMNS = ["query", "completion", "training verifier", "gold verifier", "gold detail"]
+
+
+def hacked_runs(runs: list[Run]) -> list[Run]:
+    """The runs trained against a weakened verifier (reward.fidelity other than gold), finished ones."""
+    return [run for run in runs if run.knobs.get("fidelity") not in ("", "gold") and (run.path / "final").is_dir()]
+
+
+def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+    """Re-score fresh samples of a run's final model with its training verifier and with gold.
+
+    hacking.py logs only shares (hacking/rate), not the completions, so the examples are drawn
+    again: n samples for each of the first `queries` training queries, at the run's temperature.
+    Returns the counts (sampled, judged by both, training passes, gold passes, hacked) and the
+    hacked ones: training verifier passed, gold failed.
+    """
+    import torch
+
+    from rlvr.config import load_config
+    from rlvr.diagnostics.hacking import hacking_counts, training_verifier_for
+    from rlvr.models import load_policy
+    from rlvr.rollout.hf import sample_completions
+    from rlvr.tasks import load_task
+    from rlvr.verifiers import RewardFunction
+
+    run_dir = Path(run_dir)
+    cfg = load_config(run_dir / "config.yaml")
+    train_queries, _ = load_task(cfg.task)
+    model, tokenizer = load_policy(str(run_dir / "final"))
+    torch.manual_seed(seed)
+    batch = sample_completions(model, tokenizer, train_queries[:queries], group_size=n,
+                               temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens)
+    items = [(batch.query_of(i), text) for i, text in enumerate(batch.texts)]
+    weak = RewardFunction({"correctness": 1.0}, verifier_for=training_verifier_for(cfg.reward)).score_batch(items)
+    gold = RewardFunction({"correctness": 1.0}).score_batch(items)
+    hacked, gold_passed, judged = hacking_counts(weak, gold)
+    counts = {"sampled": len(items), "judged": judged, "training passes": sum(w.correct for w in weak),
+              "gold passes": gold_passed, "hacked": hacked}
+    rows = [[query.prompt, text, "pass", "fail", g.results["correctness"].detail]
+            for (query, text), w, g in zip(items, weak, gold, strict=True)
+            if w.reward is not None and g.reward is not None and w.correct and not g.correct]
+    return counts, pd.DataFrame(rows, columns=HACK_COLUMNS)
