@@ -23,9 +23,13 @@ def _pass_at_1(runs_root: Path, beta: str) -> str:
     return f"{100 * measured(read_run(runs_root / 'sweep' / f'beta{beta}'))['pass@1'][1]:.1f}%"
 
 
-def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path, tmp_path: Path) -> None:
+def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path, compare_dir: Path,
+                            tmp_path: Path) -> None:
     root = tmp_path / "runs"
     shutil.copytree(runs_root, root)  # the live run lands here, not among the shared runs
+    (root / "compare").mkdir()  # the comparison's outputs only: its runs would add knob values
+    for name in ("compare.json", "compare.png"):
+        shutil.copy(compare_dir / name, root / "compare" / name)
     app, url = run_lab(root, free_port(), block=False)
     try:
         with playwright.sync_playwright() as p:
@@ -58,9 +62,18 @@ def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path
             playwright.expect(page.frame_locator("#capture-frame").locator("body")).to_contain_text("advantage",
                                                                                                    timeout=30_000)
             page.screenshot(path=str(tmp_path / "one-step.png"), full_page=True)
+            page.get_by_role("tab", name="Paradigms compared").click()
+            playwright.expect(page.locator("#compare-answer")).to_contain_text("grpo, ppo, dpo", timeout=30_000)
+            playwright.expect(page.locator("#paradigm-estimate")).to_contain_text("critic_weights", timeout=30_000)
+            page.screenshot(path=str(tmp_path / "paradigms.png"), full_page=True)
+            page.get_by_role("tab", name="Where verifiers break").click()
+            page.get_by_role("button", name="Run the hostile completions").click()
+            playwright.expect(page.locator("#hostile")).to_contain_text("protocol_violation", timeout=60_000)
+            page.screenshot(path=str(tmp_path / "verifiers.png"), full_page=True)
             browser.close()
     finally:
         app.close()
-    assert all((tmp_path / name).stat().st_size > 10_000 for name in ("knobs-beta0.0.png", "knobs-beta0.04.png", "live.png", "memory.png", "passk.png", "one-step.png"))
+    assert all((tmp_path / name).stat().st_size > 10_000 for name in ("knobs-beta0.0.png", "knobs-beta0.04.png", "live.png", "memory.png", "passk.png", "one-step.png",
+                                                               "paradigms.png", "verifiers.png"))
     [live_run] = [path for path in root.glob("lab-*") if (path / "summary.json").is_file()]
     assert "beta: 0.04" in (live_run / "config.yaml").read_text()

@@ -267,9 +267,9 @@ def _breaks_tab(gr: Any, root: Path) -> None:
                 "worked could pass. *Run* judges them now with the real PythonVerifier in a fresh bubblewrap "
                 "sandbox per completion (2 s wall clock, 1 s CPU, 256 MB each; about 10 s in all).")
     run = gr.Button("Run the hostile completions", variant="primary")
-    gr.Markdown("One row per completion: what it tries, the code, the verdict (pass / fail), the verifier's error "
-                "class (why it failed: wrong_answer, timeout, memory, output_limit, protocol_violation, ...) and "
-                "its one-line detail. Only the honest control should pass.")
+    gr.Markdown("One row per completion: what it tries, the verdict (pass / fail), the verifier's error class (why "
+                "it failed: wrong_answer, timeout, memory, output_limit, protocol_violation, ...), its one-line "
+                "detail and the code. Only the honest control should pass.")
     table = gr.Dataframe(headers=HOSTILE_COLUMNS, label="hostile completions, judged", elem_id="hostile", wrap=True)
     run.click(lambda: judge_hostile(), None, table, api_name="hostile")
     _hacked_section(gr, root)

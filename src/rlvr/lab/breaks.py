@@ -22,7 +22,7 @@ LIMITS = SandboxLimits(wall_s=2.0, cpu_s=1, memory_mb=256, processes=16, file_si
                        tmpfs_mb=16, output_bytes=64 * 1024)
 """The hostile suite's bounds: every case ends within 2 s of wall clock."""
 
-COLUMNS = ["case", "what it tries", "completion", "verdict", "error class", "detail"]
+COLUMNS = ["case", "what it tries", "verdict", "error class", "detail", "completion"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def judge_hostile(cases: tuple[Hostile, ...] = HOSTILE) -> pd.DataFrame:
         results = verifier.verify_batch([(_query(c.name, secret), code) for c, code in zip(cases, completions)])
     finally:
         verifier.close()
-    return pd.DataFrame([[case.name, case.tries, code, result.verdict.value, result.error_class.value, result.detail]
+    return pd.DataFrame([[case.name, case.tries, result.verdict.value, result.error_class.value, result.detail, code]
                          for case, code, result in zip(cases, completions, results, strict=True)], columns=COLUMNS)
 
 
