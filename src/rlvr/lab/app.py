@@ -4,7 +4,7 @@ Knobs -> effects: pick knob values, see the matching run's measured numbers and 
 Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
 Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
 pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
-One step:        a capture.html that `rlvr inspect` wrote, embedded as it is.
+One step:        capture one real update (or pick a capture.html), replay its batch under other algo.* settings.
 Paradigms:       `rlvr compare`'s table and figure, beside the memory estimator for grpo, ppo and dpo.
 Verifiers break: hostile python completions judged by the real PythonVerifier on a click; hacked runs.
 """
@@ -28,6 +28,7 @@ from rlvr.lab.paradigms import (COMPARE_COMMAND, compare_frame, compare_summary,
                                 measured_memory_frame, read_compare)
 from rlvr.lab.runs import (KNOBS, Run, knob_values, measured, pick_runs, read_curves, read_run, scan_runs,
                            sweep_command)
+from rlvr.lab.step import step_controls
 
 CURVE_COLUMNS = ["step", "metric", "value"]
 
@@ -207,13 +208,14 @@ def capture_frame(path: str | None) -> str:
             'style="width: 100%; height: 1200px; border: 0"></iframe>')
 
 
-def _step_tab(gr: Any, root: Path) -> tuple[Any, Any]:
+def _step_tab(gr: Any, root: Path, preset: str | Path) -> tuple[Any, Any]:
     gr.Markdown("One real update opened up, as `rlvr inspect` captured it: queries, the G completions, rewards, "
                 "group mean and std, advantages, ratios, clipping, KL and loss (tokens coloured by advantage; "
                 "schema in docs/inspector.md).")
     captures = [str(p) for p in sorted(root.rglob("capture.html"))] if root.is_dir() else []
     choice = gr.Dropdown(choices=captures or [""], value=(captures or [""])[0], label="capture.html (from `rlvr inspect`)",
                          allow_custom_value=True, elem_id="capture-choice")
+    step_controls(gr, root, preset, choice, [str(run.path) for run in scan_runs(root)])
     frame = gr.HTML(elem_id="capture")
     choice.change(capture_frame, choice, frame, api_name="capture")
     return choice, frame
@@ -321,7 +323,7 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
         with gr.Tab("Compression or new capability?"):
             choice, text, plot = _passk_tab(gr, root)
         with gr.Tab("One step"):
-            capture, frame = _step_tab(gr, root)
+            capture, frame = _step_tab(gr, root, live.preset)
         with gr.Tab("Paradigms compared"):
             compare_choice, compare_outputs = _paradigms_tab(gr, root)
         with gr.Tab("Where verifiers break"):
