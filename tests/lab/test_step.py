@@ -51,7 +51,7 @@ def captured(step_lab) -> Path:
 
 
 def test_capture_button_writes_a_new_capture_and_shows_it(step_lab, captured: Path) -> None:
-    root, client = step_lab
+    _, client = step_lab
     capture = read_capture(captured.with_name("capture.json"))
     assert capture["source"]["kind"] == "config" and capture["source"]["step"] == 1
     frame = client.predict(str(captured), api_name="/capture")
@@ -62,7 +62,7 @@ def test_capture_button_writes_a_new_capture_and_shows_it(step_lab, captured: Pa
 
 def test_replay_with_beta_changed_shows_what_replay_returns(step_lab, trained: Path) -> None:
     _, client = step_lab
-    status, made, _ = client.predict(str(trained), 2, api_name="/inspect")  # resumes the run's checkpoint
+    _, made, _ = client.predict(str(trained), 2, api_name="/inspect")  # resumes the run's checkpoint
     captured = Path(made)
     assert read_capture(captured.with_name("capture.json"))["source"]["policy"] == "checkpoint after step 1"
     text, difference, frame = client.predict(str(captured), 0.2, 0.5, "grpo", "sequence_mean", api_name="/replay")
