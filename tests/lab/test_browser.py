@@ -61,6 +61,10 @@ def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path
             page.get_by_role("tab", name="One step").click()
             playwright.expect(page.frame_locator("#capture-frame").locator("body")).to_contain_text("advantage",
                                                                                                    timeout=30_000)
+            page.locator("#replay-button").click()  # the chosen capture, replayed with the default controls
+            playwright.expect(page.locator("#replay-text")).to_contain_text("gradient norm", timeout=60_000)
+            playwright.expect(page.frame_locator("#replay-frame").locator("body")).to_contain_text("advantage",
+                                                                                                  timeout=30_000)
             page.screenshot(path=str(tmp_path / "one-step.png"), full_page=True)
             page.get_by_role("tab", name="Paradigms compared").click()
             playwright.expect(page.locator("#compare-answer")).to_contain_text("grpo, ppo, dpo", timeout=30_000)
