@@ -33,6 +33,8 @@ class ModelConfig:
     """Policy to train: 'tiny-arith' (the embedded ~0.9M-parameter Llama warmed up on arith), 'tiny-funcsynth' (the same warmed up on funcsynth) or a path to a Hugging Face model directory."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where to train and sample; 'auto' picks CUDA when present."""
+    forward: Literal["auto", "lean", "hf"] = "auto"
+    """lean: plain Llama policies sample and score through rlvr.models.lean (HF's math, each distinct prompt run once; faster on CPU); hf: transformers' forward and generate; auto: lean on CPU, hf on GPU."""
 
 
 @dataclass

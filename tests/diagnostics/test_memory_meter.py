@@ -55,12 +55,14 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded):
 
     from rlvr.diagnostics.memory_estimate import activation_bytes
     from rlvr.diagnostics.memory_model import spec_from_config
+    from rlvr.models.lean import use_forward
     from rlvr.models.logprobs import token_logprobs
 
     config = LlamaConfig(vocab_size=50, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to(dtype)
+    use_forward(model, "hf")  # the formula is HF's forward; rlvr.models.lean shares prompts
     n, prompt_len, completion_len = 3, 5, 7
     prompt_ids, completion_ids = torch.randint(3, 50, (n, prompt_len)), torch.randint(3, 50, (n, completion_len))
     prompt_mask, completion_mask = torch.ones_like(prompt_ids), torch.ones_like(completion_ids)
@@ -81,8 +83,11 @@ SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "
          "rollout.max_new_tokens=16", "optim.micro_batch_size=8"]
 
 
-def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta):
-    cfg = load_config(None, [f"model.name={base_model_dir}", *SMALL, f"algo.algorithm={algorithm}", f"algo.beta={beta}"])
+def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="hf"):
+    # The estimator describes HF's forward (model.forward=hf, the default on GPUs); on the CPU the
+    # default lean forward (rlvr.models.lean) runs each distinct prompt once and holds less.
+    cfg = load_config(None, [f"model.name={base_model_dir}", *SMALL, f"algo.algorithm={algorithm}",
+                             f"algo.beta={beta}", f"model.forward={forward}"])
     trainer = Trainer(cfg, tmp_path)
     metrics = trainer.step(0)
     measured = {k.removeprefix("memory/"): v for k, v in metrics.items() if k.startswith("memory/")}
@@ -113,6 +118,13 @@ def test_estimate_agrees_with_a_real_step_within_ten_percent(base_model_dir, tmp
         got, want = measured.get(name, 0.0), estimated.get(name, 0.0)
         assert abs(got - want) <= 0.10 * max(want, 1.0), f"{name}: measured {got:.0f} B, estimated {want:.0f} B"
     assert (measured["reference_weights"] > 0) == (beta > 0 or algorithm == "dpo")  # beta = 0 holds none (DPO always)
+
+
+def test_lean_forward_saves_less_than_the_hf_estimate_and_reports_its_cache(base_model_dir, tmp_path):
+    measured, estimated = _measured_and_estimated(tmp_path, base_model_dir, "grpo", 0.04, forward="lean")
+    assert 0 < measured["activations"] < 0.95 * estimated["activations"]  # G = 4 rows share each prompt
+    # the lean sampler allocates prompt + max_new_tokens columns up front; HF's cache grows to it
+    assert measured["kv_cache"] >= 0.9 * estimated["kv_cache"]
 
 
 def test_memory_metrics_can_be_turned_off(base_model_dir, tmp_path):

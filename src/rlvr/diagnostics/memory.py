@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from rlvr.models import lean
 from rlvr.diagnostics.memory_estimate import peak_total
 
 
@@ -79,11 +80,13 @@ class SavedTensorCounter:
     @contextmanager
     def counting(self) -> Iterator[SavedTensorCounter]:
         handle = self.model.register_forward_pre_hook(self._new_micro_batch)
+        lean.FORWARD_LISTENERS.append(self._new_micro_batch)  # the lean forward never calls model()
         try:
             with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda tensor: tensor):
                 yield self
         finally:
             handle.remove()
+            lean.FORWARD_LISTENERS.remove(self._new_micro_batch)
             self._new_micro_batch()
             self.current = {}
 
@@ -142,11 +145,16 @@ class MemoryMeter:
             cache = output.get("cache") if hasattr(output, "get") else None  # transformers >= 5 name
             self._record("kv_cache", cache_bytes(cache))
 
+        def lean_cache(size: int) -> None:  # rlvr.models.lean allocates its cache up front
+            self._record("kv_cache", size)
+
         handle = self.policy.register_forward_hook(after_forward)
+        lean.CACHE_LISTENERS.append(lean_cache)
         try:
             yield
         finally:
             handle.remove()
+            lean.CACHE_LISTENERS.remove(lean_cache)
 
     def step_metrics(self) -> dict[str, float]:
         """The `memory/*` metrics of the step since start_step (docs/metrics.md)."""

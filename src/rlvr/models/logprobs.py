@@ -11,6 +11,29 @@ def upcast(logits: torch.Tensor) -> torch.Tensor:
     return logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
 
 
+def completion_logits(
+    model: PreTrainedModel,
+    prompt_ids: torch.Tensor,  # [N, P] left-padded
+    prompt_mask: torch.Tensor,  # [N, P]
+    completion_ids: torch.Tensor,  # [N, T] right-padded
+    completion_mask: torch.Tensor,  # [N, T]
+) -> torch.Tensor:
+    """Raw logits [N, T, V] of the model's prediction of each completion token.
+
+    Plain Llama policies go through rlvr.models.lean (the same math with each distinct prompt run
+    once); any other model through its own HF forward over prompt + completion.
+    """
+    from rlvr.models import lean
+
+    if lean.supports(model):
+        return lean.LeanLlama(model).completion_logits(prompt_ids, prompt_mask, completion_ids)
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # [N, P+T]
+    attention = torch.cat([prompt_mask, completion_mask], dim=1)  # [N, P+T]
+    positions = (attention.cumsum(dim=1) - 1).clamp(min=0)  # [N, P+T]
+    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
+    return logits[:, prompt_ids.shape[1] - 1 : -1]  # [N, T, V]
+
+
 def token_logprobs(
     model: PreTrainedModel,
     prompt_ids: torch.Tensor,  # [N, P] left-padded
@@ -29,11 +52,8 @@ def token_logprobs(
     Returns logp [N, T] (0 on padding) and, if asked, the entropy of each next-token distribution [N, T]
     (detached unless `entropy_grad`, which an entropy bonus in the loss needs).
     """
-    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # [N, P+T]
-    attention = torch.cat([prompt_mask, completion_mask], dim=1)  # [N, P+T]
-    positions = (attention.cumsum(dim=1) - 1).clamp(min=0)  # [N, P+T]
-    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
-    logits = upcast(logits[:, prompt_ids.shape[1] - 1 : -1]) / temperature  # [N, T, V] predicts o_t
+    logits = upcast(completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask))
+    logits = logits / temperature  # [N, T, V] predicts o_t
     logp_all = torch.log_softmax(logits, dim=-1)  # [N, T, V]
     logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
     logp = logp * completion_mask

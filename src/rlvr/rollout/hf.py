@@ -1,4 +1,8 @@
-"""Sampling with Hugging Face `generate`: the CPU path (and a GPU path for small models).
+"""Sampling on the trainer's own model: the CPU path (and a GPU path for small models).
+
+Plain Llama policies on the CPU sample through rlvr.models.lean (each distinct prompt prefilled
+once for its G samples, a preallocated cache, finished rows dropped); others, and model.forward=hf,
+through Hugging Face `generate`. Both return the same RolloutBatch.
 
 The sampling policy's per-token log-probs come back with the samples: `generate` hands us the raw
 logits of every step, and we take log_softmax(logits / temperature) at the sampled token. That is
@@ -12,6 +16,7 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr.models import lean
 from rlvr.models.logprobs import upcast
 from rlvr.types import Query, RolloutBatch
 
@@ -51,6 +56,9 @@ def sample_completions(
 ) -> RolloutBatch:
     """Sample `group_size` completions for each query (query-major order), with their log-probs."""
     device = next(model.parameters()).device
+    if lean.supports(model):
+        return _sample_lean(model, tokenizer, queries, group_size=group_size, max_new_tokens=max_new_tokens,
+                            temperature=temperature, top_p=top_p, greedy=greedy, device=device)
     prompts = [q.prompt for q in queries for _ in range(group_size)]
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device)  # [N, P]
     was_training = model.training
@@ -73,6 +81,24 @@ def sample_completions(
     logits = upcast(torch.stack(out.logits, dim=1))  # [N, T, V] raw, before temperature / top-p
     logp_all = torch.log_softmax(logits / (1.0 if greedy else temperature), dim=-1)  # [N, T, V]
     old_logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
+    return _batch(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
+
+
+def _sample_lean(model, tokenizer, queries, *, group_size, max_new_tokens, temperature, top_p, greedy, device):
+    """rlvr.models.lean's sampler: each distinct prompt prefilled once for its G samples."""
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, [q.prompt for q in queries], device)  # [B, P]
+    completion_ids, old_logp = lean.LeanLlama(model).sample(
+        prompt_ids, prompt_mask, group_size=group_size, max_new_tokens=max_new_tokens,
+        temperature=temperature, top_p=top_p, greedy=greedy,
+        eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
+    )  # [N, T] each
+    prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # [N, P]
+    prompt_mask = prompt_mask.repeat_interleave(group_size, dim=0)
+    return _batch(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
+
+
+def _batch(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp) -> RolloutBatch:
+    """Mask everything after each completion's first EOS and package the samples."""
     mask = completion_mask(completion_ids, tokenizer.eos_token_id)  # [N, T]
     old_logp = old_logp * mask
     completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)

@@ -29,6 +29,7 @@ from rlvr.diagnostics.memory import MemoryMeter
 from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
+from rlvr.models.lean import use_forward
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
 from rlvr.train.distributed import NullLog, world
@@ -128,6 +129,8 @@ class Trainer:
         self.critic = Critic(self.policy, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
         if checkpoint is not None:
             self.policy, _ = load_policy(str(checkpoint), self.device)
+        for model in (self.policy, self.reference):
+            use_forward(model, cfg.model.forward)
         self.optimizer = torch.optim.AdamW(
             self.policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
         )
