@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> dict:
         torch.manual_seed(1)
         probe = trainer.sampler.sample(trainer.eval_queries[:2], group_size=2, max_new_tokens=cfg.rollout.max_new_tokens,
                                        temperature=1.0, top_p=1.0)  # fixed sequences, scored after every update
+        # the rows vLLM itself says it stopped (VLLMSampler.engine_finish_reasons) must end with EOS in the batch
+        engine = list(getattr(trainer.sampler, "engine_finish_reasons", None) or probe.finish_reasons)
         gap0, _, previous = probe_gaps(trainer, probe, torch.zeros_like(probe.old_logp))
         steps = []
         for step in range(args.steps):
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace) -> dict:
             keep = ("loss", "reward", "grad_norm", "time/generate", "time/tis_forward", "time/weight_sync")
             steps.append({"step": step + 1, "probe_gap": gap, "probe_moved": moved,
                           **{k: v for k, v in metrics.items() if k in keep or k.startswith("sampling/")}})
-    stopped = [row for row, reason in enumerate(probe.finish_reasons) if reason == "stop"]
+    stopped = [row for row, reason in enumerate(engine) if reason == "stop"]
     ids = probe.completion_ids
     eos_ok = all(int(ids[r][probe.completion_mask[r].bool()][-1]) == trainer.tokenizer.eos_token_id for r in stopped)
     checks = {

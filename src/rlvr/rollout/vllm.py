@@ -95,6 +95,7 @@ class VLLMSampler:
                             "accelerate/torchrun, or use rollout.backend=hf")
         _single_process_env()
         self.tokenizer, self.device = tokenizer, next(policy.parameters()).device
+        self.engine_finish_reasons: list[str] = []
         self.llm = LLM(
             model=str(policy.name_or_path), dtype=rollout.dtype, seed=seed,
             gpu_memory_utilization=rollout.vllm_gpu_memory_utilization,
@@ -119,6 +120,7 @@ class VLLMSampler:
             [{"prompt_token_ids": ids} for ids in unpadded_rows(prompt_ids, prompt_mask)], params, use_tqdm=False,
         )
         samples = [out.outputs[0] for out in outputs]
+        self.engine_finish_reasons = [str(s.finish_reason) for s in samples]  # vLLM's own, for the GPU check
         token_ids = [list(s.token_ids) for s in samples]
         logprobs = [[_logprob(lp, t) for lp, t in zip(s.logprobs, s.token_ids)] for s in samples]
         batch = assemble_batch(self.tokenizer, queries, group_size, prompt_ids, prompt_mask, token_ids, logprobs)
