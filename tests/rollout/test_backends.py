@@ -5,6 +5,7 @@ import importlib.util
 import math
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ import torch
 from rlvr.config import ConfigError, load_config
 from rlvr.rollout.backends import HFSampler
 from rlvr.rollout.hf import encode_prompts
-from rlvr.rollout.vllm import assemble_batch, unpadded_rows
+from rlvr.rollout.vllm import assemble_batch, completion_logprobs, unpadded_rows
 from rlvr.tasks.arith import make_queries
 from rlvr.train.loop import Trainer
 
@@ -22,15 +23,16 @@ SMALL = ["train.batch_queries=2", "rollout.group_size=4", "task.num_train=20", "
 
 
 @pytest.mark.skipif(not NO_VLLM, reason="this machine has vLLM and a GPU")
-def test_vllm_backend_without_vllm_or_gpu_exits_2_before_loading_a_model():
+def test_vllm_backend_without_vllm_or_gpu_exits_2_before_loading_a_model(tmp_path):
     # model.name points nowhere: had a model been loaded first, the error would be about the model
     done = subprocess.run(
         [sys.executable, "-m", "rlvr.cli", "train", "--set", "rollout.backend=vllm", "--set", "model.name=/nonexistent",
-         "--out", "/tmp/never-written"], capture_output=True, text=True, timeout=120)
+         "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "rollout.backend=vllm" in done.stderr and "rollout.backend=hf" in done.stderr
     assert ("vllm package" in done.stderr) or ("CUDA" in done.stderr)
+    assert not (tmp_path / "run" / "config.yaml").exists()
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -94,3 +96,15 @@ def test_vllm_samples_become_the_hf_batch_layout(random_policy):
     assert unpadded_rows(prompt_ids, prompt_mask)[0] == prompt_ids[0][prompt_mask[0].bool()].tolist()
     with pytest.raises(ValueError, match="one log-prob per token"):
         assemble_batch(tok, queries, 2, prompt_ids, prompt_mask, token_ids, [[-0.5], [-2.0], [], []])
+
+
+def _position(logprobs: dict[int, float]) -> dict:
+    """One position of vLLM's log-probs: token id -> an object with .logprob (vllm's Logprob)."""
+    return {token: SimpleNamespace(logprob=value) for token, value in logprobs.items()}
+
+
+def test_completion_log_probs_are_read_at_prompt_length_plus_t():
+    # vLLM's prompt log-probs of [5, 6 | 7, 8]: entry i is token i given tokens < i, entry 0 is None
+    prompt_logprobs = [None, _position({6: -1.0}), _position({7: -0.5, 3: -2.0}), _position({8: float("nan")})]
+    got = completion_logprobs(prompt_logprobs, prompt_len=2, completion=[7, 8])
+    assert got[0] == -0.5 and math.isnan(got[1])  # NaN (no value): TIS leaves that token uncorrected

@@ -122,7 +122,7 @@ class VLLMSampler:
         samples = [out.outputs[0] for out in outputs]
         self.engine_finish_reasons = [str(s.finish_reason) for s in samples]  # vLLM's own, for the GPU check
         token_ids = [list(s.token_ids) for s in samples]
-        logprobs = [[_logprob(lp, t) for lp, t in zip(s.logprobs, s.token_ids)] for s in samples]
+        logprobs = [[_logprob(lp, t) for lp, t in zip(s.logprobs, s.token_ids)] for s in samples]  # sampled tokens
         batch = assemble_batch(self.tokenizer, queries, group_size, prompt_ids, prompt_mask, token_ids, logprobs)
         return _to_device(batch, self.device)
 
@@ -146,15 +146,22 @@ class VLLMSampler:
         )
         scores = torch.zeros(batch.completion_ids.shape, dtype=torch.float32)  # [N, T]
         for row, (out, p, c) in enumerate(zip(outputs, prompts, completions)):
-            for t, token in enumerate(c):
-                scores[row, t] = _logprob(out.prompt_logprobs[len(p) + t], token)
+            scores[row, : len(c)] = torch.tensor(completion_logprobs(out.prompt_logprobs, len(p), c))
         return scores.to(self.device)
 
 
-def _logprob(position: dict, token: int) -> float:
-    """The log-prob vLLM gives a token at one position; NaN when it gave none (TRL: no correction)."""
+def _logprob(position: dict | None, token: int) -> float:
+    """The log-prob vLLM gives a token at one position (a {token id: Logprob} dict); NaN when it
+    gave none, which TIS then leaves uncorrected (as TRL)."""
     value = position[token].logprob if position and token in position else float("nan")
     return float("nan") if math.isnan(value) else value
+
+
+def completion_logprobs(prompt_logprobs: list[dict | None], prompt_len: int, completion: list[int]) -> list[float]:
+    """Log-probs of the completion tokens from vLLM's prompt log-probs of prompt + completion: entry i
+    is token i's given tokens < i (entry 0, the first token's, is None), so completion token t is at
+    prompt_len + t."""
+    return [_logprob(prompt_logprobs[prompt_len + t], token) for t, token in enumerate(completion)]
 
 
 def _to_device(batch: RolloutBatch, device: torch.device) -> RolloutBatch:
