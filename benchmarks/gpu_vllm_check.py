@@ -2,8 +2,7 @@
 and the weight sync verified after every update. It installs nothing; on a CUDA machine:
 
     python -m venv /tmp/vllm-venv
-    /tmp/vllm-venv/bin/pip install vllm            # brings the CUDA torch it was built against
-    /tmp/vllm-venv/bin/pip install -e .            # rlvr itself, from the repository root
+    /tmp/vllm-venv/bin/pip install -e '.[vllm]'    # rlvr + vllm>=0.22,<=0.31 (TRL 1.16's range), its CUDA torch
     /tmp/vllm-venv/bin/python benchmarks/gpu_vllm_check.py --out gpu_vllm_check.json
 
 What it measures (all written to --out as JSON; exit 0 when every check holds, 1 otherwise):
