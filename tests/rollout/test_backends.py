@@ -38,7 +38,7 @@ def test_vllm_backend_without_vllm_or_gpu_exits_2_before_loading_a_model(tmp_pat
 @pytest.mark.parametrize("overrides, message", [
     (["rollout.backend=vllm", "model.device=cpu"], "model.device=cpu"),
     (["algo.tis_cap=-1"], "algo.tis_cap must be >= 0"),
-    (["algo.tis_cap=2", "algo.algorithm=gspo"], "algo.tis_cap applies per-token weights"),
+    (["algo.tis_cap=2", "algo.algorithm=gspo"], "algo.tis_cap is not available with algo.algorithm=gspo"),
     (["rollout.vllm_gpu_memory_utilization=0"], "vllm_gpu_memory_utilization"),
     (["rollout.dtype=float16"], "rollout.dtype must be one of float32, bfloat16"),
 ])

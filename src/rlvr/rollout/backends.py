@@ -89,7 +89,8 @@ def make_sampler(rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: Pre
 
 
 TIS_ALGORITHMS = ("grpo", "rloo", "reinforce_pp")
-"""Algorithms whose loss takes per-token advantages, the form TIS is applied in (algos/tis.py)."""
+"""Algorithms whose step applies TIS: GRPO's per-token loss, fed weighted per-token advantages (algos/tis.py).
+gspo takes one advantage per sequence; ppo and dpo run their own steps (train/ppo.py, train/dpo.py)."""
 
 
 def sampling_problem(cfg: RunConfig) -> str | None:
@@ -99,8 +100,8 @@ def sampling_problem(cfg: RunConfig) -> str | None:
     if not 0 < r.vllm_gpu_memory_utilization <= 1:
         return f"rollout.vllm_gpu_memory_utilization must be in (0, 1] (got {r.vllm_gpu_memory_utilization})"
     if cap > 0 and cfg.algo.algorithm not in TIS_ALGORITHMS:
-        return (f"algo.tis_cap applies per-token weights, which algo.algorithm={cfg.algo.algorithm} does not take; "
-                f"use one of {', '.join(TIS_ALGORITHMS)}, or algo.tis_cap=0")
+        return (f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
+                f"sampling is built into the step of {', '.join(TIS_ALGORITHMS)} only); use one of those, or algo.tis_cap=0")
     if r.backend != "vllm":
         return None
     if cfg.model.device == "cpu":
