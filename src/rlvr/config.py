@@ -85,6 +85,12 @@ class RolloutConfig:
     """Sampling temperature; the trainer scales logits by the same value, so ratios start at 1."""
     top_p: float = 1.0
     """Nucleus sampling mass (1.0 = off). Log-probs are of the untruncated tempered policy."""
+    backend: Literal["hf", "vllm"] = "hf"
+    """Sampler: hf (transformers generate, CPU or GPU) or vllm (a colocated vLLM engine on the trainer's GPU, weights synced after every update; needs vllm and CUDA); docs/integrations.md."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Precision of the sampler: float32 samples with the policy itself; bfloat16 with a bf16 copy re-synced after every update (a real sampler/trainer mismatch, see algo.tis_cap)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """backend=vllm: share of GPU memory vLLM may take for weights and KV cache; the trainer needs the rest (TRL's colocate default)."""
 
 
 @dataclass
@@ -150,6 +156,8 @@ class AlgoConfig:
     """dpo: beta of DPO eq. 7, the inverse temperature of the implicit reward beta*log(pi/pi_ref) (the paper's and TRL's 0.1); dpo ignores the KL weight algo.beta."""
     dpo_pairs_per_group: int = 0
     """dpo: most (pass, fail) pairs per query group; 0 = min(#pass, #fail), each completion in at most one pair."""
+    tis_cap: float = 0.0
+    """Truncated importance sampling for the sampler/trainer mismatch (Yao et al. 2025; TRL's vllm_importance_sampling_correction): weight each token by min(pi_old/pi_sampler, tis_cap); 0 = off; TRL 1.16 defaults to 3, its older vllm_importance_sampling_cap to 2 (docs/algorithms.md)."""
 
 
 @dataclass
@@ -361,6 +369,12 @@ def _fidelity(cfg: RunConfig) -> str | None:
     return None
 
 
+def _sampling(cfg: RunConfig) -> str | None:
+    from rlvr.rollout.backends import sampling_problem  # stdlib only until backend=vllm is asked for
+
+    return sampling_problem(cfg)
+
+
 _CHECKS = [
     _group_size,
     _positive("rollout", "max_new_tokens"),
@@ -403,6 +417,8 @@ _CHECKS = [
     _positive("ppo", "critic_lr"),
     _non_negative("ppo", "critic_weight_decay"),
     _fidelity,
+    _non_negative("algo", "tis_cap"),
+    _sampling,
 ]
 
 

@@ -17,6 +17,7 @@ from rlvr.algos.gspo import gspo_loss, sequence_ratio
 from rlvr.algos.common import entropy_bonus_loss
 from rlvr.algos.kl import KL_ESTIMATORS, kl_in_reward_advantages, kl_k1, kl_k2, kl_k3
 from rlvr.algos.registry import ALGORITHMS, Algorithm, PreferenceAlgorithm
+from rlvr.algos.tis import tis_advantages, tis_weights
 
 __all__ = [
     "ALGORITHMS",
@@ -49,4 +50,6 @@ __all__ = [
     "overlong_penalty",
     "token_rewards",
     "whiten",
+    "tis_advantages",
+    "tis_weights",
 ]

@@ -30,6 +30,7 @@ from rlvr.errors import UserError
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
+from rlvr.rollout.backends import make_sampler
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
 from rlvr.train.distributed import NullLog, world
@@ -38,6 +39,7 @@ from rlvr.train.exploration import ExplorationTracker
 from rlvr.train.metrics import MetricsLog
 from rlvr.train.ppo import Critic, ppo_step
 from rlvr.train.rollouts import collect_rollouts, loss_mask
+from rlvr.train.tis import tis_correction
 from rlvr.train.update import accumulate_policy_gradient, optimizer_step, reference_logprobs
 from rlvr.types import Query, RolloutBatch
 from rlvr.verifiers import RewardFunction, ScoredCompletion
@@ -131,6 +133,7 @@ class Trainer:
             self.policy, _ = load_policy(str(checkpoint), self.device)
         for model in (self.policy, self.reference):
             use_forward(model, cfg.model.forward)
+        self.sampler = make_sampler(cfg.rollout, self.policy, self.tokenizer, seed=cfg.train.seed)  # rollout.backend
         self.optimizer = torch.optim.AdamW(
             self.policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
         )
@@ -166,7 +169,14 @@ class Trainer:
         return self.cfg.optim.lr * min(1.0, (step + 1) / warmup) if warmup else self.cfg.optim.lr
 
     def step(self, step: int) -> dict[str, float]:
-        """One step of the configured algorithm (GRPO by default); returns its metrics."""
+        """One step of the configured algorithm (GRPO by default); returns its metrics. Afterwards
+        the sampler holds the updated weights, for the next step's rollouts."""
+        metrics = self._step(step)
+        start = time.perf_counter()
+        self.sampler.sync_weights(self.policy)
+        return metrics | {"time/weight_sync": time.perf_counter() - start}
+
+    def _step(self, step: int) -> dict[str, float]:
         if self.critic is not None:
             return ppo_step(self, step)  # actor-critic: GAE advantages and a value update (train/ppo.py)
         if self.cfg.algo.algorithm in OWN_STEPS:
@@ -186,6 +196,7 @@ class Trainer:
         if ref_logp is not None and cfg.algo.kl_placement == "reward":
             kl = KL_ESTIMATORS[cfg.algo.kl_estimator](batch.old_logp, ref_logp)  # [N, T] at sampling time
             advantages = kl_in_reward_advantages(advantages, kl, batch.completion_mask, beta=cfg.algo.beta)  # [N, T]
+        batch, advantages, tis = tis_correction(self, batch, advantages, timer)  # algo.tis_cap (train/tis.py)
         for group in self.optimizer.param_groups:
             group["lr"] = self._learning_rate(step)
         for _ in range(cfg.algo.num_iterations):
@@ -204,6 +215,7 @@ class Trainer:
         return self.dist.reduce_metrics({
             **rollout_metrics(batch, scored, rewards),
             **rollouts.metrics,
+            **tis,
             **hacking,
             "reward_std": float(adv_stats["group_std"].mean()),  # mean within-group std, as TRL
             "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),

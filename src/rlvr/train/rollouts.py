@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlvr.algos import groups_with_signal, overlong_filter_mask, overlong_penalty
-from rlvr.rollout.hf import sample_completions
 from rlvr.types import Query, RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
@@ -82,8 +81,8 @@ def sample_round(trainer: Trainer, queries: list[Query], timer: Timer) -> Rollou
 
     cfg = trainer.cfg
     with timer.phase("generate"), trainer.memory.rollout():
-        batch = sample_completions(
-            trainer.policy, trainer.tokenizer, queries, group_size=cfg.rollout.group_size,
+        batch = trainer.sampler.sample(  # rollout.backend: rollout/backends.py
+            queries, group_size=cfg.rollout.group_size,
             max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
             top_p=cfg.rollout.top_p,
         )
