@@ -30,7 +30,6 @@ from typing import Any
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import extract_code
 from rlvr.verifiers.sandboxed import SandboxedVerifier, fail, raised_before_tests
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("pytest_driver.py").read_bytes()
@@ -98,14 +97,10 @@ class PytestVerifier(SandboxedVerifier):
         self.partial_credit = partial_credit
 
     def _verify(self, query: Query, completion: str) -> VerifierResult:
-        try:
-            criteria = PytestCriteria.from_dict(query.verifier)
-        except ValueError as error:
-            detail = f"query {query.id!r} has bad pytest criteria: {error}"
-            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        code = extract_code(completion, "python")
-        if not code.strip():
-            return fail(ErrorClass.NO_ANSWER, "no code in completion")
+        prepared = self._criteria_and_code(query, completion, PytestCriteria.from_dict, "python")
+        if isinstance(prepared, VerifierResult):
+            return prepared
+        criteria, code = prepared
         nonce = secrets.token_hex(16)
         files = {"/sandbox/driver.py": DRIVER, "/sandbox/solution.py": code.encode("utf-8", "replace"),
                  "/sandbox/tests.py": criteria.test_code.encode(),

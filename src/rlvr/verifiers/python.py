@@ -31,7 +31,6 @@ from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untr
 from rlvr.sandbox.pool import PoolJob, SandboxPool
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import extract_code
 from rlvr.verifiers.sandboxed import SandboxedVerifier, fail, raised_before_tests
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("python_driver.py").read_bytes()
@@ -147,14 +146,10 @@ class PythonVerifier(SandboxedVerifier):
 
     def _prepare(self, query: Query, completion: str) -> tuple[PythonCriteria, str, dict[str, str]] | VerifierResult:
         """(criteria, nonce, files for the sandbox), or the result when there is nothing to run."""
-        try:
-            criteria = PythonCriteria.from_dict(query.verifier)
-        except ValueError as error:
-            detail = f"query {query.id!r} has bad python criteria: {error}"
-            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        code = extract_code(completion, "python")
-        if not code.strip():
-            return fail(ErrorClass.NO_ANSWER, "no code in completion")
+        prepared = self._criteria_and_code(query, completion, PythonCriteria.from_dict, "python")
+        if isinstance(prepared, VerifierResult):
+            return prepared
+        criteria, code = prepared
         nonce = secrets.token_hex(16)
         job = {"nonce": nonce, "entry_point": criteria.entry_point,
                "args": [json.dumps(test["args"]) for test in criteria.tests]}  # inputs only, never "expected"

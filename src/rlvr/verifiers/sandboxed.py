@@ -12,12 +12,15 @@ import json
 import signal
 import time
 from abc import abstractmethod
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from rlvr.sandbox import SandboxLimits, SandboxRun
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier
+from rlvr.verifiers.base import BaseVerifier, extract_code
+
+Criteria = TypeVar("Criteria")
 
 
 def fail(error_class: ErrorClass, detail: str, tests: list[TestOutcome] | None = None) -> VerifierResult:
@@ -66,6 +69,20 @@ class SandboxedVerifier(BaseVerifier):
         if broken is not None:
             return [VerifierResult(broken.verdict, 0.0, broken.error_class, broken.detail) for _ in items]
         return self._verify_many(items)
+
+    def _criteria_and_code(self, query: Query, completion: str, parse: Callable[[dict[str, Any]], Criteria],
+                           language: str) -> tuple[Criteria, str] | VerifierResult:
+        """(criteria, code) to run, or the result that decides without a run: a row whose criteria do
+        not parse is the dataset's fault (``error``), a completion with no code is ``no_answer``."""
+        try:
+            criteria = parse(query.verifier)
+        except ValueError as error:
+            detail = f"query {query.id!r} has bad {self.name} criteria: {error}"
+            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+        code = extract_code(completion, language)
+        if not code.strip():
+            return fail(ErrorClass.NO_ANSWER, "no code in completion")
+        return criteria, code
 
     def _frame_or_failure(self, run: SandboxRun, nonce: str) -> tuple[dict[str, Any], VerifierResult | None]:
         """The driver's result frame, or the failure that decides the verdict before any result is read:

@@ -34,7 +34,6 @@ from typing import Any
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import extract_code
 from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("stdio_driver.py").read_bytes()
@@ -133,14 +132,10 @@ class StdioVerifier(SandboxedVerifier):
     # --- shared ---------------------------------------------------------------------------------
 
     def _verify(self, query: Query, completion: str) -> VerifierResult:
-        try:
-            criteria = self.criteria(query.verifier)
-        except ValueError as error:
-            detail = f"query {query.id!r} has bad {self.name} criteria: {error}"
-            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        code = extract_code(completion, self.language)
-        if not code.strip():
-            return fail(ErrorClass.NO_ANSWER, "no code in completion")
+        prepared = self._criteria_and_code(query, completion, self.criteria, self.language)
+        if isinstance(prepared, VerifierResult):
+            return prepared
+        criteria, code = prepared
         nonce = secrets.token_hex(16)
         try:
             program = self.program(criteria, code)
