@@ -12,24 +12,27 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     exit 2
 fi
 
-if ! command -v bwrap >/dev/null 2>&1; then
+# apt_install PKG WHAT FOR IF_FAILED: install a missing system package with apt-get when running as
+# root, else say how to; never fatal, since only some parts need it. WHAT says what PKG is, FOR what
+# needs it, IF_FAILED what happens without it.
+apt_install() {
+    local pkg=$1 what=$2 for_what=$3 if_failed=$4
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "setup: installing bubblewrap (the sandbox for code verifiers)"
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) ||
-            echo "setup: warning: could not install bubblewrap; code verifiers will refuse to run" >&2
+        echo "setup: installing $pkg ($what)"
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null) ||
+            echo "setup: warning: could not install $pkg; $if_failed" >&2
     else
-        echo "setup: note: bubblewrap is missing; install it (e.g. 'sudo apt-get install bubblewrap') for code verifiers" >&2
+        echo "setup: note: $pkg is missing; install it (e.g. 'sudo apt-get install $pkg') for $for_what" >&2
     fi
+}
+
+if ! command -v bwrap >/dev/null 2>&1; then
+    apt_install bubblewrap "the sandbox for code verifiers" "code verifiers" "code verifiers will refuse to run"
 fi
 
 if ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "setup: installing chromium (headless browser for the lab's browser tests)"
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ||
-            echo "setup: warning: could not install chromium; the lab's browser test will be skipped" >&2
-    else
-        echo "setup: note: chromium is missing; install it (e.g. 'sudo apt-get install chromium') for the lab's browser test" >&2
-    fi
+    apt_install chromium "headless browser for the lab's browser tests" "the lab's browser test" \
+        "the lab's browser test will be skipped"
 fi
 
 if [ ! -x .venv/bin/python ]; then
