@@ -156,7 +156,7 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
                "--set", "train.threads=1", "--out", str(out)]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
                           check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # one run directory, no second one
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [line for line in lines if "loss" in line]

@@ -1,19 +1,20 @@
 """A lean forward pass for plain Llama policies, shaped for what RL does with a policy.
 
-The math is transformers' LlamaForCausalLM, op for op (RMSNorm in float32, RoPE from the model's
-own rotary module, scaled-dot-product causal attention, SwiGLU MLP, tied or untied head), run on
-the HF model's own parameters: nothing is copied, so gradients land in the same `.grad` and the
+The math is transformers' LlamaForCausalLM, op for op (RMSNorm in float32 or wider, RoPE from
+the model's own rotary module, scaled-dot-product causal attention, SwiGLU MLP, tied or untied
+head), run on the HF model's own parameters: nothing is copied, so gradients land in the same `.grad` and the
 optimizer, checkpoints and the frozen reference are untouched. What differs is the shape of the
 work, because RL scores and samples G completions of each prompt:
 
-- Scoring (`completion_logprobs`): each distinct prompt of a micro-batch runs through the layers
+- Scoring (`completion_logits`): each distinct prompt of a micro-batch runs through the layers
   once, and its keys and values are gathered for every completion of it (autograd flows back
-  through the gather). With G = 8 that removes 7/8 of the prompt tokens' compute from the
-  reference pass and from the policy's forward and backward.
+  through the gather). When all G = 8 completions of a prompt share a micro-batch, that removes
+  7/8 of its prompt tokens' compute from the reference pass and the policy's forward/backward.
+  The last completion token predicts nothing that is scored, so it is not fed.
 - Sampling (`sample`): each distinct prompt is prefilled once and its cache shared by its G
-  samples; decoding writes into a preallocated cache and does no per-step framework work
-  (HF `generate` spends most of a tiny model's decode step in logits processors, cache objects
-  and mask building, not in matmuls).
+  samples; decoding writes into a preallocated cache, attends with plain matmuls for the single
+  new query, and stops computing rows that have finished (no cache objects, logits processors or
+  per-step mask building as in HF `generate`). benchmarks/README.md has the measured effect.
 
 Only plain Llama configs take this path (`supports`); anything else, or `model.forward: hf`,
 uses HF's forward and `generate`. tests/models/test_lean.py checks logits, log-probs, gradients
@@ -31,7 +32,7 @@ from transformers import PreTrainedModel
 
 from rlvr.models.logprobs import upcast
 
-HF_FORWARD_ATTR = "rlvr_forward"
+FORWARD_ATTR = "rlvr_forward"
 """Model attribute holding config model.forward: "auto" (the default), "lean" or "hf"."""
 
 CACHE_LISTENERS: list[Callable[[int], None]] = []
@@ -43,14 +44,14 @@ FORWARD_LISTENERS: list[Callable[[], None]] = []
 def use_forward(model: PreTrainedModel | None, forward: str) -> None:
     """Choose this module ("lean"), HF's own forward ("hf") or "auto" for `model` (model.forward)."""
     if model is not None:
-        setattr(model, HF_FORWARD_ATTR, forward)
+        setattr(model, FORWARD_ATTR, forward)
 
 
 def supports(model: PreTrainedModel) -> bool:
     """True when `model` should take this path: a plain Llama whose forward this module reproduces
     exactly, set to "lean", or left at "auto" and on the CPU (on a GPU, HF's forward with its fused
     attention kernels is the better default, and the one `rlvr memory` describes)."""
-    choice = getattr(model, HF_FORWARD_ATTR, "auto")
+    choice = getattr(model, FORWARD_ATTR, "auto")
     if choice == "hf" or (choice == "auto" and model.device.type != "cpu"):
         return False
     c = model.config
