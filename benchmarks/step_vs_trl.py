@@ -350,9 +350,11 @@ def progress(rec: Recorder, side: str) -> None:
 def run(s: Settings, workdir: Path) -> Recorder:
     rec = Recorder()
     rlvr = build_rlvr(s, workdir / "rlvr")
-    # The math verifier starts its worker processes (seconds) on the first non-integer answer. Start
-    # them now, outside any timing; both sides then share the warm pool through one RewardFunction.
-    rlvr.reward_fn.score_batch([(rlvr.train_queries[0], "<answer>1/2</answer>")])
+    # The math verifier starts its worker processes (seconds) on the first answer it cannot judge
+    # exactly in-process (integers and fractions it can). Start them now with a surd, outside any
+    # timing; both sides then share the warm pool through one RewardFunction.
+    rlvr.reward_fn.score_batch([(rlvr.train_queries[0], "<answer>\\sqrt{2}</answer>")])
+    assert rlvr.reward_fn._verifier_for("math").pool.started, "the math-verify workers did not start"
     plan = make_plan(s.rounds, s.steps)
     next_step = iter(range(0, 10**9, s.steps))
 
