@@ -72,7 +72,6 @@ class Prefix:
     keys: list[torch.Tensor]  # per layer [u, kv_heads, p, d]
     values: list[torch.Tensor]  # per layer [u, kv_heads, p, d]
     last_hidden: torch.Tensor  # [u, hidden] before the final norm
-    mask: torch.Tensor  # [u, p] 1 on real prompt tokens (left-padded)
 
 
 class LeanLlama:
@@ -164,7 +163,7 @@ class LeanLlama:
             x = x + self._mlp(layer, self._norm(x, layer.post_attention_layernorm.weight))
             keys.append(k)
             values.append(v)
-        return Prefix(keys, values, x[:, -1], mask)
+        return Prefix(keys, values, x[:, -1])
 
     # ------------------------------------------------------------------ scoring
 
@@ -224,6 +223,7 @@ class LeanLlama:
             visible=torch.zeros(n, 1, 1, p + t_max, dtype=torch.bool, device=device),
             position=prompt_mask.sum(dim=1).repeat_interleave(g)[:, None],  # [n, 1]
             hidden=pre.last_hidden.repeat_interleave(g, dim=0),  # [n, hidden]
+            done=torch.zeros(n, dtype=torch.bool, device=device),
         )
         state.visible[:, 0, 0, :p] = prompt_mask.bool().repeat_interleave(g, dim=0)
         for listener in CACHE_LISTENERS:
@@ -234,24 +234,22 @@ class LeanLlama:
         width = t_max
         for step in range(t_max):
             token, logp = _draw(upcast(self.logits(state.hidden)), temperature, top_p, greedy)  # [m]
-            tokens[state.rows, step] = token
-            logps[state.rows, step] = logp
-            finished = (token == eos_id) | (state.rows == n)  # [m] n marks rows finished earlier
-            if bool(finished.all()) or step == t_max - 1:
+            live = ~state.done  # rows finished earlier are decoded on until dropped, never written out
+            tokens[state.rows[live], step] = token[live]
+            logps[state.rows[live], step] = logp[live]
+            state.done = state.done | (token == eos_id)  # [m]
+            if bool(state.done.all()) or step == t_max - 1:
                 width = step + 1
                 break
-            if 2 * int(finished.sum()) >= len(finished):
-                state = state.keep(~finished)
-                token = token[~finished]
-            elif bool(finished.any()):
-                token = token.masked_fill(finished, pad_id)  # decoded on, never written out
-                state.rows = state.rows.masked_fill(finished, n)  # a scratch row past the end
-                tokens, logps = _with_scratch_row(tokens, logps, n)
+            token = token.masked_fill(state.done, pad_id)
+            if 2 * int(state.done.sum()) >= len(token):
+                alive = ~state.done
+                state, token = state.keep(alive), token[alive]
             column = p + step
             state.visible[:, 0, 0, column] = True
             state.hidden = self._decode(token, state.position + step, column, state,
                                         state.visible[..., : column + 1])
-        return tokens[:n, :width], logps[:n, :width]
+        return tokens[:, :width], logps[:, :width]
 
     def _cache(self, prefix: torch.Tensor, group_size: int, max_new_tokens: int) -> torch.Tensor:
         """A prompt's keys or values [u, kv, p, d], repeated for its samples, with room for T more."""
@@ -283,18 +281,12 @@ class _DecodeState:
     visible: torch.Tensor  # [m, 1, 1, p + T] which cache columns each row attends to
     position: torch.Tensor  # [m, 1] position of the first completion token
     hidden: torch.Tensor  # [m, hidden] the state that predicts the next token
+    done: torch.Tensor  # [m] the row has emitted EOS
 
     def keep(self, alive: torch.Tensor) -> _DecodeState:
         return _DecodeState(self.rows[alive], [c[alive] for c in self.caches],
                             [c[alive] for c in self.value_caches], self.visible[alive],
-                            self.position[alive], self.hidden[alive])
-
-
-def _with_scratch_row(tokens: torch.Tensor, logps: torch.Tensor, n: int):
-    """Give the outputs one extra row (index n) where finished rows still being decoded write."""
-    if tokens.shape[0] > n:
-        return tokens, logps
-    return (torch.cat([tokens, tokens[:1]]), torch.cat([logps, logps[:1]]))
+                            self.position[alive], self.hidden[alive], self.done[alive])
 
 
 def _draw(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool):
