@@ -81,7 +81,7 @@ def sample_completions(
     logits = upcast(torch.stack(out.logits, dim=1))  # [N, T, V] raw, before temperature / top-p
     logp_all = torch.log_softmax(logits / (1.0 if greedy else temperature), dim=-1)  # [N, T, V]
     old_logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
-    return _batch(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
+    return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
 
 
 def _sample_lean(model, tokenizer, queries, *, group_size, max_new_tokens, temperature, top_p, greedy, device):
@@ -94,12 +94,17 @@ def _sample_lean(model, tokenizer, queries, *, group_size, max_new_tokens, tempe
     )  # [N, T] each
     prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # [N, P]
     prompt_mask = prompt_mask.repeat_interleave(group_size, dim=0)
-    return _batch(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
+    return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
 
 
-def _batch(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp) -> RolloutBatch:
-    """Mask everything after each completion's first EOS and package the samples."""
+def package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp,
+                    filled: torch.Tensor | None = None) -> RolloutBatch:
+    """Mask everything after each completion's first EOS and package the samples as a RolloutBatch.
+    `filled` [N, T] marks the positions a sampler actually returned, for samplers whose rows come
+    back ragged and were padded here (rollout/vllm.py); by default every position was sampled."""
     mask = completion_mask(completion_ids, tokenizer.eos_token_id)  # [N, T]
+    if filled is not None:
+        mask = mask * filled
     old_logp = old_logp * mask
     completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
     finished = (completion_ids == tokenizer.eos_token_id).any(dim=1)  # [N]

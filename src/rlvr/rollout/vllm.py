@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlvr.errors import UserError
-from rlvr.rollout.hf import completion_mask, encode_prompts
+from rlvr.rollout.hf import encode_prompts, package_samples
 from rlvr.types import Query, RolloutBatch
 
 if TYPE_CHECKING:
@@ -55,16 +55,8 @@ def assemble_batch(
         completion_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
         old_logp[row, : len(lps)] = torch.tensor(lps, dtype=torch.float32)
     filled = torch.arange(width)[None, :] < torch.tensor([len(ids) for ids in token_ids])[:, None]  # [N, T]
-    mask = completion_mask(completion_ids, tokenizer.eos_token_id) * filled  # [N, T]
-    completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
-    old_logp = old_logp * mask
-    finished = (completion_ids == tokenizer.eos_token_id).any(dim=1)  # [N]
-    return RolloutBatch(
-        queries=list(queries), group_size=group_size, prompt_ids=prompt_ids, prompt_mask=prompt_mask,
-        completion_ids=completion_ids, completion_mask=mask, old_logp=old_logp,
-        texts=tokenizer.batch_decode(completion_ids, skip_special_tokens=True),
-        finish_reasons=["stop" if f else "length" for f in finished.tolist()],
-    )
+    return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp,
+                           filled=filled.long())
 
 
 def unpadded_rows(ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
