@@ -125,6 +125,10 @@ class Recorder:
     records: list[StepRecord] = field(default_factory=list)
     trl_gaps_s: list[float] = field(default_factory=list)
     """Time between a TRL on_step_end and the next on_step_begin, when no rlvr block ran between."""
+    matmul: dict[str, MatmulCount] = field(default_factory=dict)
+    """Per side: the matrix-multiply work of one extra, untimed step, counted by torch.profiler."""
+    gemm_peak_gflops: float | None = None
+    """This machine's float32 GEMM rate, measured after the steps (gemm_peak_gflops)."""
 
     def add(self, side: str, round_: int, index: int, probe: CpuProbe, generate_s: float,
             mean_length: float, clipped_ratio: float, phases: dict[str, float] | None = None) -> None:
@@ -197,6 +201,57 @@ def resolve_model(path: str | None, workdir: Path) -> tuple[str, str]:
     return str(target), "random tiny Llama, TinyArch() defaults (shipped base not present)"
 
 
+# --------------------------------------------------------------------------- matmul work
+
+
+@dataclass
+class MatmulCount:
+    """The matrix multiplies of one step, as torch.profiler counts them (`with_flops`), which is
+    where a transformer's arithmetic is. Attention kernels are not counted (at these lengths their
+    arithmetic is small) and neither are element-wise ops."""
+
+    gflop: float
+    """Billions of floating-point operations in the step's matrix multiplies."""
+    calls: int
+    """How many matrix-multiply calls they took."""
+    self_s: float
+    """CPU time inside those calls (profiled, so a little inflated)."""
+
+
+MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm"}
+"""The leaf matrix-multiply ops (aten::linear and aten::matmul dispatch to these)."""
+
+
+class MatmulCounter:
+    """Profiles the code between `start()` and `stop()`: one step, outside every timing."""
+
+    def start(self) -> None:
+        self.profile = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_flops=True)
+        self.profile.__enter__()
+
+    def stop(self) -> MatmulCount:
+        self.profile.__exit__(None, None, None)
+        counted = [e for e in self.profile.key_averages() if e.key in MATMUL_OPS]
+        return MatmulCount(gflop=sum(e.flops for e in counted) / 1e9, calls=sum(e.count for e in counted),
+                           self_s=sum(e.self_cpu_time_total for e in counted) / 1e6)
+
+
+def gemm_peak_gflops(rounds: int = 5) -> float:
+    """This machine's float32 GEMM rate now, at the torch thread count in use: the best of a
+    transformer-layer shape ([2048x128]x[128x384]) and a square 1024^3 product."""
+    best = 0.0
+    for m, k, n in [(2048, 128, 384), (1024, 1024, 1024)]:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        reps = max(3, int(2e9 / (2 * m * k * n)))  # about 2 GFLOP per timing
+        a @ b
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(reps):
+                a @ b
+            best = max(best, 2 * m * k * n * reps / (time.perf_counter() - start) / 1e9)
+    return best
+
+
 # --------------------------------------------------------------------------- rlvr side
 
 
@@ -261,7 +316,7 @@ class TrlSide:
             loss_type="grpo", scale_rewards="group", use_bias_correction_kl=False,
             mask_truncated_completions=False, learning_rate=s.lr, lr_scheduler_type="constant",
             warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, optim="adamw_torch",
-            gradient_checkpointing=False, max_steps=s.rounds * s.steps,
+            gradient_checkpointing=False, max_steps=s.rounds * s.steps + 1,  # + 1 counted, untimed
             logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none",
             disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False,
             log_completions=False,
@@ -289,7 +344,8 @@ class TrlSide:
 
 
 class Interleave(TrainerCallback):
-    """Times each TRL optimizer step and runs rlvr's blocks between TRL's blocks, per the plan."""
+    """Times each TRL optimizer step and runs rlvr's blocks between TRL's blocks, per the plan.
+    The step after the plan is TRL's counted one: profiled for its matrix multiplies, not timed."""
 
     def __init__(self, plan: list[tuple[str, int]], run_rlvr: Callable[[int], None], rec: Recorder):
         self.plan, self.run_rlvr, self.rec = list(plan), run_rlvr, rec
@@ -307,11 +363,18 @@ class Interleave(TrainerCallback):
         self.run_due_rlvr_blocks()
 
     def on_step_begin(self, args, state, control, **kwargs):
+        if self.block == len(self.plan):
+            self.counter = MatmulCounter()
+            self.counter.start()
+            return
         self.probe.start()
         if self.last_end is not None:
             self.rec.trl_gaps_s.append(self.probe.wall0 - self.last_end)
 
     def on_step_end(self, args, state, control, **kwargs):
+        if self.block == len(self.plan):
+            self.rec.matmul["trl"] = self.counter.stop()
+            return
         lengths = self.trl.last_lengths
         self.rec.add("trl", round_of(self.block), self.done_in_block, self.probe,
                      self.trl.last_generate_s, sum(lengths) / len(lengths), self.trl.last_clipped)
@@ -365,8 +428,12 @@ def run(s: Settings, workdir: Path) -> Recorder:
     callback = Interleave(plan, run_rlvr, rec)
     # Same queries, same reward function instance (and its verifier workers) on both sides.
     callback.trl = TrlSide(s, rlvr.train_queries, rlvr.reward_fn, workdir / "trl", callback)
-    callback.trl.trainer.train()
-    callback.run_due_rlvr_blocks()  # a plan that ends with an rlvr block
+    callback.trl.trainer.train()  # the plan's blocks, then TRL's counted step
+    counter = MatmulCounter()
+    counter.start()
+    rlvr.step(next(next_step))
+    rec.matmul["rlvr"] = counter.stop()
+    rec.gemm_peak_gflops = gemm_peak_gflops()
     return rec
 
 
@@ -418,6 +485,8 @@ def summarize(s: Settings, rec: Recorder, model_desc: str) -> dict:
         "quiet_steps_median_ratio": quiet_ratio(timed),
         "rlvr_median_phases_s": {k: statistics.median(r.phases[k] for r in timed["rlvr"]) for k in phase_names},
         "trl_between_step_overhead_median_s": statistics.median(rec.trl_gaps_s) if rec.trl_gaps_s else None,
+        "matmul_per_step": {side: asdict(count) for side, count in rec.matmul.items()},
+        "gemm_peak_gflops": rec.gemm_peak_gflops,
         "steps": [asdict(r) for r in rec.records],
     }
 
@@ -458,11 +527,31 @@ def print_table(summary: dict) -> None:
     gap = summary["trl_between_step_overhead_median_s"]
     if gap is not None:
         print(f"TRL between-step overhead (outside TRL's timings): median {gap * 1000:.1f} ms")
+    print_matmul_floor(summary)
     print(f"versions: python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
           f"trl {v['trl']}, rlvr {v['rlvr']}; {v['machine']}")
     if any(sides[x]["contended_steps"] for x in ("rlvr", "trl")):
         print(f"warning: other processes used more than {QUIET_CORES} cores during some timed steps; "
               "those steps are inflated (see 'uncontended steps only', or rerun on an idle machine)")
+
+
+def print_matmul_floor(summary: dict) -> None:
+    """How much of each side's step the matrix multiplies alone would take at this machine's GEMM
+    rate: the part of a step no change to overheads can remove."""
+    mm, peak = summary["matmul_per_step"], summary["gemm_peak_gflops"]
+    if set(mm) != {"rlvr", "trl"} or not peak:
+        return
+    rlvr, trl = mm["rlvr"], mm["trl"]
+    print(f"matmul work of one untimed step (torch.profiler FLOP count): rlvr {rlvr['gflop']:.1f} GFLOP "
+          f"in {rlvr['calls']} calls, TRL {trl['gflop']:.1f} GFLOP in {trl['calls']} calls "
+          f"(rlvr/TRL {rlvr['gflop'] / trl['gflop']:.2f})")
+    floor = {side: mm[side]["gflop"] / peak for side in mm}
+    print(f"GEMM rate here: {peak:.1f} GFLOP/s; at that rate the matmuls alone take rlvr {floor['rlvr']:.3f} s, "
+          f"TRL {floor['trl']:.3f} s per step")
+    target = summary["sides"]["trl"]["median_s"] / 2
+    print(f"2x would need an rlvr step of at most {target:.3f} s (TRL median / 2), of which its matmul floor "
+          f"is {floor['rlvr'] / target:.0%}; the rest of rlvr's step now takes "
+          f"{summary['sides']['rlvr']['median_s'] - floor['rlvr']:.3f} s")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
