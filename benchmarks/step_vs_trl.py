@@ -40,6 +40,11 @@ TRL blocks, so neither side pays setup inside its timings. Rounds alternate whic
 The first step of each side in the first round is warm-up and not counted, and the math verifier's
 worker processes (shared by both sides through one RewardFunction) are started before any timing.
 
+Work count: after the timed steps each side runs one more step under torch.profiler with FLOP
+counting (TRL's is its last `max_steps`); those steps are not timed. A float32 GEMM timed right
+after them gives this machine's multiply rate, and the table prints what the matmuls alone would
+take at that rate, the part of a step that no reduction of overheads can remove.
+
 The machine may be shared: every step also records how many CPU cores *other* processes kept busy
 meanwhile (/proc/stat minus this process and its verifier workers). With 2 torch threads on 2 cores,
 a neighbour's job can slow a step 10-100x (OpenMP threads wait on a descheduled peer), so the table
