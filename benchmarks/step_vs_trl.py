@@ -357,6 +357,7 @@ class Interleave(TrainerCallback):
         self.trl: TrlSide | None = None
         self.block, self.done_in_block, self.probe = 0, 0, CpuProbe()
         self.last_end: float | None = None
+        self.counter = MatmulCounter()
 
     def run_due_rlvr_blocks(self) -> None:
         while self.block < len(self.plan) and self.plan[self.block][0] == "rlvr":
@@ -369,7 +370,6 @@ class Interleave(TrainerCallback):
 
     def on_step_begin(self, args, state, control, **kwargs):
         if self.block == len(self.plan):
-            self.counter = MatmulCounter()
             self.counter.start()
             return
         self.probe.start()
