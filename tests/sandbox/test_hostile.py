@@ -26,6 +26,8 @@ from rlvr.sandbox import SandboxLimits, bwrap
 from rlvr.types import Query, Verdict
 from rlvr.verifiers.python import PythonVerifier
 
+from . import leaks
+
 pytestmark = [
     pytest.mark.sandbox,
     pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
@@ -137,6 +139,43 @@ CASES: list[tuple[str, str, object]] = [
     ("unshare_namespace", "import os\ndef f():\n    os.unshare(os.CLONE_NEWUSER)\n    return 1", 1),
     ("setsid_daemon_escape", "import os, time\ndef f():\n    if os.fork() == 0:\n        os.setsid()\n"
                              "        if os.fork() == 0:\n            time.sleep(60)\n        os._exit(0)\n    return 0", SECRET),
+    # --- kernel objects and memory no rlimit counts: denied (seccomp) or bounded by a tmpfs ---------
+    ("sysv_shm_past_memory_cap", "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.shmat.restype = ctypes.c_void_p\n"
+                                 "def f():\n    sid = libc.shmget(0, 768 << 20, 0o1600)\n    addr = libc.shmat(sid, None, 0)\n"
+                                 "    ctypes.memset(addr, 1, 768 << 20)\n    return 768", 768),
+    ("sysv_shm_left_behind", "import ctypes\nlibc = ctypes.CDLL(None)\ndef f():\n    return libc.shmget(0x51ef, 1 << 20, 0o1666) >= 0", True),
+    ("sysv_sem_left_behind", "import ctypes\nlibc = ctypes.CDLL(None)\ndef f():\n    return libc.semget(0x51ef, 4, 0o1666) >= 0", True),
+    ("sysv_msg_left_behind", "import ctypes\nlibc = ctypes.CDLL(None)\ndef f():\n    return libc.msgget(0x51ef, 0o1666) >= 0", True),
+    ("posix_mq_left_behind", "import ctypes, os\nlibc = ctypes.CDLL(None)\n"
+                             "def f():\n    return libc.mq_open(b'/rlvr-hostile', os.O_CREAT | os.O_RDWR, 0o666, None) >= 0", True),
+    ("kernel_key_left_behind", f"import ctypes\nlibc = ctypes.CDLL(None)\n"
+                               f"def f():\n    return libc.syscall({leaks.SYSCALL['add_key']}, b'user', b'rlvr-hostile', b'x', 1, -4) > 0", True),
+    ("memfd_past_memory_cap", "import os\ndef f():\n    fds = []\n    for _ in range(48):\n"
+                              "        fd = os.memfd_create('x'); os.write(fd, b'x' * (4 << 20)); fds.append(fd)\n    return 192", 192),
+    ("dev_shm_past_memory_cap", "def f():\n    total = 0\n    try:\n        for i in range(64):\n"
+                                "            with open(f'/dev/shm/x{i}', 'wb') as h:\n"
+                                "                for _ in range(4): h.write(b'x' * (1 << 20)); total += 1\n"
+                                "    except OSError: pass\n    return total", 256),
+    ("posix_shared_memory_module", "from multiprocessing import shared_memory\ndef f():\n"
+                                   "    block = shared_memory.SharedMemory(create=True, size=512 << 20)\n"
+                                   "    block.buf[:] = b'x' * (512 << 20)\n    return block.size", 512 << 20),
+    ("io_uring_setup", "import ctypes\nlibc = ctypes.CDLL(None)\nparams = ctypes.create_string_buffer(120)\n"
+                       "def f():\n    return libc.syscall(425, 4, params) >= 0", True),
+    # --- cleanup trouble: whatever the job leaves, its verdict stands (fail, never error) ----------
+    ("nested_dirs_past_recursion_limit", "import os\ndef f():\n    for _ in range(3000):\n"
+                                         "        os.mkdir('d'); os.chdir('d')\n    return 0", SECRET),
+    ("nested_dirs_past_path_max", "import os\ndef f():\n    for _ in range(40):\n"
+                                  "        os.mkdir('n' * 250); os.chdir('n' * 250)\n    return len(os.getcwd())", SECRET),
+    ("nested_dirs_in_tmp", "import os\ndef f():\n    os.chdir('/tmp')\n    for _ in range(3000):\n"
+                           "        os.mkdir('d'); os.chdir('d')\n    return 0", SECRET),
+    ("many_files", "import os, time\ndef f():\n    end = time.time() + 1.0\n    i = 0\n"
+                   "    while time.time() < end:\n        open(f'f{i}', 'w').close(); i += 1\n    return 0", SECRET),
+    ("fifo_and_socket_in_tmp", "import os, socket\ndef f():\n    os.mkfifo('/tmp/fifo')\n"
+                               "    socket.socket(socket.AF_UNIX).bind('/tmp/sock')\n    return 0", SECRET),
+    ("symlink_to_supervisor", "import os\ndef f():\n    os.symlink('/sandbox/pool_worker.py', 'link')\n"
+                              "    os.symlink('/usr', '/tmp/usr')\n    return 0", SECRET),
+    ("unreadable_dirs_in_tmp", "import os\ndef f():\n    os.makedirs('/tmp/a/b/c')\n    open('/tmp/a/b/c/x', 'w').close()\n"
+                               "    for p in ('/tmp/a/b/c', '/tmp/a/b', '/tmp/a'): os.chmod(p, 0)\n    return 0", SECRET),
     ("chmod_job_dir_against_cleanup", "import os\ndef f():\n    os.makedirs('a/b')\n    open('a/b/c', 'w').write('x')\n"
                                       "    os.chmod('a/b', 0); os.chmod('a', 0); os.chmod('.', 0)\n    return 0", SECRET),
 ]

@@ -6,14 +6,16 @@ How one run is fenced (docs/verifiers.md, "The sandbox", lists what each limit m
   a 0700 ``/root``) and builds new mount, pid, network, ipc, uts and cgroup namespaces. The root
   is an empty tmpfs holding read-only binds of ``/usr`` (plus the ``/bin``, ``/lib*`` links) and
   of the Python install prefix, a fresh ``/proc`` for the new pid namespace (only the sandbox's
-  processes), a minimal ``/dev``, and size-limited private tmpfs mounts at ``/tmp`` and the
-  working directory. No ``/etc``, no ``/home``, no ``/root``, no repository, no network device
+  processes), a minimal ``/dev``, and size-limited private tmpfs mounts at ``/tmp``, ``/dev/shm``
+  and the working directory. No ``/etc``, no ``/home``, no ``/root``, no repository, no network device
   but a down loopback.
 - Inside, ``setpriv`` drops to an unprivileged host uid/gid (a fresh random one per run by
   default, no supplementary groups, every capability set emptied, no_new_privs), then execs the
   command. The uid is a real host uid, not root remapped by a user namespace, so that
   ``RLIMIT_NPROC`` binds (the kernel never enforces it for uid 0); a uid of its own per run means
   the process budget is not shared with concurrent sandboxes or with the host's ``nobody``.
+- A seccomp filter (``seccomp.py``) denies System V IPC, POSIX message queues, kernel keys and a
+  few other kernel interfaces: objects that would outlive the run or escape its memory cap.
 - rlimits (CPU seconds, address space, processes, file size, open files, core 0) are set by
   ``prlimit`` before ``bwrap`` runs and are inherited by everything inside.
 - The environment is cleared (``--clearenv``); the process gets a new session (no terminal to
@@ -39,6 +41,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from rlvr.sandbox.seccomp import deny_filter
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`)"
 
@@ -155,7 +159,7 @@ def sandbox_python() -> str:
     return find_host().python
 
 
-def _bwrap_argv(host: _Host, limits: SandboxLimits, files: dict[str, int], info_fd: int,
+def _bwrap_argv(host: _Host, limits: SandboxLimits, files: dict[str, int], fds: BwrapFds,
                 uid: int, env: dict[str, str]) -> list[str]:
     """prlimit (the rlimits) + bwrap (the namespaces) + setpriv (the drop to ``uid``), for one run."""
     megabyte = 1 << 20
@@ -164,23 +168,39 @@ def _bwrap_argv(host: _Host, limits: SandboxLimits, files: dict[str, int], info_
         f"--nproc={limits.processes}", f"--fsize={limits.file_size_mb * megabyte}",
         f"--nofile={limits.open_files}", "--core=0", "--",
     ]
-    argv += namespace_argv(host, limits.tmpfs_mb, files, info_fd, env, workdir_perms="0777")
+    argv += namespace_argv(host, limits.tmpfs_mb, files, fds, env, workdir_perms="0777")
     argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
              host.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
              "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
     return argv
 
 
-def namespace_argv(host: _Host, tmpfs_mb: int, files: dict[str, int], info_fd: int, env: dict[str, str],
+@dataclass(frozen=True)
+class BwrapFds:
+    """The descriptors bwrap reads at start: where it writes its info, and the seccomp filter."""
+
+    info: int
+    """Write end of a pipe: bwrap's JSON with the pid of the namespace's init."""
+    seccomp: int
+    """A file holding ``seccomp.deny_filter()``, which bwrap loads just before the command runs."""
+
+
+def open_seccomp_filter() -> int:
+    """A memfd holding the compiled filter, for ``BwrapFds.seccomp`` (the caller closes it)."""
+    return memfd("seccomp", deny_filter())
+
+
+def namespace_argv(host: _Host, tmpfs_mb: int, files: dict[str, int], fds: BwrapFds, env: dict[str, str],
                    *, workdir_perms: str) -> list[str]:
-    """The bwrap command line up to its capabilities: namespaces, mounts, environment.
+    """The bwrap command line up to its capabilities: namespaces, mounts, seccomp, environment.
 
     Shared by fresh runs and the pre-forked pool (``rlvr.sandbox.pool``), so both fence alike.
     """
     megabyte = 1 << 20
     argv = [
         host.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-        "--die-with-parent", "--new-session", "--hostname", "sandbox", "--info-fd", str(info_fd),
+        "--die-with-parent", "--new-session", "--hostname", "sandbox", "--info-fd", str(fds.info),
+        "--seccomp", str(fds.seccomp),
     ]
     made: set[str] = set()
     for path in host.binds:  # parents created 0755 so that the unprivileged uid can walk to the bind
@@ -192,9 +212,11 @@ def namespace_argv(host: _Host, tmpfs_mb: int, files: dict[str, int], info_fd: i
     for target, path in host.links:
         argv += ["--symlink", target, path]
     argv += ["--proc", "/proc", "--dev", "/dev"]
-    # /tmp sticky as usual; the working directory as the caller says (fresh runs may delete what
-    # the host put there; the pool keeps it root's and hands each job a directory of its own).
-    for mount, perms in (("/tmp", "1777"), (WORKDIR, workdir_perms)):
+    # /tmp and /dev/shm sticky as usual, each a tmpfs of its own size (bwrap's /dev/shm is part of an
+    # unbounded /dev tmpfs otherwise: pages written there are host memory no rlimit counts); the
+    # working directory as the caller says (fresh runs may delete what the host put there; the pool
+    # keeps it root's and hands each job a directory of its own).
+    for mount, perms in (("/tmp", "1777"), ("/dev/shm", "1777"), (WORKDIR, workdir_perms)):
         argv += ["--perms", perms, "--size", str(tmpfs_mb * megabyte), "--tmpfs", mount]
     for dest, fd in files.items():
         argv += ["--perms", "0644", "--file", str(fd), dest]
@@ -234,10 +256,11 @@ def run_untrusted(
         file_fds = {dest: memfd(dest, data) for dest, data in (files or {}).items()}
         opened += file_fds.values()
         info_r, info_w = os.pipe()
-        opened += [info_r, info_w]
+        seccomp_fd = open_seccomp_filter()
+        opened += [info_r, info_w, seccomp_fd]
         extra_env = dict(env or {})
         streams: dict[int, str] = {info_r: "info"}
-        pass_fds = [*file_fds.values(), info_w]
+        pass_fds = [*file_fds.values(), info_w, seccomp_fd]
         if channel:
             chan_r, chan_w = os.pipe()
             opened += [chan_r, chan_w]
@@ -246,7 +269,7 @@ def run_untrusted(
             extra_env["RLVR_CHANNEL_FD"] = str(chan_w)
         if uid is None:
             uid = SANDBOX_UIDS[secrets.randbelow(len(SANDBOX_UIDS))]
-        argv = _bwrap_argv(host, limits, file_fds, info_w, uid, extra_env) + list(command)
+        argv = _bwrap_argv(host, limits, file_fds, BwrapFds(info_w, seccomp_fd), uid, extra_env) + list(command)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

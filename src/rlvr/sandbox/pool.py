@@ -9,10 +9,14 @@ killed and every file it wrote is deleted. The slot's sandbox is built by the sa
 new session, dies with its parent). What a job returns comes back as a ``SandboxRun``, so verifiers
 judge a pooled run exactly as a fresh one.
 
-A slot whose supervisor stops answering, reports a failure, or could not clean up is killed (the
-kernel ends its whole pid namespace) and replaced; a job it was running is retried once on a new
-slot, then reported as an infrastructure failure (``SandboxRun.infrastructure_error``), never as a
-verdict.
+Jobs are forked from a zygote that never held another job's files or results, and the seccomp
+filter keeps them from making kernel objects that would outlive them (``pool_worker.py``).
+
+A slot whose supervisor stops answering or reports a failure before a job's reply is killed (the
+kernel ends its whole pid namespace) and replaced; the job is retried once on a new slot, then
+reported as an infrastructure failure (``SandboxRun.infrastructure_error``), never as a verdict.
+Cleaning up after a job comes after its reply: a slot that cannot clean, or takes too long, is
+retired, and the reply stands, so nothing a job leaves behind can turn its verdict into an error.
 """
 
 from __future__ import annotations
@@ -32,15 +36,18 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from rlvr.sandbox.bwrap import (
-    INSTALL_HINT, SANDBOX_UIDS, WORKDIR, SandboxLimits, SandboxRun, SandboxUnavailable, find_host,
-    kill_tree, memfd, namespace_argv,
+    INSTALL_HINT, SANDBOX_UIDS, WORKDIR, BwrapFds, SandboxLimits, SandboxRun, SandboxUnavailable, find_host,
+    kill_tree, memfd, namespace_argv, open_seccomp_filter,
 )
 
 SUPERVISOR = resources.files("rlvr.sandbox").joinpath("pool_worker.py").read_bytes()
 SUPERVISOR_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 """All the supervisor keeps (bwrap drops the rest); each job loses them all when it changes uid."""
+START_GRACE_S = 2.0
+"""Beyond a job's own wall clock, how long the supervisor may take to start it and send its reply."""
 CLEANUP_GRACE_S = 6.0
-"""Beyond a job's own wall clock, how long the supervisor may take to kill and clean (it gives up at 5 s)."""
+"""After a reply, how long the supervisor may take to kill the job's processes and delete its files
+(it gives up on the processes at 5 s); past it the slot is retired, and the reply still stands."""
 START_TIMEOUT_S = 15.0
 MAX_FRAME = 64 << 20
 
@@ -61,6 +68,9 @@ class _Slot:
     init_pidfd: int | None
     buffer: bytearray = field(default_factory=bytearray)
     job: int | None = None
+    """The job it runs, then cleans up after (``cleaning``), until it says it is clean."""
+    cleaning: bool = False
+    """The job's reply is in; the supervisor is ending its processes and deleting its files."""
     deadline: float = 0.0
 
 
@@ -99,15 +109,17 @@ class SandboxPool:
         try:
             script = memfd("pool_worker.py", SUPERVISOR)
             info_r, info_w = os.pipe()
-            opened += [script, info_r, info_w]
-            argv = namespace_argv(host, self.tmpfs_mb, {f"{WORKDIR}/pool_worker.py": script}, info_w, {},
-                                  workdir_perms="0755")
+            seccomp_fd = open_seccomp_filter()
+            opened += [script, info_r, info_w, seccomp_fd]
+            argv = namespace_argv(host, self.tmpfs_mb, {f"{WORKDIR}/pool_worker.py": script},
+                                  BwrapFds(info_w, seccomp_fd), {}, workdir_perms="0755")
             for cap in SUPERVISOR_CAPS:
                 argv += ["--cap-add", cap]
             argv += ["--", host.python, "-I", "-S", f"{WORKDIR}/pool_worker.py"]
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, pass_fds=[script, info_w], start_new_session=True)
+                                        stderr=subprocess.PIPE, pass_fds=[script, info_w, seccomp_fd],
+                                        start_new_session=True)
             except OSError as error:
                 raise SandboxUnavailable(f"cannot start bubblewrap: {error}; {INSTALL_HINT}") from error
             os.close(info_w)
@@ -141,7 +153,7 @@ class _Batch:
             try:
                 while self.pending or any(s is not None and s.job is not None for s in self.pool._slots):
                     self._fill_idle_slots()
-                    self._wait_for_replies()
+                    self._wait_for_frames()
             except BaseException:  # a slot mid-job cannot be trusted with the next batch
                 for index, slot in enumerate(self.pool._slots):
                     if slot is not None and slot.job is not None:
@@ -166,7 +178,8 @@ class _Batch:
                      "limits": {"cpu_s": job.limits.cpu_s, "memory_mb": job.limits.memory_mb,
                                 "processes": job.limits.processes, "file_size_mb": job.limits.file_size_mb,
                                 "open_files": job.limits.open_files, "output_bytes": job.limits.output_bytes}}
-            slot.job, slot.deadline = job_index, time.monotonic() + job.limits.wall_s + CLEANUP_GRACE_S
+            slot.job, slot.cleaning = job_index, False
+            slot.deadline = time.monotonic() + job.limits.wall_s + START_GRACE_S
             slot.buffer.clear()
             try:
                 _send(slot, frame)
@@ -175,7 +188,7 @@ class _Batch:
                 continue
             self.selector.register(slot.proc.stdout.fileno(), selectors.EVENT_READ, index)
 
-    def _wait_for_replies(self) -> None:
+    def _wait_for_frames(self) -> None:
         busy = [(i, s) for i, s in enumerate(self.pool._slots) if s is not None and s.job is not None]
         if not busy:
             return
@@ -188,40 +201,54 @@ class _Batch:
                 self._slot_failed(index, "the slot's supervisor exited")
                 continue
             slot.buffer += chunk
-            reply = _take_frame(slot.buffer)
-            if reply is not None:
-                self._finish(index, reply)
+            while slot is self.pool._slots[index] and slot.job is not None:
+                frame = _take_frame(slot.buffer)
+                if frame is None:
+                    break
+                if slot.cleaning:
+                    self._cleaned(index, frame)
+                else:
+                    self._finish(index, frame)
         now = time.monotonic()
         for index, slot in busy:
             if self.pool._slots[index] is slot and slot.job is not None and now > slot.deadline:
                 self._slot_failed(index, "the slot's supervisor did not answer in time")
 
     def _finish(self, index: int, reply: object) -> None:
+        """The job's reply: its result is final, whatever the cleanup after it brings."""
         slot = self.pool._slots[index]
-        self.selector.unregister(slot.proc.stdout.fileno())
-        job_index, slot.job = slot.job, None
-        if not isinstance(reply, dict) or reply.get("id") != job_index or "broken" in reply:
+        if not isinstance(reply, dict) or reply.get("id") != slot.job or "broken" in reply:
             detail = reply.get("broken") if isinstance(reply, dict) else None
-            slot.job = job_index
             self._slot_failed(index, f"the slot's supervisor failed: {detail or 'malformed reply'}")
             return
-        self.results[job_index] = SandboxRun(
+        self.results[slot.job] = SandboxRun(
             exit_code=reply["exit_code"], signal=reply["signal"], timed_out=reply["timed_out"],
             output_truncated=reply["output_truncated"], stdout=b"", stderr=base64.b64decode(reply["stderr"]),
             channel=base64.b64decode(reply["channel"]), elapsed_s=reply["elapsed_s"],
             killed_reason=reply["killed_reason"], info={"slot": index},
         )
-        if not reply.get("clean"):  # something of the job may remain: never reuse this slot
+        slot.cleaning, slot.deadline = True, time.monotonic() + CLEANUP_GRACE_S
+
+    def _cleaned(self, index: int, frame: object) -> None:
+        """The cleanup report: a clean slot takes the next job; any other is retired, never reused."""
+        slot = self.pool._slots[index]
+        self.selector.unregister(slot.proc.stdout.fileno())
+        clean = isinstance(frame, dict) and frame.get("id") == slot.job and frame.get("clean") is True
+        slot.job, slot.cleaning = None, False
+        if not clean:
             self._replace(index)
 
     def _slot_failed(self, index: int, why: str) -> None:
+        """The supervisor broke: a job it had not answered is tried again once, then reported as
+        an infrastructure failure; a job already answered keeps its result."""
         slot = self.pool._slots[index]
-        job_index = slot.job
-        if job_index is not None:
+        job_index = None if slot.cleaning else slot.job
+        if slot.job is not None:
             try:
                 self.selector.unregister(slot.proc.stdout.fileno())
             except (KeyError, ValueError):
                 pass
+        if job_index is not None:
             if self.tries[job_index] < 2:
                 self.pending.append(job_index)
             else:

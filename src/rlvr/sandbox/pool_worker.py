@@ -8,22 +8,35 @@ supervisor keeps host uid 0 with only the capabilities it needs to fence jobs: S
 every process of a job), CHOWN, DAC_OVERRIDE and FOWNER (to hand a job its directory and delete
 whatever it left). It never runs candidate code.
 
+Before the first job it forks the zygote (``start_zygote``), which holds nothing but the compiled
+drivers. Every job is forked from the zygote, never from this process: this one reads the jobs'
+files and the jobs' results, and a job forked from it could read earlier jobs' answers in the memory
+it inherits.
+
 One job, start to finish:
 
 1. The host sends a frame {"id", "uid", "driver", "files", "limits", "wall_s"} on stdin (one job
    in flight per slot, so nothing of a later job is ever buffered in this process).
 2. A fresh directory ``/sandbox/job`` owned by the job's uid receives the files.
-3. ``fork``: the child starts a new session, sets the rlimits (CPU, address space, processes,
-   file size, open files, no core), empties its capability bounding set, clears its groups, drops to the job's uid (all capabilities
-   vanish with the change from uid 0), sets no_new_privs, reads stdin from /dev/null, closes
-   every other fd but the result channel and the stdout/stderr pipes, clears the environment and runs the driver, compiled
-   once at start. Forking this warm interpreter instead of starting Python costs ~1 ms, not ~30.
-4. The supervisor reads the channel, stdout and stderr (each capped) until the child exits or the wall clock runs out,
-   then SIGKILLs every other process in the pid namespace (``kill(-1)``: daemons that called
-   setsid or double-forked included: as a child subreaper it inherits and reaps them) until none
-   is left, and deletes the job's directory and everything in /tmp and /dev/shm.
-5. It answers {"id", "exit_code", "signal", "timed_out", "output_truncated", "channel", ...}.
-   The host judges the channel's content; nothing here decides a verdict.
+3. The zygote gets {"uid", "limits", "driver"} and the job's three pipe ends, and double-forks:
+   the job is reparented to this process (a child subreaper). The job's process starts a new
+   session, sets the rlimits (CPU, address space, processes, file size, open files, no core),
+   empties its capability bounding set, clears its groups, drops to the job's uid (all
+   capabilities vanish with the change from uid 0), sets no_new_privs, reads stdin from /dev/null,
+   closes every other fd but the result channel and the stdout/stderr pipes, clears the environment
+   and runs the driver. Forking a warm interpreter instead of starting Python costs ~1 ms, not ~30.
+4. This process reads the channel, stdout and stderr (each capped) until the job exits or the wall
+   clock runs out, and answers {"id", "exit_code", "signal", "timed_out", "output_truncated",
+   "channel", ...}. The host judges the channel's content; nothing here decides a verdict.
+5. Then it SIGKILLs every process in the pid namespace but init, itself and the zygote (daemons
+   that called setsid or double-forked included) until none is left, deletes the job's directory
+   and everything in /tmp and /dev/shm, and answers {"id", "clean"}. Cleaning comes after the
+   answer, so nothing the job left behind can turn its verdict into an error; a slot that could
+   not clean exits, and the host starts a new one.
+
+The seccomp filter (``seccomp.py``) keeps jobs from making kernel objects that would outlive them
+here (System V IPC, POSIX message queues, keys): /tmp, /dev/shm and the job's directory are all a
+job can leave behind, and step 5 empties them.
 
 Frames both ways are a 4-byte big-endian length and a UTF-8 JSON body.
 """
@@ -35,7 +48,7 @@ import math  # noqa: F401  (drivers import it: loaded once here, every forked jo
 import os
 import resource
 import select
-import shutil
+import socket
 import signal
 import struct
 import sys
@@ -136,6 +149,66 @@ def prepare_job_dir(job):
     os.chown(JOB_DIR, job["uid"], job["uid"])
 
 
+def start_zygote(drivers):
+    """Fork the zygote, before any job exists; returns (socket to it, its pid).
+
+    Every job is forked from this process, which holds nothing but the compiled drivers: no frame,
+    file or reply of any job ever enters it (the supervisor keeps them), so a job that reads its
+    inherited memory finds no other job there. It gets requests {"uid", "limits", "driver"} with
+    the job's three pipe ends, and answers with the job's pid (4 bytes). It double-forks, so the job
+    is reparented to the supervisor (the subreaper), which waits for it and collects its output.
+    """
+    supervisor_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid != 0:
+        zygote_end.close()
+        return supervisor_end, pid
+    try:
+        supervisor_end.close()
+        null = os.open("/dev/null", os.O_RDWR)
+        os.dup2(null, 0)  # the host's pipes are the supervisor's alone
+        os.dup2(null, 1)
+        os.close(null)
+        zygote_loop(zygote_end, drivers)
+    finally:
+        os._exit(0)
+
+
+def zygote_loop(sock, drivers):
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, 65536, 3)
+        if not message:
+            return
+        request = json.loads(message)
+        report_r, report_w = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            os.close(report_r)
+            pid = os.fork()
+            if pid == 0:
+                os.close(report_w)
+                run_job_child(request, drivers.get(request["driver"]), *fds)
+            os.write(report_w, struct.pack("=i", pid))
+            os._exit(0)
+        os.close(report_w)
+        for fd in fds:
+            os.close(fd)
+        pid_bytes = os.read(report_r, 4)
+        os.close(report_r)
+        os.waitpid(middle, 0)  # from here the job's parent is the supervisor
+        sock.send(pid_bytes)
+
+
+def spawn_job(zygote, job, pipes):
+    """Have the zygote start ``job`` on the write ends of ``pipes``; returns the job's pid."""
+    request = json.dumps({"uid": job["uid"], "limits": job["limits"], "driver": job["driver"]}).encode()
+    socket.send_fds(zygote, [request], [pipes[name][1] for name in ("channel", "stdout", "stderr")])
+    answer = zygote.recv(16)
+    if len(answer) != 4:
+        raise RuntimeError("the zygote did not start the job")
+    return struct.unpack("=i", answer)[0]
+
+
 KEEP_STDERR = 8192
 """Bytes of stderr kept for the host (it looks for MemoryError when no result came back)."""
 
@@ -193,75 +266,123 @@ def collect(pid, streams, job):
     return kept, status, reason
 
 
-def end_everything(pid):
-    """SIGKILL every process in the namespace but init and this one, reap them all, within 5 s."""
+def end_everything(spare):
+    """SIGKILL every process in the namespace but those in ``spare`` (init, this one, the zygote) and
+    reap them, within 5 s. Every other process here is the job's: daemons that called setsid or
+    double-forked included (as a child subreaper, this process inherits and reaps them)."""
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        others = [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in spare]
+        if not others:
+            return True
+        for pid in others:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         while True:  # reap what died (our orphans come to us: we are the subreaper)
             try:
                 reaped, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return True
+                break
             if reaped == 0:
                 break
-        time.sleep(0.001)
+        time.sleep(0.0005)
     return False
 
 
+def empty_dir(path):
+    """Delete everything inside ``path``, however deep or odd.
+
+    Each subdirectory is first moved up to be a child of ``path`` (under a name no job can guess),
+    so the walk needs neither recursion nor long paths: a job that nests directories thousands
+    deep, or past PATH_MAX, cannot make this fail (``shutil.rmtree`` recurses, and raised).
+    """
+    root = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    token = os.urandom(8).hex()
+    moved = 0
+    queue = [None]  # None: ``path`` itself; else the name of a directory moved into it
+    try:
+        while queue:
+            name = queue[-1]
+            fd = root if name is None else os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
+            try:
+                entries = list(os.scandir(fd))
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        moved += 1
+                        os.rename(entry.name, ".rm-%s-%d" % (token, moved), src_dir_fd=fd, dst_dir_fd=root)
+                        queue.append(".rm-%s-%d" % (token, moved))
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+            finally:
+                if fd != root:
+                    os.close(fd)
+            if not entries:  # emptied: remove it (the root stays)
+                queue.pop()
+                if name is not None:
+                    os.rmdir(name, dir_fd=root)
+    finally:
+        os.close(root)
+
+
 def clean_files():
-    shutil.rmtree(JOB_DIR, ignore_errors=True)
+    """Delete the job's directory and everything in /tmp and /dev/shm; True if all is gone."""
+    if os.path.lexists(JOB_DIR):
+        empty_dir(JOB_DIR)
+        os.rmdir(JOB_DIR)
     for scratch in SCRATCH_DIRS:
-        try:
-            entries = os.listdir(scratch)
-        except OSError:
-            continue
-        for name in entries:
-            path = os.path.join(scratch, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-    return not os.path.exists(JOB_DIR)
+        if os.path.isdir(scratch):
+            empty_dir(scratch)
+    return not os.path.lexists(JOB_DIR)
 
 
-def run_job(job, drivers):
+def finish_job(spare):
+    """End the job's processes and delete its files. Never raises: False retires the slot."""
+    try:
+        return end_everything(spare) and clean_files()
+    except Exception:
+        return False
+
+
+def run_job(job, drivers, zygote):
+    """Run one job to its end and return the reply; its processes and files are left for ``finish_job``."""
     started = time.monotonic()
-    prepare_job_dir(job)
+    if job["driver"] not in drivers:
+        raise KeyError("no driver named %r" % job["driver"])
+    try:
+        prepare_job_dir(job)
+    except OSError as error:  # the job's own files do not fit the sandbox: that job's failure
+        return reply_without_run(job, started, "job files not written: %s" % os.strerror(error.errno or 0))
     pipes = {name: os.pipe() for name in ("channel", "stdout", "stderr")}
-    pid = os.fork()
-    if pid == 0:
-        for read_end, _ in pipes.values():
-            os.close(read_end)
-        run_job_child(job, drivers[job["driver"]], *(pipes[name][1] for name in ("channel", "stdout", "stderr")))
-    for _, write_end in pipes.values():
-        os.close(write_end)
+    try:
+        pid = spawn_job(zygote, job, pipes)
+    finally:
+        for _, write_end in pipes.values():
+            os.close(write_end)
     try:
         kept, status, reason = collect(pid, {read_end: name for name, (read_end, _) in pipes.items()}, job)
     finally:
         for read_end, _ in pipes.values():
             os.close(read_end)
-    clean = end_everything(pid)
-    if status is None:  # killed before it exited: end_everything reaped it
+    if status is None:  # killed before it exited: finish_job reaps it
         exit_code, signal_number = 128 + signal.SIGKILL, signal.SIGKILL
     elif os.WIFSIGNALED(status):
         signal_number = os.WTERMSIG(status)
         exit_code = 128 + signal_number
     else:
         exit_code, signal_number = os.WEXITSTATUS(status), None
-    clean = clean_files() and clean
     return {
         "id": job["id"], "exit_code": exit_code, "signal": signal_number,
         "timed_out": reason == "wall-clock timeout", "output_truncated": bool(reason) and reason != "wall-clock timeout",
         "killed_reason": reason, "channel": base64.b64encode(kept["channel"]).decode(),
-        "stderr": base64.b64encode(kept["stderr"]).decode(), "elapsed_s": time.monotonic() - started, "clean": clean,
+        "stderr": base64.b64encode(kept["stderr"]).decode(), "elapsed_s": time.monotonic() - started,
     }
+
+
+def reply_without_run(job, started, reason):
+    return {"id": job["id"], "exit_code": None, "signal": None, "timed_out": False, "output_truncated": True,
+            "killed_reason": reason, "channel": "", "stderr": "", "elapsed_s": time.monotonic() - started}
 
 
 def main():
@@ -271,17 +392,22 @@ def main():
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     hello = read_frame(stdin)
     drivers = {name: compile(source, name + "_driver.py", "exec") for name, source in hello["drivers"].items()}
+    zygote, zygote_pid = start_zygote(drivers)
+    spare = {1, os.getpid(), zygote_pid}
     write_frame(stdout, {"ready": True, "pid": os.getpid()})
     while True:
         job = read_frame(stdin)
         if job is None:
             return
         try:
-            reply = run_job(job, drivers)
+            reply = run_job(job, drivers, zygote)
         except Exception as error:  # the slot is unusable; the host restarts it
-            reply = {"id": job.get("id"), "broken": "%s: %s" % (type(error).__name__, error)}
-        write_frame(stdout, reply)
-        if reply.get("broken") or not reply.get("clean"):
+            write_frame(stdout, {"id": job.get("id"), "broken": "%s: %s" % (type(error).__name__, error)})
+            return
+        write_frame(stdout, reply)  # the verdict's data first: cleaning up cannot change it
+        clean = finish_job(spare)
+        write_frame(stdout, {"id": job["id"], "clean": clean})
+        if not clean:
             return
 
 

@@ -1,0 +1,100 @@
+"""DANGER: part of the fence around untrusted code. The seccomp filter every sandbox runs under.
+
+Namespaces do not fence everything a job can make in the kernel. Kernel keys are not namespaced
+at all: a key a job adds to its user keyring outlives the sandbox on the host, and a later job
+under another uid can find it in ``/proc/keys`` and read it if the key grants "other" read. System
+V IPC objects and POSIX message queues live as long as their IPC namespace, which in the pool is
+the slot's, shared by every job the slot runs; a SysV shared-memory segment is also not charged to
+the RLIMIT_AS of the process that made it, so it slipped past the per-job memory cap. Each of these
+let a wrong answer pass by reading what a correct sibling left behind.
+
+The filter makes those system calls fail with EPERM, for the job and everything it starts, in
+both sandbox modes (``namespace_argv`` hands it to bubblewrap, which loads it just before running
+the command; the pool's supervisor never needs them either):
+
+- System V IPC: shared memory, semaphores, message queues;
+- POSIX message queues;
+- kernel keys (add_key, request_key, keyctl);
+- memory that no tmpfs size bounds: memfd_create and memfd_secret (file-backed shared memory is
+  bounded by the size of the sandbox's tmpfs mounts, /dev/shm included);
+- kernel interfaces no check needs that widen the attack surface: io_uring (its operations bypass
+  seccomp), userfaultfd, bpf, perf_event_open.
+
+System calls of another ABI (32-bit ``int 0x80`` on x86-64) kill the process, and x32 calls fail:
+without that, the same call under another number would get through (seccomp(2), "Caveats").
+
+The program is classic BPF as ``seccomp_export_bpf`` writes it (struct sock_filter, native byte
+order), which is what ``bwrap --seccomp FD`` reads.
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+
+DENIED = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd",
+          "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+          "mq_getsetattr", "add_key", "request_key", "keyctl", "memfd_create", "memfd_secret", "io_uring_setup",
+          "io_uring_enter", "io_uring_register", "userfaultfd", "bpf", "perf_event_open")
+"""System calls that fail with EPERM inside every sandbox."""
+
+# System call numbers per architecture (arch/x86/entry/syscalls/syscall_64.tbl;
+# include/uapi/asm-generic/unistd.h for arm64), with the AUDIT_ARCH_* value seccomp reports.
+_ARCHES = {
+    "x86_64": (0xC000003E, {
+        "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67,
+        "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "mq_open": 240,
+        "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+        "add_key": 248, "request_key": 249, "keyctl": 250, "perf_event_open": 298, "memfd_create": 319,
+        "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "memfd_secret": 447,
+    }),
+    "aarch64": (0xC00000B7, {
+        "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184,
+        "mq_getsetattr": 185, "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190,
+        "semctl": 191, "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196,
+        "shmdt": 197, "add_key": 217, "request_key": 218, "keyctl": 219, "perf_event_open": 241,
+        "memfd_create": 279, "bpf": 280, "userfaultfd": 282, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "memfd_secret": 447,
+    }),
+}
+X32_SYSCALL_BIT = 0x40000000
+
+# Classic BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h).
+_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS: load a 32-bit word of struct seccomp_data
+_JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_RET_K = 0x06  # BPF_RET | BPF_K
+_RET_KILL_PROCESS = 0x80000000
+_RET_ERRNO = 0x00050000
+_RET_ALLOW = 0x7FFF0000
+_EPERM, _ENOSYS = 1, 38
+_NR_OFFSET, _ARCH_OFFSET = 0, 4  # struct seccomp_data { int nr; __u32 arch; ... }
+
+
+class SeccompUnsupported(RuntimeError):
+    """No filter is known for this machine's architecture."""
+
+
+def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> bytes:
+    return struct.pack("=HBBI", code, jump_true, jump_false, k)
+
+
+def deny_filter(machine: str | None = None) -> bytes:
+    """The compiled filter for ``machine`` (default: this one): DENIED fail with EPERM, all else runs."""
+    machine = machine or platform.machine()
+    if machine not in _ARCHES:
+        raise SeccompUnsupported(f"no seccomp filter for architecture {machine!r} (known: {', '.join(_ARCHES)})")
+    audit_arch, numbers = _ARCHES[machine]
+    program = [
+        _instruction(_LD_W_ABS, _ARCH_OFFSET),
+        _instruction(_JEQ_K, audit_arch, jump_true=1),  # our ABI: skip the kill
+        _instruction(_RET_K, _RET_KILL_PROCESS),
+        _instruction(_LD_W_ABS, _NR_OFFSET),
+    ]
+    if machine == "x86_64":  # x32 calls carry this bit: refuse them all
+        program += [_instruction(_JGE_K, X32_SYSCALL_BIT, jump_false=1), _instruction(_RET_K, _RET_ERRNO | _ENOSYS)]
+    for name in DENIED:
+        program += [_instruction(_JEQ_K, numbers[name], jump_false=1), _instruction(_RET_K, _RET_ERRNO | _EPERM)]
+    program.append(_instruction(_RET_K, _RET_ALLOW))
+    return b"".join(program)

@@ -1,0 +1,69 @@
+"""Nothing of one check reaches another: reader/writer pairs through every channel an attacker
+tried (tests/sandbox/leaks.py), in both sandbox modes, and nothing a job made outlives it.
+
+Each writer is a correct answer and must pass (the pair is a real attack); the reader that runs
+right after it in the same slot must fail. Afterwards no SysV object, kernel key or process of a
+sandbox uid is left on the host.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from rlvr.sandbox import SandboxLimits, bwrap
+from rlvr.types import Verdict
+from rlvr.verifiers.python import PythonVerifier
+from rlvr.verifiers.stdio import StdioVerifier
+from . import leaks
+
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+]
+
+LIMITS = SandboxLimits(wall_s=5.0, cpu_s=3, memory_mb=512, processes=16, file_size_mb=4, open_files=64,
+                       tmpfs_mb=16, output_bytes=64 * 1024)
+
+
+def _verdicts(results, names):
+    return {name: (r.verdict.value, r.error_class.value, r.detail[:80]) for name, r in zip(names, results)}
+
+
+@pytest.mark.parametrize("isolation", ["pool", "fresh"])
+def test_a_reader_after_a_writer_finds_nothing(isolation: str) -> None:
+    # One slot, so that each reader runs in the slot its writer just used.
+    verifier = PythonVerifier(limits=LIMITS, isolation=isolation, slots=1)
+    try:
+        items, names = [], []
+        for channel in leaks.CHANNELS:
+            items += [(leaks.python_query(channel), leaks.python_writer(channel)),
+                      (leaks.python_query(channel), leaks.python_reader(channel))]
+            names += [f"{channel} writer", f"{channel} reader"]
+        got = _verdicts(verifier.verify_batch(items), names)
+    finally:
+        verifier.close()
+    writers = {name: v for name, v in got.items() if name.endswith("writer") and v[0] != "pass"}
+    assert not writers, writers  # each writer is a correct answer: the pairs are real attacks
+    readers = {name: v for name, v in got.items() if name.endswith("reader") and v[0] != "fail"}
+    assert not readers, readers
+    assert leaks.sandbox_kernel_objects() == []
+    assert leaks.sandbox_uid_processes() == []
+
+
+def test_a_stdio_reader_after_a_writer_finds_nothing() -> None:
+    verifier = StdioVerifier(limits=LIMITS)
+    channels = ["keyring", "sysv_shm", "posix_mq", "dev_shm", "tmp"]
+    items, names = [], []
+    for channel in channels:
+        items += [(leaks.stdio_query(channel), leaks.stdio_writer(channel)),
+                  (leaks.stdio_query(channel), leaks.stdio_reader(channel))]
+        names += [f"{channel} writer", f"{channel} reader"]
+    got = _verdicts(verifier.verify_batch(items), names)
+    writers = {name: v for name, v in got.items() if name.endswith("writer") and v[0] != "pass"}
+    assert not writers, writers
+    readers = {name: v for name, v in got.items() if name.endswith("reader") and v[0] != "fail"}
+    assert not readers, readers
+    assert leaks.sandbox_kernel_objects() == []
