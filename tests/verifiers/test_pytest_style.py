@@ -2,7 +2,9 @@
 
 Its guarantee is WEAKER than the python verifier's, and these tests say so: a rigged ``__eq__``
 and a stolen nonce DO fool it (asserted below, next to the python verifier rejecting the same
-answer), while exiting, skipping, deleting tests and printing fake summaries never pass.
+answer), while exiting, skipping, deleting tests, printing fake summaries and shadowing or
+patching what the tests' names resolve to (builtins, imported modules, the driver's helpers)
+never pass.
 """
 
 from __future__ import annotations
@@ -245,3 +247,122 @@ def test_patching_json_dumps_cannot_rewrite_the_frame(verifier: PytestVerifier) 
             "def f(x):\n    return x\n")
     result = verify(verifier, code)
     assert_fails(result, ErrorClass.WRONG_ANSWER)
+
+
+# --- the candidate cannot replace what the tests' names resolve to ------------------------------
+# Each row: (test_code, hack, honest). The hack defines or patches a builtin, a module attribute or
+# an import the tests use, with an `f` that is wrong; the honest answer is right and uses builtins
+# and helpers of its own. With the tests' namespace built from the candidate's module and the live
+# builtins and modules (no copies taken before the candidate ran), every hack here passes.
+
+ABS_TEST = "def test_close():\n    assert abs(f(2) - 0.5) < 1e-9\n"
+ISCLOSE_TEST = "import math\n\ndef test_half():\n    assert math.isclose(f(2), 0.5)\n"
+HONEST_HALF = "import math\n\ndef _square(v):\n    return v * v\n\ndef f(x):\n    return math.sqrt(_square(x)) / 4\n"
+WRONG_HALF = "def f(x):\n    return 99.0\n"
+
+SHADOWING = {
+    "def_abs": (ABS_TEST, "def abs(x):\n    return 0\n\n" + WRONG_HALF, HONEST_HALF),
+    "len_lambda": ("def test_three():\n    assert len(f(3)) == 3\n",
+                   "len = lambda x: 3\n\ndef f(n):\n    return []\n",
+                   "def count(n):\n    return list(range(n))\n\ndef f(n):\n    return count(n)\n"),
+    "builtins_abs_patched": (ABS_TEST, "import builtins\nbuiltins.abs = lambda x: 0\n\n" + WRONG_HALF,
+                             HONEST_HALF),
+    "math_isclose_patched": (ISCLOSE_TEST, "import math\nmath.isclose = lambda *a, **k: True\n\n" + WRONG_HALF,
+                             HONEST_HALF),
+    "from_math_import_isclose_patched": ("from math import isclose\n\ndef test_half():\n"
+                                         "    assert isclose(f(2), 0.5)\n",
+                                         "import math\nmath.isclose = lambda *a, **k: True\n\n" + WRONG_HALF,
+                                         HONEST_HALF),
+    "sorted_shadowed": ("def test_permutation():\n    assert sorted(f([3, 1, 2])) == [1, 2, 3]\n",
+                        "def sorted(values, **kw):\n    return [1, 2, 3]\n\ndef f(values):\n    return []\n",
+                        "def f(values):\n    return list(reversed(values))\n"),
+    "isinstance_shadowed": ("def test_int():\n    assert isinstance(f(2), int)\n",
+                            "def isinstance(obj, cls):\n    return True\n\ndef f(x):\n    return '4'\n",
+                            "def f(x):\n    return int(str(2 * x))\n"),
+    "AssertionError_shadowed": (  # the row asks f to reject negatives with an assert
+        "def test_rejects_negative():\n    try:\n        f(-1)\n    except AssertionError:\n        return\n"
+        "    raise ValueError('f(-1) returned')\n",
+        "AssertionError = KeyError\n\ndef f(x):\n    return {}[x]\n",
+        "def f(x):\n    assert x >= 0\n    return x\n"),
+    "__builtins___mutated": (ABS_TEST, "b = __builtins__\nb = b if type(b) is dict else b.__dict__\n"
+                                       "b['abs'] = lambda x: 0\n\n" + WRONG_HALF, HONEST_HALF),
+    "globals_abs": (ABS_TEST, "globals()['abs'] = lambda x: 0\n\n" + WRONG_HALF, HONEST_HALF),
+    "star_import_brings_abs": ("from solution import *\n\n" + ABS_TEST,
+                               "def abs(x):\n    return 0\n\n" + WRONG_HALF, HONEST_HALF),
+    "sys_modules_math_replaced": (ISCLOSE_TEST, "import sys, types\nfake = types.ModuleType('math')\n"
+                                                "fake.isclose = lambda *a, **k: True\nsys.modules['math'] = fake\n\n"
+                                                + WRONG_HALF, HONEST_HALF),
+    "builtins_abs_patched_inside_f": ("def test_close():\n    assert f(2) and abs(f(2) - 0.5) < 1e-9\n",
+                                      "def f(x):\n    import builtins\n    builtins.abs = lambda v: 0\n"
+                                      "    return 99.0\n", HONEST_HALF),
+    "math_isclose_patched_inside_f": ("import math\n\ndef test_half():\n    value = f(2)\n"
+                                      "    assert math.isclose(value, 0.5)\n",
+                                      "import math\n\ndef f(x):\n    math.isclose = lambda *a, **k: True\n"
+                                      "    return 99.0\n", HONEST_HALF),
+    "submodule_from_import_patched": ("from os import path\n\ndef test_join():\n"
+                                      "    assert path.join('a', f(1)) == 'a/b'\n",
+                                      "import os.path\nos.path.join = lambda *parts: 'a/b'\n\n"
+                                      "def f(x):\n    return 'zzz'\n",
+                                      "import os\n\ndef f(x):\n    return 'b' * x\n"),
+    "dotted_import_patched": ("import os.path\n\ndef test_join():\n    assert os.path.join('a', f(1)) == 'a/b'\n",
+                              "import os\nos.path.join = lambda *parts: 'a/b'\n\ndef f(x):\n    return 'zzz'\n",
+                              "def f(x):\n    return 'b' * x\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("attack", list(SHADOWING))
+def test_shadowing_or_patching_what_the_tests_use_never_passes(verifier: PytestVerifier, attack: str) -> None:
+    test_code, hack, honest = SHADOWING[attack]
+    query = row(test_code, 1)
+    assert_fails(verify(verifier, hack, query))
+    assert verify(verifier, honest, query).verdict is Verdict.PASS, (attack, verify(verifier, honest, query))
+
+
+def test_honest_answers_may_shadow_builtins_for_their_own_use(verifier: PytestVerifier) -> None:
+    # The candidate's own `sum` and `max` serve its own code; the tests still get the real ones.
+    tests = ("import collections\n\ndef test_mean():\n    assert sum([f([1, 2, 6])]) == 3\n\n"
+             "def test_counts():\n    assert isinstance(g('aab'), collections.Counter)\n"
+             "    assert max(g('aab').values()) == 2\n")
+    code = ("import collections\n\ndef sum(values):\n    total = 0\n    for v in values:\n        total += v\n"
+            "    return total\n\ndef max(values):\n    return 'not the builtin'\n\n"
+            "def f(values):\n    return sum(values) // len(values)\n\n"
+            "def g(text):\n    return collections.Counter(text)\n")
+    result = verify(verifier, code, row(tests, 2))
+    assert result.verdict is Verdict.PASS, result
+
+
+def test_tests_may_import_the_solution_module(verifier: PytestVerifier) -> None:
+    tests = ("import solution\nfrom solution import *\n\ndef test_module():\n    assert solution.f(5) == 10\n\n"
+             "def test_star():\n    assert f(5) == 10 and helper(1) == 1\n")
+    code = "def helper(x):\n    return x\n\ndef f(x):\n    return 2 * helper(x)\n"
+    assert verify(verifier, code, row(tests, 2)).verdict is Verdict.PASS
+
+
+DRIVER_PATCHES = {
+    "main_outcome_of": "import __main__\n__main__.outcome_of = lambda error: ('passed', '')\n",
+    "main_run_tests": ("import __main__\n__main__.run_tests = lambda collected: [\n"
+                       "    {'name': n, 'outcome': 'passed', 'detail': '', 'elapsed_s': 0.0} for n, _ in collected]\n"),
+    "builtins_exec": ("import builtins\n_exec = builtins.exec\n\ndef exec(code, ns=None, *rest):\n"
+                      "    _exec(code, ns, *rest)\n    if ns is not None and '__builtins__' in ns:\n"
+                      "        ns['f'] = lambda x: 2 * x\n\nbuiltins.exec = exec\n"),
+    "json_encoder_class": ("import json\n\nclass Passing(json.JSONEncoder):\n    def encode(self, o):\n"
+                           "        o['results'] = [dict(r, outcome='passed') for r in o.get('results', [])]\n"
+                           "        return super().encode(o)\n\njson.JSONEncoder = Passing\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("attack", list(DRIVER_PATCHES))
+def test_patching_the_drivers_own_helpers_never_passes(verifier: PytestVerifier, attack: str) -> None:
+    # Patches of what the driver itself calls (its functions through `import __main__`, the
+    # builtins, the json package) with a wrong f: each passes unless the driver binds them first.
+    result = verify(verifier, DRIVER_PATCHES[attack] + "\ndef f(x):\n    return 0\n")
+    assert_fails(result, ErrorClass.WRONG_ANSWER)
+    assert [t.passed for t in result.tests] == [False, False, True]
+
+
+def test_an_entry_point_with_a_builtins_name_is_imported_by_name(verifier: PytestVerifier) -> None:
+    # The namespace keeps the builtin `pow`; a row that means the candidate's must say so.
+    tests = ("from solution import pow\n\n"
+             "def test_pow():\n    assert pow(2, 10) == 1024 and pow.__module__ == 'solution'\n")
+    assert verify(verifier, "def pow(a, b):\n    return a ** b\n", row(tests, 1)).verdict is Verdict.PASS
+    assert_fails(verify(verifier, "def pow(a, b):\n    return a * b\n", row(tests, 1)), ErrorClass.WRONG_ANSWER)

@@ -16,6 +16,11 @@ candidate's interpreter, so a candidate can defeat them. An object whose ``__eq_
 True makes ``assert f(1) == 2`` pass here, while the ``python`` verifier, which compares plain data
 on the host, rejects it. Use ``python`` rows where the expected values are data; use ``pytest``
 rows for properties that need code, and expect a policy under RL pressure to find such hacks.
+
+What it does hold: the names in the tests resolve to objects fixed before the candidate ran (a
+copy of the builtins, copies of the modules the tests import, and only the candidate's public
+names that are not builtins), so ``def abs``, ``builtins.abs = ...`` or ``math.isclose = ...`` in
+the candidate cannot rig them; the driver's docstring says how.
 """
 
 from __future__ import annotations
