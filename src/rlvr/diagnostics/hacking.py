@@ -4,12 +4,17 @@ A run trained against a weakened verifier (verifiers/fidelity.py) can raise its 
 raising the true one (Skalse et al. 2022). Each step, a sample of the rollouts is scored again by
 the gold verifier behind the training one, and
 
-    hacking/rate          = share of sampled completions the training verifier passes and gold fails
-    hacking/gold_accuracy = share of sampled completions the gold verifier passes
+    hacking/rate                  = share the training verifier passes and gold does not pass
+    hacking/gold_accuracy         = share the gold verifier passes
+    hacking/gold_unscorable_rate  = share the training verifier passes and gold could not judge
 
-are logged (docs/metrics.md). The sample is drawn with its own seeded generator, so it is the same
-for a resumed run and does not move the training randomness. Completions either verifier could not
-judge are left out of both shares.
+are logged over the sampled completions the training verifier could judge (docs/metrics.md). A
+training pass that gold could not judge (``error``, ``unavailable``, ``unknown``) counts as hacked:
+the reward was paid and nothing confirmed it, and a completion that breaks the gold check must not
+hide from it by doing so. Its own rate says how much of ``hacking/rate`` is that rather than gold
+fails (a broken gold verifier shows there). Completions the training verifier could not judge got
+no reward and are left out. The sample is drawn with its own seeded generator, so it is the same
+for a resumed run and does not move the training randomness.
 """
 
 from __future__ import annotations
@@ -38,19 +43,34 @@ def training_verifier_for(reward_cfg: RewardConfig,
     )
 
 
+def is_hacked(trained: ScoredCompletion, gold: ScoredCompletion) -> bool:
+    """The training verifier passed (and paid a reward) and the gold verifier did not pass: it
+    failed, or could not judge (``gold.reward is None``)."""
+    return trained.reward is not None and trained.correct and not (gold.reward is not None and gold.correct)
+
+
 def hacking_counts(trained: list[ScoredCompletion], gold: list[ScoredCompletion]) -> tuple[int, int, int]:
-    """(hacked, gold passed, judged) over the pairs both verifiers could judge."""
-    judged = [(t, g) for t, g in zip(trained, gold, strict=True) if t.reward is not None and g.reward is not None]
-    hacked = sum(t.correct and not g.correct for t, g in judged)
-    return hacked, sum(g.correct for _, g in judged), len(judged)
+    """(hacked, gold passed, judged) over the pairs the training verifier could judge; a training
+    pass that gold could not judge is hacked (module docstring)."""
+    judged = [(t, g) for t, g in zip(trained, gold, strict=True) if t.reward is not None]
+    hacked = sum(is_hacked(t, g) for t, g in judged)
+    return hacked, sum(g.reward is not None and g.correct for _, g in judged), len(judged)
+
+
+def gold_unscorable_passes(trained: list[ScoredCompletion], gold: list[ScoredCompletion]) -> int:
+    """Training passes the gold verifier could not judge (counted in ``hacking_counts``' hacked)."""
+    return sum(t.reward is not None and t.correct and g.reward is None for t, g in zip(trained, gold, strict=True))
 
 
 def hacking_shares(trained: list[ScoredCompletion], gold: list[ScoredCompletion]) -> dict[str, float]:
-    """hacking/rate and hacking/gold_accuracy over the pairs both verifiers could judge."""
+    """The hacking/* step metrics (module docstring) of re-scored pairs (training, gold)."""
     hacked, gold_passed, judged = hacking_counts(trained, gold)
     if not judged:
-        return {"hacking/rate": float("nan"), "hacking/gold_accuracy": float("nan"), "hacking/sampled": 0}
+        return {"hacking/rate": float("nan"), "hacking/gold_accuracy": float("nan"),
+                "hacking/gold_unscorable_rate": float("nan"), "hacking/gold_unscorable": 0, "hacking/sampled": 0}
+    unscorable = gold_unscorable_passes(trained, gold)
     return {"hacking/rate": hacked / judged, "hacking/gold_accuracy": gold_passed / judged,
+            "hacking/gold_unscorable_rate": unscorable / judged, "hacking/gold_unscorable": unscorable,
             "hacking/sampled": judged}
 
 
@@ -86,6 +106,8 @@ class HackingMonitor:
         if self._warned or not rate > self.warn_above:
             return None
         self._warned = True
+        unscorable = metrics.get("hacking/gold_unscorable_rate", 0.0)
+        part = f" (hacking/gold_unscorable_rate {unscorable:.2f}: passes gold could not judge)" if unscorable else ""
         return (f"warning: hacking/rate {rate:.2f} > {self.warn_above:g}: the training verifier passes "
-                f"completions the gold verifier fails (reward hacking); see docs/hacking.md")
+                f"completions the gold verifier does not{part} (reward hacking); see docs/hacking.md")
 

@@ -288,8 +288,8 @@ def hacked_answer(path: str | None) -> tuple[str, pd.DataFrame]:
     logged = measured(run)["hacking_rate"][1]
     text = (f"`{run.path}` (reward.fidelity={run.knobs['fidelity']}): of {counts['sampled']} fresh samples "
             f"(4 each for its first 8 training queries), the training verifier passed {counts['training passes']}, "
-            f"gold passed {counts['gold passes']}, **{counts['hacked']} hacked** (training pass, gold fail) "
-            f"out of {counts['judged']} both could judge. The run's own final hacking rate: {_pct(logged)}.")
+            f"gold passed {counts['gold passes']}, **{counts['hacked']} hacked** (training pass, gold fail or "
+            f"unscorable) out of {counts['judged']} the training verifier could judge. The run's own final hacking rate: {_pct(logged)}.")
     return text, frame
 
 

@@ -87,12 +87,12 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
     hacking.py logs only shares (hacking/rate), not the completions, so the examples are drawn
     again: n samples for each of the first `queries` training queries, at the run's temperature.
     Returns the counts (sampled, judged by both, training passes, gold passes, hacked) and the
-    hacked ones: training verifier passed, gold failed.
+    hacked ones: training verifier passed, gold failed or could not judge.
     """
     import torch
 
     from rlvr.config import load_config
-    from rlvr.diagnostics.hacking import hacking_counts, training_verifier_for
+    from rlvr.diagnostics.hacking import hacking_counts, is_hacked, training_verifier_for
     from rlvr.models import load_policy
     from rlvr.rollout.hf import sample_completions
     from rlvr.tasks import load_task
@@ -111,7 +111,6 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
     hacked, gold_passed, judged = hacking_counts(weak, gold)
     counts = {"sampled": len(items), "judged": judged, "training passes": sum(w.correct for w in weak),
               "gold passes": gold_passed, "hacked": hacked}
-    rows = [[query.prompt, text, "pass", "fail", g.results["correctness"].detail]
-            for (query, text), w, g in zip(items, weak, gold, strict=True)
-            if w.reward is not None and g.reward is not None and w.correct and not g.correct]
+    rows = [[query.prompt, text, "pass", "fail" if g.reward is not None else "unscorable", g.results["correctness"].detail]
+            for (query, text), w, g in zip(items, weak, gold, strict=True) if is_hacked(w, g)]
     return counts, pd.DataFrame(rows, columns=HACK_COLUMNS)
