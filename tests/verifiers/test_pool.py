@@ -22,7 +22,8 @@ def test_pool_starts_lazily_and_runs_jobs() -> None:
         assert len(pool.pids()) == 2
     assert [o.status for o in outcomes] == ["ok", "ok", "raised"]
     assert [o.value for o in outcomes[:2]] == [2.0, 3.0]
-    assert "ValueError" in outcomes[2].detail  # sqrt(-1): math domain error, worker lives on
+    assert outcomes[2].exception == "ValueError"  # sqrt(-1): math domain error
+    assert "ValueError" in outcomes[2].detail
     assert pool.pids() == []  # closed
 
 
@@ -38,12 +39,32 @@ def test_timeout_kills_only_the_stuck_worker_and_others_keep_going() -> None:
         assert pool.run(0).status == "ok"  # the pool is still usable
 
 
-def test_worker_that_dies_mid_job_is_reported_as_crashed_and_replaced() -> None:
+def test_worker_that_dies_mid_job_is_reported_as_died_and_replaced() -> None:
     with WorkerPool(os._exit, size=1, timeout_s=5, memory_limit_mb=None) as pool:
         outcome = pool.run(3)  # os._exit(3): the worker process ends without answering
-        assert outcome.status == "crashed"
+        assert (outcome.status, outcome.exitcode) == ("died", 3)
         assert "exit code 3" in outcome.detail
-        assert pool.run(3).status == "crashed"  # a fresh worker took its place and died again
+        assert pool.run(3).status == "died"  # a fresh worker took its place and died again
+
+
+def test_worker_whose_job_raised_is_replaced_before_the_next_job() -> None:
+    with WorkerPool("math:sqrt", size=1, timeout_s=5) as pool:
+        pool.start()
+        (first,) = pool.pids()
+        assert pool.run(-1).status == "raised"
+        (second,) = pool.pids()
+        assert second != first  # retired: whatever the job left half-done died with it
+        assert pool.run(4).value == 2.0
+
+
+def test_state_left_by_a_raising_job_does_not_reach_the_next_job() -> None:
+    # eval of fixed test strings, in a worker: the first sets a process-global marker, then raises.
+    poison = "setattr(__import__('sys'), 'poisoned_by_last_job', True) or 1 / 0"
+    probe = "hasattr(__import__('sys'), 'poisoned_by_last_job')"
+    with WorkerPool("builtins:eval", size=1, timeout_s=5) as pool:
+        raised, after = pool.run_batch([(poison,), (probe,)])
+    assert (raised.status, raised.exception) == ("raised", "ZeroDivisionError")
+    assert (after.status, after.value) == ("ok", False)
 
 
 def test_externally_killed_idle_worker_is_reported_as_crashed() -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from rlvr.types import ErrorClass, Query, Verdict
 from rlvr.verifiers.format import FormatVerifier
+from rlvr.verifiers.pool import JobOutcome
 from rlvr.verifiers.registry import get_verifier
 from rlvr.verifiers.reward import RewardFunction
 from rlvr.verifiers.smt import SmtVerifier, check_term, parse_assignment
@@ -208,3 +213,114 @@ def test_unknown_gets_no_reward_and_stays_out_of_the_baseline(verifier: SmtVerif
 def test_odd_real_literals_are_unparseable(verifier: SmtVerifier, value: str) -> None:
     result = verifier.verify(model_row("(assert (> r 0))", "(declare-const r Real)"), answered(f"r = {value}"))
     assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.UNPARSEABLE), result
+
+
+# --- what an answer does to z3 is that answer's fail ------------------------------------------
+
+Z3_OUT_OF_MEMORY = "(bv2int ((_ extract 7 0) ((_ repeat 100000000) ((_ int2bv 8) x))))"
+"""An Int term (x's low 8 bits) built through an 800-million-bit vector: z3 raises "out of
+memory" at its ``memory_max_size`` (1 GiB) within about a second."""
+Z3_MEMOUT_EXIT = "(bv2int ((_ int2bv 100000000) x))"
+"""z3 cannot allocate this 100-million-bit vector at all and ends the process with its
+ERR_MEMOUT exit status, 101 (z3 src/util/error_codes.h)."""
+
+
+@pytest.mark.parametrize("unknown_as_fail", [False, True])
+def test_answers_that_exhaust_z3_memory_fail_as_memory_and_leave_a_clean_worker(unknown_as_fail: bool) -> None:
+    row, right = equivalent_row(), answered("(* 2 x)")
+    items = [(row, answered(Z3_OUT_OF_MEMORY)), (row, right), (row, answered(Z3_MEMOUT_EXIT)), (row, right),
+             (model_row(), answered("x = 3, y = -2"))]
+    # One worker, one batch: every answer meets whatever the answer before it left behind.
+    with SmtVerifier(pool_size=1, kill_after_s=20.0, unknown_as_fail=unknown_as_fail) as verifier:
+        results = verifier.verify_batch(items)
+    assert [(r.verdict, r.error_class) for r in results] == [
+        (Verdict.FAIL, ErrorClass.MEMORY), (Verdict.PASS, ErrorClass.NONE),
+        (Verdict.FAIL, ErrorClass.MEMORY), (Verdict.PASS, ErrorClass.NONE), (Verdict.PASS, ErrorClass.NONE),
+    ], [r.detail for r in results]
+    assert all(r.scorable for r in results)  # a wrong answer is never hidden as `error`
+    assert "out of memory" in results[0].detail and "101" in results[2].detail
+
+
+# --- division by zero never satisfies a constraint --------------------------------------------
+
+X = "(declare-const x Int)"
+
+ZERO_DIVISOR_TRAPS = [
+    # (declarations, constraints, claimed model): the constraints have NO model with a nonzero
+    # divisor, and SMT-LIB leaves (div 1 0) etc. unspecified, so the claim "holds" only if the
+    # zero divisor may pick whatever value each check needs.
+    (X, "(assert (= (div 1 x) 5)) (assert (= (div 1 x) 6))", "x = 0"),  # one number cannot be 5 and 6
+    (X, "(assert (= (div 1 x) 5))", "x = 0"),  # 1 div x is -1, 0 or 1 for every x != 0
+    (X, "(assert (= (mod x x) 1))", "x = 0"),  # x mod x = 0 for every x != 0
+    ("(declare-const r Real)", "(assert (= (/ r r) 2.0))", "r = 0"),  # r / r = 1 for every r != 0
+    (XY, "(assert (= (rem x y) 3)) (assert (< (rem x y) 3))", "x = 7, y = 0"),  # 3 < 3 is false
+    (X, "(assert (forall ((k Int)) (= (div k x) 7)))", "x = 0"),  # k = 0: 0 div x = 0, never 7
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("declarations", "constraints", "claim"), ZERO_DIVISOR_TRAPS)
+def test_a_zero_divisor_never_satisfies_constraints_that_have_no_model(
+    verifier: SmtVerifier, declarations: str, constraints: str, claim: str
+) -> None:
+    result = verifier.verify(model_row(constraints, declarations), answered(claim))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), result
+
+
+def test_division_by_a_nonzero_divisor_or_behind_a_guard_still_passes(verifier: SmtVerifier) -> None:
+    # 7 div 2 = 3 and 7 mod 2 = 1; the guarded (div 7 y) is 3 at y = 2 and not needed at y = 0.
+    constraints = "(assert (= (div x y) 3)) (assert (= (mod x y) 1)) (assert (or (= y 0) (= (div 7 y) 3)))"
+    right = verifier.verify(model_row(constraints), answered("x = 7, y = 2"))
+    wrong = verifier.verify(model_row(constraints), answered("x = 6, y = 2"))  # 6 div 2 = 3 but 6 mod 2 = 0
+    guarded_row = model_row("(assert (or (= y 0) (= (div 7 y) 3))) (assert (= x y))")
+    guarded = verifier.verify(guarded_row, answered("x = 0, y = 0"))
+    assert (right.verdict, right.score) == (Verdict.PASS, 1.0), right
+    assert [t.passed for t in right.tests] == [True, True, True]
+    assert (wrong.verdict, wrong.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), wrong
+    assert [t.passed for t in wrong.tests] == [True, False, True]
+    assert guarded.verdict is Verdict.PASS, guarded  # true whatever 7 div 0 is
+
+
+def test_an_equivalent_answer_must_agree_whatever_a_zero_divisor_yields(verifier: SmtVerifier) -> None:
+    # Under y = 0, (div x y) is an unspecified value: it need not be 0, so it is not the reference.
+    result = verifier.verify(equivalent_row("0", "(assert (= y 0))"), answered("(div x y)"))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), result
+
+
+def test_a_worker_killed_from_outside_is_an_error_not_the_answers_fail() -> None:
+    right = (model_row(), answered("x = 3, y = -2"))
+    with SmtVerifier(solver_timeout_ms=60_000, kill_after_s=30.0, pool_size=1) as verifier:
+        verifier.pool.start()
+        os.kill(verifier.pool.pids()[0], signal.SIGKILL)  # while idle, as the host's OOM killer would
+        time.sleep(0.2)
+        idle = verifier.verify(*right)
+        verifier.pool.start()  # the replacement is ready, so the kill below lands mid-job
+        threading.Timer(0.5, os.kill, (verifier.pool.pids()[0], signal.SIGKILL)).start()
+        busy = verifier.verify(equivalent_row("1", FERMAT3, FERMAT3_DECLS), answered("0"))  # z3 grinds for 60 s
+        after = verifier.verify(*right)
+    assert (idle.verdict, idle.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), idle
+    assert "before the job" in idle.detail
+    assert (busy.verdict, busy.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), busy
+    assert "SIGKILL" in busy.detail
+    assert after.verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize(("outcome", "expected"), [
+    (JobOutcome("raised", detail="job raised MemoryError: z3 ran out of memory", exception="MemoryError"),
+     (Verdict.FAIL, ErrorClass.MEMORY)),
+    (JobOutcome("raised", detail="job raised Z3Exception: b'canceled'", exception="Z3Exception"),
+     (Verdict.FAIL, ErrorClass.RUNTIME_ERROR)),
+    (JobOutcome("died", detail="worker process died during the job (exit code 101)", exitcode=101),
+     (Verdict.FAIL, ErrorClass.MEMORY)),
+    (JobOutcome("died", detail="worker process died during the job (killed by SIGSEGV)", exitcode=-11),
+     (Verdict.FAIL, ErrorClass.RUNTIME_ERROR)),
+    (JobOutcome("died", detail="worker process died during the job (killed by SIGKILL)", exitcode=-9),
+     (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)),
+    (JobOutcome("crashed", detail="worker processes fail to start"), (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)),
+])  # fmt: skip
+def test_what_follows_the_answer_is_its_fail_and_only_a_pool_fault_is_an_error(
+    verifier: SmtVerifier, outcome: JobOutcome, expected: tuple[Verdict, ErrorClass]
+) -> None:
+    # The outcomes real answers produce are tested above; a segfault or a non-memory raise has no
+    # known trigger among answers, so this table pins down how they would be judged.
+    result = verifier._from_outcome(model_row(), outcome)
+    assert (result.verdict, result.error_class) == expected, result

@@ -4,6 +4,10 @@ Imports z3 and the standard library only (no ``rlvr.types``: torch must stay out
 A completion's values and terms reach z3's SMT-LIB parser here, behind the pool's memory cap and
 hard kill. Results are plain strings equal to ``Verdict`` / ``ErrorClass`` values, converted back
 to enums by ``rlvr.verifiers.smt``.
+
+What an answer does to z3 is not caught here: z3 running out of memory is raised as
+``MemoryError`` (z3's Python API raises ``Z3Exception("out of memory")`` for it), so that the pool
+reports it as the job's and retires this process, whose z3 then refuses every later allocation.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ Judgement = tuple[str, str, str, list[tuple[str, bool, str]]]
 """(verdict value, error class value, one-line detail, [(test name, passed, detail)])."""
 
 MEMORY_MAX_MB = 1024
-"""z3's own allocation cap, below the pool's address-space limit: z3 then gives up cleanly."""
+"""z3's own allocation cap, below the pool's address-space limit: z3 then gives up cleanly
+(it raises "out of memory", or exits with status 101 when it cannot raise), and it holds even
+when the pool runs without an address-space limit."""
 
 _TIMEOUT_REASONS = ("timeout", "canceled", "max. memory exceeded")
 
@@ -36,8 +42,17 @@ def message(error: z3.Z3Exception) -> str:
     return " ".join(value.split())
 
 
+def _raise_if_out_of_memory(error: z3.Z3Exception) -> None:
+    if message(error) == "out of memory":
+        raise MemoryError(f"z3 ran out of memory (memory_max_size {MEMORY_MAX_MB} MB)") from error
+
+
 def _parse(text: str) -> list[z3.BoolRef]:
-    return list(z3.parse_smt2_string(text))
+    try:
+        return list(z3.parse_smt2_string(text))
+    except z3.Z3Exception as error:
+        _raise_if_out_of_memory(error)  # not a parse error: the answer's fault, and z3 is now spent
+        raise
 
 
 def _parse_row(text: str) -> list[z3.BoolRef]:
@@ -97,22 +112,37 @@ def value_of(constant: z3.ExprRef, text: str) -> z3.ExprRef:
     raise ValueError(f"values of sort {sort} are not supported")
 
 
-def _decide(formula: z3.BoolRef, timeout_ms: int) -> tuple[str, str]:
-    """("true" | "false" | "unknown", reason) for a closed formula; simplify first, the solver if needed."""
-    reduced = z3.simplify(formula)
-    if z3.is_true(reduced):
-        return "true", ""
-    if z3.is_false(reduced):
-        return "false", ""
+def _counterexample(closed: list[z3.BoolRef], timeout_ms: int) -> tuple[str, z3.ModelRef | None, str]:
+    """Can the closed assertions be false together? ("holds" | "violated" | "unknown", witness, reason).
+
+    ONE decision for all of them: unsat of ``(not (and A1 ... An))``. Every constant already has
+    the claimed value, so the only freedom left is what SMT-LIB leaves unspecified: ``(div x 0)``,
+    ``(mod x 0)`` and ``(/ x 0)`` are total functions of unspecified value (SMT-LIB 2.6, theories
+    Ints and Reals). The claim therefore holds only if it holds whatever those values are: a zero
+    divisor can neither take one value in one assertion and another in the next (the solver sees
+    one function for all) nor make a constraint true by landing on a lucky value.
+    """
+    reduced = z3.simplify(z3.And(*closed))
+    if z3.is_true(reduced):  # the common right answer: no solver needed
+        return "holds", None, ""
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
-    solver.add(reduced)
+    solver.add(z3.Not(reduced))
     answer = solver.check()
-    if answer == z3.sat:
-        return "true", ""
     if answer == z3.unsat:
-        return "false", ""
-    return "unknown", solver.reason_unknown()
+        return "holds", None, ""
+    if answer == z3.sat:
+        return "violated", solver.model(), ""
+    return "unknown", None, solver.reason_unknown()
+
+
+def _assertion_tests(closed: list[z3.BoolRef], witness: z3.ModelRef | None) -> list[tuple[str, bool, str]]:
+    """One outcome per assertion, for people: those false in the decision's witness are violated."""
+    tests = []
+    for index, assertion in enumerate(closed):
+        held = witness is None or not z3.is_false(witness.eval(assertion, model_completion=True))
+        tests.append((f"assert[{index}]", held, "" if held else "false"))
+    return tests
 
 
 def _unknown(reason: str, tests: list[tuple[str, bool, str]]) -> Judgement:
@@ -122,7 +152,10 @@ def _unknown(reason: str, tests: list[tuple[str, bool, str]]) -> Judgement:
 
 def judge_model(declarations: str, constraints: str, assignment: list[tuple[str, str]],
                 timeout_ms: int) -> Judgement:
-    """Does the claimed assignment make every assertion true? Substitution, then evaluation."""
+    """Does the claimed assignment make every assertion true, whatever a zero divisor yields?
+
+    The values are substituted, then all assertions are decided at once (``_counterexample``).
+    """
     assertions = _parse_row(declarations + "\n" + constraints)
     if not assertions:
         raise RowError("constraints contain no (assert ...)")
@@ -142,23 +175,26 @@ def judge_model(declarations: str, constraints: str, assignment: list[tuple[str,
             why = message(error) if isinstance(error, z3.Z3Exception) else str(error)
             sort = constants[name].sort()
             return "fail", "unparseable", clip(f"{name} = {text} is not a {sort} value ({why})", 160), []
-    tests, reasons = [], []
-    for index, assertion in enumerate(assertions):
-        truth, reason = _decide(z3.substitute(assertion, *pairs), timeout_ms)
-        tests.append((f"assert[{index}]", truth == "true", "" if truth == "true" else truth))
-        if truth == "unknown":
-            reasons.append(reason)
-    violated = [name for name, passed, detail in tests if detail == "false"]
-    if violated:
-        return "fail", "wrong_answer", f"{len(violated)}/{len(tests)} assertions violated, first {violated[0]}", tests
-    if reasons:
-        return _unknown(reasons[0], tests)
-    return "pass", "none", f"all {len(tests)} assertions hold", tests
+    closed = [z3.substitute(assertion, *pairs) for assertion in assertions]
+    outcome, witness, reason = _counterexample(closed, timeout_ms)
+    if outcome == "unknown":
+        return _unknown(reason, [(f"assert[{i}]", False, "unknown") for i in range(len(closed))])
+    tests = _assertion_tests(closed, witness)
+    if outcome == "holds":
+        return "pass", "none", f"all {len(tests)} assertions hold", tests
+    violated = [name for name, passed, _ in tests if not passed]
+    if not violated:  # e.g. two assertions that need different values of the same (div 1 0)
+        return "fail", "wrong_answer", "the assertions do not hold together for these values", tests
+    return "fail", "wrong_answer", f"{len(violated)}/{len(tests)} assertions violated, first {violated[0]}", tests
 
 
 def judge_equivalent(declarations: str, constraints: str, reference: str, answer: str,
                      timeout_ms: int) -> Judgement:
-    """Is ``(distinct answer reference)`` unsat (under the row's constraints, if any)?"""
+    """Is ``(distinct answer reference)`` unsat (under the row's constraints, if any)?
+
+    Already one decision, and unsat means "equal for every value a zero divisor may take": z3
+    searches those values too, so ``(div x 0)`` equals a reference only if it must.
+    """
     row = declarations + "\n" + constraints + "\n"
     reference_sort = _parse_row(row + f"(assert (= {reference} {reference}))")[-1].arg(0).sort()
     try:
@@ -186,8 +222,14 @@ JUDGES: dict[str, Callable[..., Judgement]] = {"model": judge_model, "equivalent
 
 
 def judge(mode: str, *args: Any) -> Judgement:
-    """Entry point of a pool job: ``JUDGES[mode](*args)``; a broken row is an ``error`` judgement."""
+    """Entry point of a pool job: ``JUDGES[mode](*args)``; a broken row is an ``error`` judgement.
+
+    Any other exception propagates: the pool reports it as this answer's and retires the worker.
+    """
     try:
         return JUDGES[mode](*args)
     except RowError as error:
         return "error", "infrastructure", str(error), []
+    except z3.Z3Exception as error:
+        _raise_if_out_of_memory(error)
+        raise

@@ -9,9 +9,20 @@ the worker is SIGKILLed and a fresh one takes its place.
 This module is imported by every worker, so it imports only the standard library (no torch:
 ``rlvr.types`` pulls torch in, which costs seconds and hundreds of MB per worker).
 
-Outcomes say what happened, never a bare failure: ``ok`` (the job returned a value), ``raised``
-(the job raised; the worker lives on), ``timeout`` (killed at the deadline), ``crashed`` (the
-worker died or never started: an infrastructure failure for the caller to report).
+Outcomes say what happened, never a bare failure, and whether the job is to blame:
+
+- ``ok``: the job returned a value.
+- ``raised``: the job raised. The worker is then retired and a fresh one started, because a job
+  that raised may have left its process half-broken: after z3 runs out of memory, every later z3
+  call in that process raised "out of memory" too. A restart (z3 imported and warmed up) took
+  1.0-1.3 s on 2 cores, paid only after a raise; jobs that merely fail should return, not raise.
+- ``timeout``: the job overran ``timeout_s``; its worker was killed and replaced.
+- ``died``: the worker process ended while running the job; ``exitcode`` says how (z3 exits with
+  101 when it cannot allocate, a C parser can segfault). Usually the job's doing, except a
+  SIGKILL (-9): that comes from outside, e.g. the OOM killer, since the pool's own kills are
+  timeouts.
+- ``crashed``: the pool failed before the job ran (a worker that could not start, or that was
+  found dead before the job was sent): an infrastructure failure for the caller to report.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Literal
 
 StartMethod = Literal["spawn", "forkserver"]
-OutcomeStatus = Literal["ok", "raised", "timeout", "crashed"]
+OutcomeStatus = Literal["ok", "raised", "timeout", "died", "crashed"]
 
 MAX_START_FAILURES = 3
 """Consecutive failed worker starts after which a batch gives up on its unsent jobs."""
@@ -49,6 +60,10 @@ class JobOutcome:
     """One line for people when status is not "ok"."""
     elapsed_s: float = 0.0
     """From sending the job to its result (or to the kill)."""
+    exception: str = ""
+    """Class name of what the job raised when status is "raised", e.g. "MemoryError"."""
+    exitcode: int | None = None
+    """How the worker ended when status is "died": an exit status, or minus a signal number."""
 
 
 @dataclass
@@ -102,7 +117,7 @@ def _worker_main(
         try:
             message = ("ok", job(*args))
         except Exception as error:
-            message = ("raised", f"{type(error).__name__}: {error}")
+            message = ("raised", (type(error).__name__, f"{type(error).__name__}: {error}"))
         conn.send(message)
 
 
@@ -123,7 +138,8 @@ class WorkerPool:
     imports its module, so that module should be cheap to import. ``warmup`` args, if given, are
     run once before a worker reports ready, off any job's clock. ``memory_limit_mb`` caps each
     worker's address space (RLIMIT_AS) so that a runaway job fails inside its worker instead of
-    waking the OOM killer, which may pick the trainer; None lifts the cap.
+    waking the OOM killer, which may pick the trainer; None lifts the cap. A worker whose job
+    raised, overran or died is replaced before the next job (module docstring).
 
     ``close()`` stops the workers; a later job starts fresh ones. Pools still open at interpreter
     exit are closed by an ``atexit`` hook. Safe to share between threads (one batch at a time).
@@ -264,7 +280,7 @@ class WorkerPool:
             kind, payload = worker.conn.recv()
         except (EOFError, OSError):  # the worker died: OOM killer, segfault, os._exit ...
             if worker.job is not None:
-                outcomes[worker.job] = self._crash_outcome(worker)
+                outcomes[worker.job] = self._died_outcome(worker)
             else:
                 self._note_start_failure(f"worker died while starting, {self._exit_of(worker)}")
             self._workers[i] = self._replace(worker)
@@ -274,13 +290,14 @@ class WorkerPool:
         elif kind == "startup_error":
             self._note_start_failure(payload)
             self._workers[i] = self._replace(worker)
-        else:  # "ok" or "raised"
-            elapsed = time.monotonic() - worker.sent_at
-            if kind == "ok":
-                outcomes[worker.job] = JobOutcome("ok", payload, elapsed_s=elapsed)
-            else:
-                outcomes[worker.job] = JobOutcome("raised", None, f"job raised {payload}", elapsed)
+        elif kind == "ok":
+            outcomes[worker.job] = JobOutcome("ok", payload, elapsed_s=time.monotonic() - worker.sent_at)
             worker.job = None
+        else:  # "raised": retire the worker, so that nothing the job left behind meets the next one
+            name, text = payload
+            elapsed = time.monotonic() - worker.sent_at
+            outcomes[worker.job] = JobOutcome("raised", None, f"job raised {text}", elapsed, exception=name)
+            self._workers[i] = self._replace(worker)
 
     def _expire(self, i: int, outcomes: list) -> None:
         worker = self._workers[i]
@@ -296,9 +313,14 @@ class WorkerPool:
         self._last_start_error = message
 
     def _crash_outcome(self, worker: _Worker) -> JobOutcome:
+        """The worker was dead before the job reached it: the pool's failure, not the job's."""
+        detail = f"worker process died before the job was sent ({self._exit_of(worker)})"
+        return JobOutcome("crashed", detail=detail)
+
+    def _died_outcome(self, worker: _Worker) -> JobOutcome:
         elapsed = time.monotonic() - worker.sent_at
         detail = f"worker process died during the job ({self._exit_of(worker)})"
-        return JobOutcome("crashed", detail=detail, elapsed_s=elapsed)
+        return JobOutcome("died", detail=detail, elapsed_s=elapsed, exitcode=worker.process.exitcode)
 
     # -- process lifecycle --------------------------------------------------------------------
 

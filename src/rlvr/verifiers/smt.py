@@ -5,7 +5,8 @@ Two row modes (docs/verifiers.md, "smt"):
 - ``{"type": "smt", "mode": "model", "declarations": "(declare-const x Int) ...",
   "constraints": "(assert ...) ..."}``: the completion's ``<answer>`` claims a satisfying
   assignment, ``x = 3, y = -2``. Every free constant of the constraints must get a literal of its
-  sort; each assertion is evaluated with the values substituted. A claim is checked, never searched.
+  sort; all assertions are decided together with the values substituted, and must hold whatever
+  value SMT-LIB leaves to a division by zero. A claim is checked, never searched.
 - ``{"type": "smt", "mode": "equivalent", "declarations": ..., "reference": "(+ x x)",
   "constraints": optional assumptions}``: the ``<answer>`` is an SMT-LIB term; it passes iff
   ``(distinct answer reference)`` is unsat (under the assumptions).
@@ -15,11 +16,19 @@ every z3 call runs in a ``WorkerPool`` (``_smt_worker.judge``) with an address-s
 wall-clock kill, as math-verify does. z3's own ``timeout`` bounds each check first; the kill
 catches what ignores it (the parser, ``simplify``). z3's ``unknown`` is ``Verdict.UNKNOWN``: not a
 pass, not a fail, kept out of rewards and baselines (``VerifierResult.scorable``) and counted.
+
+Whatever an answer does to z3 is that answer's ``fail``: out of memory (raised, or z3's exit with
+status 101) is ``memory``, any other raise or death of the worker is ``runtime_error``, an overrun
+is ``timeout``. ``error`` would keep the answer out of its reward and baseline, so it is left to
+what does not follow the answer: a broken row, a worker that cannot start or was dead before the
+job reached it, and a SIGKILL from outside (the host's OOM killer: z3's ``memory_max_size`` and
+the pool's address-space cap bound what an answer can take, and the pool's own kills are timeouts).
 """
 
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +47,9 @@ MAX_ANSWER_CHARS = 10_000
 MAX_LITERAL_CHARS = 1_000
 
 MODES = ("model", "equivalent")
+
+Z3_MEMOUT_EXIT = 101
+"""z3's exit status when it cannot allocate and cannot raise (ERR_MEMOUT, z3 src/util/error_codes.h)."""
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.'$!?-]*"
 _LITERAL = r"-?\d+/\d+|-?\d+(?:\.\d+)?|true|false|#x[0-9a-fA-F]+|#b[01]+"
@@ -186,9 +198,11 @@ class SmtVerifier(BaseVerifier):
                     result.verdict, result.error_class = Verdict.FAIL, ErrorClass.TIMEOUT
         elif outcome.status == "timeout":
             result = _fail(ErrorClass.TIMEOUT, f"z3 killed: {outcome.detail}")
-        else:  # "crashed" or "raised": the verifier broke, the answer was not judged
+        elif outcome.status == "crashed" or outcome.exitcode == -signal.SIGKILL:  # not the answer's doing
             detail = f"z3 worker failed: {outcome.detail}"
             result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+        else:  # "raised" or "died": this answer broke z3, and the pool retired that worker
+            result = _fail(_broken_by_answer(outcome), f"z3 failed on this answer: {outcome.detail}")
         result.elapsed_s = outcome.elapsed_s
         return result
 
@@ -200,6 +214,13 @@ class SmtVerifier(BaseVerifier):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _broken_by_answer(outcome: JobOutcome) -> ErrorClass:
+    """``memory`` when z3 ran out of it (the worker raises MemoryError for z3's own "out of
+    memory"; z3 exits with 101 when it cannot raise), else ``runtime_error``."""
+    out_of_memory = outcome.exception == "MemoryError" or outcome.exitcode == Z3_MEMOUT_EXIT
+    return ErrorClass.MEMORY if out_of_memory else ErrorClass.RUNTIME_ERROR
 
 
 def _fail(error_class: ErrorClass, detail: str) -> VerifierResult:
