@@ -131,3 +131,105 @@ def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: ChecklistVe
 
 def test_registry_builds_the_checklist_verifier() -> None:
     assert isinstance(get_verifier("checklist"), ChecklistVerifier)
+
+
+SEPARATORS = [
+    "\u2800",  # BRAILLE PATTERN BLANK (So): renders blank, not whitespace to str.split
+    "\u3164", "\u115f", "\u1160", "\uffa0",  # Hangul fillers (Lo)
+    "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",  # zero-width space, joiners, word joiner, BOM (Cf)
+    "\u00ad", "\u180e", "\u034f", "\U000e0020",  # soft hyphen, Mongolian vowel separator, CGJ, tag space
+    "\u00a0", "\u2003", "\u3000",  # Zs: whitespace already, kept as a regression guard
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("separator", SEPARATORS, ids=lambda c: f"U+{ord(c):04X}")
+def test_max_words_counts_words_joined_by_blank_or_invisible_characters(verifier: ChecklistVerifier,
+                                                                         separator: str) -> None:
+    # six words, limit five: every separator must still part them (6 > 5 fails).
+    text = separator.join(["one", "two", "three", "four", "five", "six"])
+    result = verifier.verify(row([{"check": "max_words", "value": 5}]), answered(text))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), result
+    assert "6 words > 5" in result.detail
+
+
+FORBIDDEN_SPELLINGS = [
+    "fo\u200brbidden", "for\u200cbidden", "forbid\u200dden", "f\u2060orbidden", "forbid\u00adden",
+    "forb\u034fidden", "forbi\u180edden", "forbidd\ufe0fen", "forbid\U000e0041den",
+    "forb\u3164idden", "forb\u2800idden",  # blank-looking: a font that draws nothing shows "forbidden"
+    "f\u043erbidd\u0435n",  # Cyrillic о and е
+    "f\u03bfrbidden",  # Greek omicron
+    "\uff46\uff4f\uff52\uff42\uff49\uff44\uff44\uff45\uff4e",  # fullwidth
+    "\U0001d41f\U0001d428\U0001d42b\U0001d41b\U0001d422\U0001d41d\U0001d41d\U0001d41e\U0001d427",  # math bold
+    "\u202enneddibrof\u202c",  # RIGHT-TO-LEFT OVERRIDE draws it as "forbidden"
+    "forbidden",  # plain, as a control
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("spelling", FORBIDDEN_SPELLINGS, ids=ascii)
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_not_contains_sees_through_invisible_and_look_alike_characters(verifier: ChecklistVerifier, spelling: str,
+                                                                         ignore_case: bool) -> None:
+    item = {"check": "not_contains", "value": "forbidden", "ignore_case": ignore_case}
+    result = verifier.verify(row([item]), answered(f"This is not {spelling} at all."))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), result
+
+
+def test_not_contains_with_ignore_case_folds_case_after_look_alikes(verifier: ChecklistVerifier) -> None:
+    item = {"check": "not_contains", "value": "forbidden", "ignore_case": True}
+    # Cyrillic capital О (U+041E) reads as Latin O, then case folds to o.
+    assert verifier.verify(row([item]), answered("F\u041eRBIDDEN")).verdict is Verdict.FAIL
+
+
+@pytest.mark.parametrize(("item", "text"), [
+    ({"check": "not_contains", "value": "cafe"}, "We met at the café, then left."),  # accents are kept
+    ({"check": "not_contains", "value": "bum"}, "They burn the logs."),  # rn is not folded to m
+    ({"check": "not_contains", "value": "forbidden"}, "Nothing forbid den here: it's for bidding."),
+    ({"check": "not_contains", "value": "don't", "ignore_case": True}, "Do it; I won\u2019t stop you."),
+    ({"check": "contains", "value": "Don't"}, "Don\u2019t panic."),  # curly apostrophe reads as '
+    ({"check": "contains", "value": "Paris"}, "P\u200baris, in 1190."),  # renders as Paris
+    ({"check": "contains", "value": "café"}, "Un cafe\u0301 noir."),  # decomposed é is é
+    ({"check": "answer_equals", "value": "Paris"}, "\u0420aris"),  # Cyrillic Р shows as P
+    # "Don’t stop — it’s fine." is 5 words: Don’t / stop / — / it’s / fine.
+    ({"check": "max_words", "value": 5}, "Don\u2019t stop \u2014 it\u2019s fine."),
+    # an emoji family is one picture joined by ZWJ: We / love / 👨‍👩‍👧 / days = 4 words
+    ({"check": "max_words", "value": 4}, "We love \U0001f468\u200d\U0001f469\u200d\U0001f467 days"),
+    # Persian writes ZWNJ inside a word: می‌خواهم ("I want") is one word
+    ({"check": "max_words", "value": 1}, "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"),
+    ({"check": "min_words", "value": 3}, "one\u2800two\u3164three"),  # blank-looking characters part words
+])  # fmt: skip
+def test_honest_texts_still_pass(verifier: ChecklistVerifier, item: dict, text: str) -> None:
+    result = verifier.verify(row([item]), answered(text))
+    assert result.verdict is Verdict.PASS, result
+
+
+@pytest.mark.parametrize(("item", "text"), [
+    ({"check": "min_words", "value": 3}, "one\u200btwo\u200bthree"),  # reads "onetwothree": one word
+    ({"check": "contains", "value": "Paris"}, "Pa ris"),
+    ({"check": "contains", "value": "Paris"}, "Pa\u2800ris"),  # renders with a blank inside
+    ({"check": "answer_equals", "value": "cafe"}, "café"),
+])  # fmt: skip
+def test_invisible_characters_earn_nothing(verifier: ChecklistVerifier, item: dict, text: str) -> None:
+    result = verifier.verify(row([item]), answered(text))
+    assert result.verdict is Verdict.FAIL, result
+
+
+def test_regex_sees_blank_looking_characters_as_spaces_and_invisible_ones_as_nothing(
+        verifier: ChecklistVerifier) -> None:
+    # A pattern that allows at most three words: "a⠀b⠀c⠀d" is four words, "Par\u200bis" is Paris.
+    at_most_three = {"check": "regex", "pattern": r"^\S+(\s+\S+){0,2}$"}
+    assert verifier.verify(row([at_most_three]), answered("a\u2800b\u2800c\u2800d")).verdict is Verdict.FAIL
+    word = {"check": "regex", "pattern": r"\bParis\b"}
+    assert verifier.verify(row([word]), answered("Par\u200bis")).verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize("blank", ["\u200b\u200b", "\u2800", "\u3164 \ufeff", "\u00ad"], ids=ascii)
+def test_answer_with_nothing_visible_is_no_answer(verifier: ChecklistVerifier, blank: str) -> None:
+    result = verifier.verify(row([{"check": "not_contains", "value": "x"}, {"check": "max_words", "value": 9}]),
+                             answered(blank))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.NO_ANSWER), result
+
+
+def test_value_with_nothing_visible_is_a_bad_row(verifier: ChecklistVerifier) -> None:
+    result = verifier.verify(row([{"check": "not_contains", "value": "\u200b"}]), answered("Paris"))
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert '"value" must have a visible character' in result.detail

@@ -10,6 +10,15 @@ the total weight; the verdict is ``pass`` (every item), ``fail`` (none) or ``par
 Regex patterns come from rows and texts from the model, so a pattern with nested quantifiers can
 backtrack for hours on a crafted text. Patterns run on the ``regex`` module with its ``timeout``
 (checked while matching, in C) and texts are capped at ``MAX_TEXT_CHARS``; a timed-out item fails.
+
+Texts are read as a reader sees them (``rlvr.verifiers._visible_text``), so invisible, blank-looking
+and look-alike characters beat no item: ``contains``, ``not_contains`` and ``answer_equals`` compare
+TR39-style skeletons of the text and the value (``not_contains`` fails if either rendering of
+blank-looking characters holds the value); ``max_words`` counts an invisible character between two
+letters as a word break and ``min_words`` does not; ``regex`` patterns see the text with invisible
+characters deleted and blank-looking ones as spaces, but no folding of look-alikes or case (a
+pattern may name a script); ``json_keys`` parses the raw text. An answer with nothing visible in it
+is no answer.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import regex
 
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
+from rlvr.verifiers._visible_text import fewest_words, most_words, rendered, skeleton, skeletons
 from rlvr.verifiers.base import BaseVerifier, extract_answer
 
 MAX_TEXT_CHARS = 20_000
@@ -53,18 +63,27 @@ def _count(item: dict[str, Any], key: str) -> int:
     return value
 
 
-def _fold(text: str, item: dict[str, Any]) -> str:
-    return text.casefold() if item.get("ignore_case", False) else text
+def _skeleton(text: str, item: dict[str, Any]) -> str:
+    return skeleton(text, ignore_case=item.get("ignore_case", False))
+
+
+def _visible_value(item: dict[str, Any]) -> str:
+    """The skeleton of ``value``; one with nothing visible would be found in every text."""
+    value = _skeleton(_string(item, "value"), item)
+    if not value:
+        raise ValueError(f'"value" must have a visible character, got {item["value"]!r}')
+    return value
 
 
 def check_contains(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    value = _string(item, "value")
-    return _fold(value, item) in _fold(text, item), f"missing {clip(value)!r}"
+    return _visible_value(item) in _skeleton(text, item), f"missing {clip(item['value'])!r}"
 
 
 def check_not_contains(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    value = _string(item, "value")
-    return _fold(value, item) not in _fold(text, item), f"contains {clip(value)!r}"
+    """Fails if any rendering of the text holds the value: a filler inside it may show as nothing."""
+    value = _visible_value(item)
+    rendered_texts = skeletons(text, ignore_case=item.get("ignore_case", False))
+    return all(value not in seen for seen in rendered_texts), f"contains {clip(item['value'])!r}"
 
 
 def _compile(item: dict[str, Any]) -> regex.Pattern:
@@ -78,25 +97,24 @@ def _compile(item: dict[str, Any]) -> regex.Pattern:
 def check_regex(text: str, item: dict[str, Any]) -> tuple[bool, str]:
     pattern = _compile(item)
     try:
-        found = pattern.search(text, timeout=REGEX_TIMEOUT_S) is not None
+        found = pattern.search(rendered(text), timeout=REGEX_TIMEOUT_S) is not None
     except TimeoutError as error:
         raise CheckTimeout(f"pattern ran over {REGEX_TIMEOUT_S:g} s") from error
     return found, f"no match for /{clip(pattern.pattern)}/"
 
 
 def check_answer_equals(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    """Whole-text equality after collapsing runs of whitespace (and case, with ``ignore_case``)."""
-    value = _string(item, "value")
-    return " ".join(_fold(text, item).split()) == " ".join(_fold(value, item).split()), f"not {clip(value)!r}"
+    """Whole-text equality of skeletons, leading and trailing whitespace aside."""
+    return _skeleton(text, item).strip() == _visible_value(item).strip(), f"not {clip(item['value'])!r}"
 
 
 def check_max_words(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    limit, words = _count(item, "value"), len(text.split())
+    limit, words = _count(item, "value"), most_words(text)
     return words <= limit, f"{words} words > {limit}"
 
 
 def check_min_words(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    limit, words = _count(item, "value"), len(text.split())
+    limit, words = _count(item, "value"), fewest_words(text)
     return words >= limit, f"{words} words < {limit}"
 
 
@@ -200,10 +218,10 @@ def _run_item(item: dict[str, Any], text: str | None) -> tuple[bool, str, ErrorC
     """(passed, detail, error class when it did not) for one item on its target text."""
     if text is None:
         return False, "no <answer>...</answer> in completion", ErrorClass.NO_ANSWER
-    if not text.strip():  # else an empty answer would collect every not_contains and max_words item
-        return False, "empty text", ErrorClass.NO_ANSWER
     if len(text) > MAX_TEXT_CHARS:
         return False, f"text over {MAX_TEXT_CHARS} characters", ErrorClass.OUTPUT_LIMIT
+    if not rendered(text).strip():  # else a blank answer would collect every not_contains and max_words item
+        return False, "empty text", ErrorClass.NO_ANSWER
     try:
         passed, detail = CHECKS[item["check"]](text, item)
     except CheckTimeout as error:
