@@ -14,7 +14,9 @@ import pytest
 from rlvr.sandbox import SandboxLimits, bwrap
 from rlvr.types import ErrorClass, Query, Verdict
 from rlvr.verifiers.python import PythonVerifier, same_value
+from rlvr.verifiers.pytest_style import PytestVerifier
 from rlvr.verifiers.registry import get_verifier
+from rlvr.verifiers.stdio import StdioVerifier
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -118,6 +120,23 @@ def test_missing_sandbox_is_unavailable_not_a_fail(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(bwrap, "_HOST", None)
     result = PythonVerifier(limits=LIMITS).verify(add_query(), fenced("def add(a, b): return a + b"))
     assert result.verdict is Verdict.UNAVAILABLE and "apt-get install bubblewrap" in result.detail
+
+
+@pytest.mark.parametrize("kind", ["python", "stdio", "pytest"])
+def test_without_a_sandbox_an_empty_answer_is_still_its_own_fail(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                  kind: str) -> None:
+    """What the completion alone decides (no code) is decided before the sandbox is needed, in
+    verify and verify_batch: a completion cannot turn its own fail into unscorable."""
+    monkeypatch.setattr(bwrap, "TOOL_PATH", str(tmp_path))
+    monkeypatch.setattr(bwrap, "_HOST", None)
+    rows = {"python": {"entry_point": "add", "tests": [{"args": [1, 2], "expected": 3}]},
+            "stdio": {"tests": [{"stdin": "", "stdout": "3"}]},
+            "pytest": {"test_code": "def test_a():\n    assert add(1, 2) == 3\n", "expected_tests": 1}}
+    verifier = {"python": PythonVerifier, "stdio": StdioVerifier, "pytest": PytestVerifier}[kind](limits=LIMITS)
+    query = Query("q", "", {"type": kind, **rows[kind]})
+    results = [verifier.verify(query, ""), *verifier.verify_batch([(query, "  "), (query, fenced("x = 1"))])]
+    assert [(r.verdict, r.error_class) for r in results[:2]] == [(Verdict.FAIL, ErrorClass.NO_ANSWER)] * 2
+    assert results[2].verdict is Verdict.UNAVAILABLE  # code to run, and no sandbox to run it in
 
 
 # --- judging hacks --------------------------------------------------------------------------

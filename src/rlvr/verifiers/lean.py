@@ -14,13 +14,17 @@ proof is the last ```` ```lean ```` block, else its ``<answer>``: what follows `
 
 and passes the proof only if ``lean`` exits 0, prints no error, and prints exactly one axioms
 report for that (nonce-named) theorem listing nothing beyond ``propext``, ``Classical.choice`` and
-``Quot.sound``. Before any of that, a proof naming ``sorry``, ``admit``, ``axiom``,
-``native_decide`` or a command that could add axioms, run code or print (``#eval``, ``elab``,
-``macro``, ``set_option`` ...) fails outright.
+``Quot.sound``.
+
+Before any of that, on every path (``verify`` and ``verify_batch``, so ``rlvr verify`` and the
+trainer too) and with or without a toolchain, the proof text is screened: a bad row is ``error``, no
+proof is ``no_answer``, and a proof naming a word of ``BANNED_WORDS``, a ``#command`` or an
+attribute (``@[...]``) fails as ``protocol_violation``. Only proofs that pass the screen meet the
+self-check and ``lean``, so without a toolchain only they are ``unavailable``.
 
 Where no ``lean`` is on PATH (as on the machine this was written on, which can install none), or
-it lives outside the sandbox's read-only binds (``/usr``), every result is ``unavailable`` with
-the reason. The compiling path has never run here: docs/verifiers.md says so.
+it lives outside the sandbox's read-only binds (``/usr``), every screened proof is ``unavailable``
+with the reason. The compiling path has never run here: docs/verifiers.md says so.
 """
 
 from __future__ import annotations
@@ -46,12 +50,36 @@ SANDBOX_PREFIXES = ("/usr/",)
 
 STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 
-BANNED_WORDS = ("sorry", "admit", "sorryAx", "axiom", "native_decide", "ofReduceBool", "implemented_by",
-                "extern", "unsafe", "opaque", "import", "set_option", "elab", "macro", "macro_rules",
-                "syntax", "run_cmd", "run_tac", "run_elab", "initialize", "builtin_initialize")
-_BANNED = re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, BANNED_WORDS)) + r")(?![\w'!?])|(#[A-Za-z_]+)")
-"""Whole words, qualified or not (``sorry_free`` is fine, ``Lean.ofReduceBool`` is not); any
-``#command`` (``#eval``, ``#print``, ``#exit``)."""
+BANNED_WORDS = (
+    # proofs by fiat, and the compiler's own axiom
+    "sorry", "admit", "sorryAx", "axiom", "lcProof",
+    # trusting the compiler instead of the kernel: native_decide, bv_decide, and the axioms and
+    # constants behind them (Init/Core.lean)
+    "native_decide", "bv_decide", "ofReduceBool", "ofReduceNat", "reduceBool", "reduceNat", "trustCompiler",
+    "implemented_by", "extern", "unsafe", "opaque",
+    # options and imports that change what is checked (`set_option debug.skipKernelTC true in`)
+    "import", "set_option", "skipKernelTC",
+    # commands and terms that run code while elaborating: an elaborator defined after the proof
+    # could answer the host's `#print axioms` with a fake report and exit 0
+    "elab", "elab_rules", "macro", "macro_rules", "syntax", "declare_syntax_cat", "notation", "infix",
+    "infixl", "infixr", "run_cmd", "run_tac", "run_elab", "run_meta", "by_elab", "simproc", "dsimproc",
+    "initialize", "builtin_initialize", "attribute",
+)  # fmt: skip
+"""Refused as whole words, qualified or not (``Lean.ofReduceBool`` is refused)."""
+
+BANNED_TACTIC_WORDS = ("stop", "native")
+"""Refused unless qualified, where they are other names (``Std.Range.stop``): ``stop`` is
+``repeat sorry`` (Init/Tactics.lean); ``decide +native`` and ``native := true`` are native_decide."""
+
+_WORD_END = r"(?![\w'!?])"
+_BANNED = re.compile(
+    rf"(?<![\w'])({'|'.join(map(re.escape, BANNED_WORDS))}){_WORD_END}"
+    rf"|(?<![\w'.])({'|'.join(BANNED_TACTIC_WORDS)}){_WORD_END}"
+    r"|(#[A-Za-z_]+)|(@\[)")
+"""Whole words (``sorry_free`` is fine; ``x!`` and ``x?`` are other names in Lean); any
+``#command`` (``#eval``, ``#print``, ``#exit``); any attribute ``@[...]`` (``@[extern]``,
+``@[implemented_by]``, ``@[command_elab]``). A proof is one term after ``:=``, so an honest one
+needs none of them; they are refused in comments too."""
 
 _STATEMENT = re.compile(r"\s*theorem\s+([A-Za-z_][\w.']*)[\s({\[:]", re.ASCII)
 _FENCE = re.compile(r"```[ \t]*(?:lean4|lean)[ \t]*\r?\n(.*?)```", re.DOTALL)
@@ -117,15 +145,14 @@ class LeanVerifier(SandboxedVerifier):
     def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        """Rows and banned words are judged first, with or without a toolchain; then ``lean``."""
+    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
+        """Rows and the proof text (banned words, commands, attributes) are judged before any
+        toolchain lookup, so a refused proof fails alike with or without ``lean``."""
         prepared = _prepare(query, completion)
-        if isinstance(prepared, VerifierResult):
-            return prepared
-        return super().verify(query, completion)
+        return prepared if isinstance(prepared, VerifierResult) else None
 
     def _verify(self, query: Query, completion: str) -> VerifierResult:
-        prepared = _prepare(query, completion)
+        prepared = _prepare(query, completion)  # again: the self-check comes here without the screen
         if isinstance(prepared, VerifierResult):
             return prepared
         criteria, proof = prepared

@@ -101,6 +101,10 @@ class PytestVerifier(SandboxedVerifier):
         self.limits = limits
         self.partial_credit = partial_credit
 
+    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
+        prepared = self._criteria_and_code(query, completion, PytestCriteria.from_dict, "python")
+        return prepared if isinstance(prepared, VerifierResult) else None
+
     def _verify(self, query: Query, completion: str) -> VerifierResult:
         prepared = self._criteria_and_code(query, completion, PytestCriteria.from_dict, "python")
         if isinstance(prepared, VerifierResult):

@@ -144,6 +144,10 @@ class PythonVerifier(SandboxedVerifier):
                 results[index].elapsed_s = run.elapsed_s
         return [result for result in results if result is not None]
 
+    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
+        prepared = self._criteria_and_code(query, completion, PythonCriteria.from_dict, "python")
+        return prepared if isinstance(prepared, VerifierResult) else None
+
     def _prepare(self, query: Query, completion: str) -> tuple[PythonCriteria, str, dict[str, str]] | VerifierResult:
         """(criteria, nonce, files for the sandbox), or the result when there is nothing to run."""
         prepared = self._criteria_and_code(query, completion, PythonCriteria.from_dict, "python")

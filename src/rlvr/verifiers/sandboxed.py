@@ -23,6 +23,10 @@ from rlvr.verifiers.base import BaseVerifier, extract_code
 Criteria = TypeVar("Criteria")
 
 
+def _copy(result: VerifierResult) -> VerifierResult:
+    return VerifierResult(result.verdict, 0.0, result.error_class, result.detail)
+
+
 def fail(error_class: ErrorClass, detail: str, tests: list[TestOutcome] | None = None) -> VerifierResult:
     return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, tests or [])
 
@@ -55,20 +59,29 @@ class SandboxedVerifier(BaseVerifier):
                 self._broken = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
         return self._broken
 
+    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
+        """The result when the row or the completion decides without running anything (a bad row,
+        no code, a refused proof), else None. It runs before the self-check, in ``verify`` and
+        ``verify_batch`` alike, so it holds whether or not the sandbox or a toolchain works: a
+        completion never turns its own fail into ``unavailable`` or ``error``."""
+        return None
+
     def verify(self, query: Query, completion: str) -> VerifierResult:
         started = time.perf_counter()
-        broken = self._self_check()
-        if broken is not None:
-            return VerifierResult(broken.verdict, 0.0, broken.error_class, broken.detail)
-        result = self._verify(query, completion)
+        result = self._screen(query, completion)
+        if result is None:
+            broken = self._self_check()
+            result = _copy(broken) if broken is not None else self._verify(query, completion)
         result.elapsed_s = time.perf_counter() - started
         return result
 
     def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        broken = self._self_check()
-        if broken is not None:
-            return [VerifierResult(broken.verdict, 0.0, broken.error_class, broken.detail) for _ in items]
-        return self._verify_many(items)
+        screened = [self._screen(query, completion) for query, completion in items]
+        to_run = [item for item, result in zip(items, screened) if result is None]
+        if to_run:
+            broken = self._self_check()
+            ran = iter([_copy(broken) for _ in to_run] if broken is not None else self._verify_many(to_run))
+        return [result if result is not None else next(ran) for result in screened]
 
     def _criteria_and_code(self, query: Query, completion: str, parse: Callable[[dict[str, Any]], Criteria],
                            language: str) -> tuple[Criteria, str] | VerifierResult:

@@ -131,6 +131,10 @@ class StdioVerifier(SandboxedVerifier):
 
     # --- shared ---------------------------------------------------------------------------------
 
+    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
+        prepared = self._criteria_and_code(query, completion, self.criteria, self.language)
+        return prepared if isinstance(prepared, VerifierResult) else None
+
     def _verify(self, query: Query, completion: str) -> VerifierResult:
         prepared = self._criteria_and_code(query, completion, self.criteria, self.language)
         if isinstance(prepared, VerifierResult):
