@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvr.sandbox.seccomp import deny_filter
+from rlvr.sandbox.seccomp import SeccompUnsupported, deny_filter
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`)"
 
@@ -187,7 +187,10 @@ class BwrapFds:
 
 def open_seccomp_filter() -> int:
     """A memfd holding the compiled filter, for ``BwrapFds.seccomp`` (the caller closes it)."""
-    return memfd("seccomp", deny_filter())
+    try:
+        return memfd("seccomp", deny_filter())
+    except SeccompUnsupported as error:  # no sandbox without the filter: say so, never run unfenced
+        raise SandboxUnavailable(str(error)) from error
 
 
 def namespace_argv(host: _Host, tmpfs_mb: int, files: dict[str, int], fds: BwrapFds, env: dict[str, str],
