@@ -86,7 +86,9 @@ def test_last_answer_wins() -> None:
 @pytest.mark.parametrize(
     "criteria",
     [{"type": "math"}, {"type": "math", "answer": ""}, {"type": "math", "answer": True},
-     {"type": "math", "answer": "1", "lenient": "yes"}],
+     {"type": "math", "answer": "1", "lenient": "yes"}, {"type": "math", "answer": "1", "tolerance": -1e-6},
+     {"type": "math", "answer": "1", "tolerance": "1e-6"}, {"type": "math", "answer": "1", "tolerance": True},
+     {"type": "math", "answer": "1", "tolerance": float("nan")}],
 )  # fmt: skip
 def test_bad_criteria_is_an_error_not_a_fail(criteria: dict) -> None:
     result = MathVerifier().verify(Query("bad-row", "p", criteria), answered("1"))
@@ -183,3 +185,160 @@ def test_sets_intervals_fractions_and_symbolic_equivalence(
     """What math-verify already decides; pinned so that a math-verify upgrade that changes it shows."""
     result = patient.verify(row(gold), answered(answer))
     assert result.verdict is verdict, (gold, answer, result.detail)
+
+
+BAD_FORMAT, WRONG, UNPARSEABLE = ErrorClass.BAD_FORMAT, ErrorClass.WRONG_ANSWER, ErrorClass.UNPARSEABLE
+SET = "\\{1, 2\\}"
+NOT_ONE_VALUE = [
+    # (gold, answer, error class, words of the detail). Most PASSED before the one-value check:
+    # math-verify kept one disjunct, line, element or right-hand side, and rounded decimals to 6 places.
+    ("42", "x = 43 \\lor x = 42", BAD_FORMAT, "disjunction"),
+    ("42", "43 \\vee 42", BAD_FORMAT, "disjunction"),
+    ("42", "43 \\text{ or } 42", BAD_FORMAT, "disjunction"),
+    ("42", "42 or", BAD_FORMAT, "disjunction"),
+    ("42", "x=43 \\land x=42", BAD_FORMAT, "conjunction"),
+    ("42", "43 \\wedge 42", BAD_FORMAT, "conjunction"),
+    ("42", "43 and 42", BAD_FORMAT, "conjunction"),
+    ("42", "x = 43 = 42", BAD_FORMAT, "chain"),
+    ("42", "x==42", BAD_FORMAT, "chain"),
+    ("42", "43 = 42", BAD_FORMAT, "left side is not one symbol"),  # math-verify read the right side
+    ("42", "x < 42", BAD_FORMAT, "relation"),
+    ("42", "x \\le 42", BAD_FORMAT, "relation"),
+    ("42", "42 \\ne x", BAD_FORMAT, "relation"),
+    ("42", "\\approx 42", BAD_FORMAT, "relation"),
+    ("42", "x \\to 42", BAD_FORMAT, "relation"),
+    ("42", "\\lbrace 43, 42 \\rbrace", BAD_FORMAT, "a set"),
+    ("42", "\\{43, 42\\}", BAD_FORMAT, "a set"),
+    ("42", "43, 42", BAD_FORMAT, "commas"),
+    ("42", "43; 42", BAD_FORMAT, "commas"),
+    ("42", "\\begin{cases} 43 \\\\ 42 \\end{cases}", BAD_FORMAT, "case list"),
+    ("42", "43 \\\\ 42", BAD_FORMAT, "line break"),
+    ("42", "43\n42", BAD_FORMAT, "line break"),
+    ("42", "40 2", BAD_FORMAT, "side by side"),  # math-verify added them: 40 + 2 = 42
+    ("42", "43 \\dots 42", BAD_FORMAT, "ellipsis"),
+    ("42", "42 \\pm 1", BAD_FORMAT, "\\pm"),
+    ("42", "\\boxed{43} \\boxed{42}", BAD_FORMAT, "several \\boxed"),
+    ("42", "43 \\boxed{42}", BAD_FORMAT, "outside \\boxed"),
+    ("42", "42\\}", UNPARSEABLE, "unbalanced"),
+    ("\\frac{2}{3}", "\\frac{2}{3} \\lor 0", BAD_FORMAT, "disjunction"),
+    ("\\frac{2}{3}", "0 \\\\ \\frac{2}{3}", BAD_FORMAT, "line break"),
+    ("\\frac{2}{3}", "0.6666667", WRONG, "rounded decimal"),  # 2/3 - 6666667/10^7 = -1/(3*10^7)
+    ("\\frac{2}{3}", "0.666667", WRONG, "rounded decimal"),
+    ("\\frac{2}{3}", "x = 0.6666667", WRONG, "rounded decimal"),
+    (SET, "\\{1, 3\\} \\lor \\{1, 2\\}", BAD_FORMAT, "disjunction"),
+    (SET, "\\{1, 3\\}, \\{1, 2\\}", BAD_FORMAT, "commas"),
+    (SET, "\\{1, 3\\} \\\\ \\{1, 2\\}", BAD_FORMAT, "line break"),
+    (SET, "\\begin{cases} \\{1, 3\\} \\\\ \\{1, 2\\} \\end{cases}", BAD_FORMAT, "case list"),
+    (SET, "S = \\{1, 3\\} = \\{1, 2\\}", BAD_FORMAT, "chain"),
+]
+
+
+@pytest.mark.parametrize(("gold", "answer", "error_class", "why"), NOT_ONE_VALUE)
+def test_an_answer_that_is_not_one_value_fails(gold: str, answer: str, error_class: ErrorClass, why: str) -> None:
+    fresh = MathVerifier()
+    result = fresh.verify(row(gold), answered(answer))
+    assert (result.verdict, result.error_class, result.score) == (Verdict.FAIL, error_class, 0.0), result.detail
+    assert why in result.detail
+    assert not fresh.pool.started  # decided in-process: math-verify never saw it
+
+
+def test_a_batch_of_hedges_never_reaches_math_verify() -> None:
+    fresh = MathVerifier()
+    results = fresh.verify_batch([(row(gold), answered(answer)) for gold, answer, _, _ in NOT_ONE_VALUE])
+    assert [(r.verdict, r.error_class) for r in results] == [(Verdict.FAIL, c) for _, _, c, _ in NOT_ONE_VALUE]
+    assert not fresh.pool.started
+
+
+READ_IN_PART = [
+    # (gold, answer): math-verify parsed up to what it could not read and dropped the rest, and passed.
+    ("42", "42@43"), ("42", "42-"), ("42", "42é"), ("42", "42\x1b"), ("42", "43~42"), ("42", "42$"),
+    ("42", "42_43"), ("42", "42\\pi\\foo"), ("3", "42\\pi\\max 3"), ("42", "42\\8"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("gold", "answer"), READ_IN_PART)
+def test_an_answer_math_verify_would_read_in_part_is_unparseable(gold: str, answer: str) -> None:
+    fresh = MathVerifier()
+    result = fresh.verify(row(gold), answered(answer))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.UNPARSEABLE), result.detail
+    assert not fresh.pool.started
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "criteria"),
+    [
+        ("42", "42", {}),
+        ("42", "x = 42", {}),  # the value right of "symbol =" is judged
+        ("42", "\\theta_1 = 42", {}),
+        ("42", "\\boxed{42}", {}),
+        ("42", "The answer is $\\boxed{42}$.", {}),  # text without a number around one box
+        ("42", "$42$", {}),
+        ("42", "42.0", {}),
+        ("42", "\\frac{84}{2}", {}),
+        ("42", "42^\\circ", {}),
+        ("1000", "1,000", {}),  # thousands separators: one number
+        ("\\frac{1}{2}", "0.5", {}),  # a decimal that IS the fraction
+        ("\\frac{1}{4}", "0.25", {}),
+        ("\\frac14", "0.25", {}),
+        ("\\frac{5}{2}", "2\\frac{1}{2}", {}),  # a mixed number is one value
+        (SET, "\\{2, 1\\}", {}),  # a set gold admits a set, in any order
+        (SET, "x \\in \\{2, 1\\}", {}),
+        ("[0,1)", "[0, 1)", {}),  # an interval gold admits an interval
+        ("[0,1) \\cup (2,3]", "(2,3] \\cup [0,1)", {}),
+        ("(1,2)", "(x, y) = (1, 2)", {}),  # a tuple gold admits a tuple of symbols = a tuple
+        ("1,2", "2,1", {}),  # a bare-list gold admits a bare list
+        ("\\pm 3", "3, -3", {}),  # a \pm gold is two values
+        ("3", "\\log_2 8", {}),  # an index is not a second number
+        ("30", "30^\\circ", {}),
+        ("\\$18.90", "18.9", {}),
+        ("y = 2x + 3", "y = 3 + 2x", {}),  # an equation gold admits an equation
+        ("x^2 + y^2 = 1", "y^2 + x^2 = 1", {}),
+        ("\\frac{2}{3}", "0.6666667", {"tolerance": 1e-6}),  # |0.6666667 - 2/3| = 3.3e-8 <= 1e-6
+        ("\\sqrt{2}", "1.4142136", {"tolerance": 1e-6}),  # |1.4142136 - 1.41421356...| = 4.4e-8
+        ("1000000", "1000000.5", {"tolerance": 1e-6}),  # relative: 0.5 <= 1e-6 * 10^6 = 1
+    ],
+)
+def test_one_value_in_any_accepted_form_passes(patient: MathVerifier, gold: str, answer: str, criteria: dict) -> None:
+    result = patient.verify(row(gold, **criteria), answered(answer))
+    assert (result.verdict, result.score) == (Verdict.PASS, 1.0), result.detail
+    assert ("tolerance" in result.detail) == ("tolerance" in criteria)
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "tolerance"),
+    [
+        ("\\sqrt{2}", "1.414214", None),  # math-verify rounded both to 6 places and passed it
+        ("\\pi", "3.141593", None),
+        ("\\frac{2}{3}", "0.667", 1e-6),  # 3.3e-4 > 1e-6
+        ("\\sqrt{2}", "1.4142", 1e-6),  # 1.4e-5 > 1e-6
+        ("1000000", "1000002", 1e-6),  # 2 > 1e-6 * 10^6 = 1
+    ],
+)
+def test_decimals_are_exact_unless_the_row_sets_a_tolerance(
+    patient: MathVerifier, gold: str, answer: str, tolerance: float | None
+) -> None:
+    criteria = {} if tolerance is None else {"tolerance": tolerance}
+    result = patient.verify(row(gold, **criteria), answered(answer))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), result.detail
+
+
+def test_what_follows_the_answer_is_its_fail_and_only_a_pool_fault_is_an_error():
+    """The outcome table (verifiers/pool.py statuses): a raise or death while judging this answer is
+    its fail (memory when it ran out of memory); a worker that never started, or a SIGKILL from
+    outside, is ours: error, unscorable. A wrong answer must not make itself unscorable."""
+    import signal
+
+    from rlvr.verifiers.math import _from_outcome
+    from rlvr.verifiers.pool import JobOutcome
+
+    cases = [
+        (JobOutcome("raised", detail="MemoryError", exception="MemoryError"), Verdict.FAIL, ErrorClass.MEMORY),
+        (JobOutcome("raised", detail="RecursionError", exception="RecursionError"), Verdict.FAIL, ErrorClass.RUNTIME_ERROR),
+        (JobOutcome("died", detail="exit 1", exitcode=1), Verdict.FAIL, ErrorClass.RUNTIME_ERROR),
+        (JobOutcome("timeout", detail="2 s"), Verdict.FAIL, ErrorClass.TIMEOUT),
+        (JobOutcome("died", detail="killed", exitcode=-signal.SIGKILL), Verdict.ERROR, ErrorClass.INFRASTRUCTURE),
+        (JobOutcome("crashed", detail="no worker"), Verdict.ERROR, ErrorClass.INFRASTRUCTURE),
+    ]
+    for outcome, verdict, error_class in cases:
+        result = _from_outcome(outcome)
+        assert (result.verdict, result.error_class) == (verdict, error_class), outcome

@@ -3,18 +3,26 @@
 Rows look like ``{"type": "math", "answer": "\\frac{1}{2}"}``; the completion's last
 ``<answer>…</answer>`` is compared with ``answer``.
 
+First the answer must be ONE value (``math_form.one_value``): a disjunction, a list, a chain, a
+relation or a case list is a ``bad_format`` fail, and junk that math-verify would read only in
+part ("42@43", "42-") an ``unparseable`` fail, before anything compares it: math-verify would keep
+one element and pass a hedge.
+
 Plain integers (the bulk of synthetic arithmetic) are compared here, in microseconds, by value:
 "042", "+42" and " 42 " all equal "42", as math-verify would also judge them, so the verdict does
-not depend on which path ran. Fractions of integers ("3/4", "\\frac{6}{8}", "-\\dfrac{1}{2}") are
-compared here too, as exact rationals (``exact_rational``). Anything else goes to math-verify (sympy underneath) in a
-``WorkerPool`` with a hard wall-clock timeout, because a pathological answer can keep sympy busy
-for minutes and math-verify's own SIGALRM timeout breaks outside the main thread (DESIGN.md,
-"Real parts").
+not depend on which path ran. Fractions of integers ("3/4", "\\frac{6}{8}", "-\\dfrac{1}{2}") and
+decimals ("0.5") are compared here too, as exact rationals (``exact_rational``): a rounded decimal
+is not the fraction it rounds, unless the row sets a ``tolerance``. Anything else goes to
+math-verify (sympy underneath) in a ``WorkerPool`` with a hard wall-clock timeout, because a
+pathological answer can keep sympy busy for minutes and math-verify's own SIGALRM timeout breaks
+outside the main thread (DESIGN.md, "Real parts").
 """
 
 from __future__ import annotations
 
+import math
 import re
+import signal
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -22,6 +30,7 @@ from typing import Any
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
+from rlvr.verifiers.math_form import Rejection, one_value, unwrap
 from rlvr.verifiers.pool import JobOutcome, StartMethod, WorkerPool
 
 MATH_JOB = "rlvr.verifiers._math_worker:judge"
@@ -53,14 +62,21 @@ def normalize_integer(text: str) -> str | None:
 _INT = r"[+-]?\d{1,100}"
 _RATIONAL = re.compile(rf"\s*([+-]?)\s*(?:({_INT})\s*/\s*({_INT})|\\[dt]?frac\{{\s*({_INT})\s*\}}\{{\s*({_INT})\s*\}})\s*",
                        re.ASCII)
+_DECIMAL = re.compile(r"\s*([+-]?)(\d{0,100})\.(\d{0,100})\s*", re.ASCII)
 
 
 def exact_rational(text: str) -> Fraction | None:
-    r"""The value of a plain integer or a fraction of integers ("3/4", "-rac{6}{8}", "\dfrac{1}{2}"),
-    exactly; None for anything else (decimals, surds, sets: math-verify judges those)."""
+    r"""The value of a plain integer, a fraction of integers ("3/4", "-\frac{6}{8}", "\dfrac{1}{2}")
+    or a decimal ("0.5", "-.25", "42."), exactly; None for anything else (surds, sets: math-verify
+    judges those)."""
     integer = normalize_integer(text)
     if integer is not None:
         return Fraction(int(integer)) if len(integer) <= 100 else None
+    decimal = _DECIMAL.fullmatch(text)
+    if decimal is not None and any(decimal.group(2, 3)):
+        sign, whole, decimals = decimal.groups()
+        value = Fraction(int(whole or "0")) + Fraction(int(decimals or "0"), 10 ** len(decimals))
+        return -value if sign == "-" else value
     match = _RATIONAL.fullmatch(text)
     if match is None:
         return None
@@ -71,6 +87,11 @@ def exact_rational(text: str) -> Fraction | None:
     return -Fraction(numerator, denominator) if sign == "-" else Fraction(numerator, denominator)
 
 
+def within_tolerance(gold: Fraction, answer: Fraction, tolerance: float) -> bool:
+    """|answer - gold| <= tolerance * max(1, |gold|): absolute near 0, relative for large golds."""
+    return abs(answer - gold) <= Fraction(tolerance) * max(1, abs(gold))
+
+
 @dataclass(frozen=True)
 class MathCriteria:
     """The ``verifier`` object of a math row."""
@@ -78,6 +99,9 @@ class MathCriteria:
     answer: str
     lenient: bool = False
     """Reserved for a looser comparison mode; accepted and validated, not used yet."""
+    tolerance: float | None = None
+    """``"tolerance": 1e-6``: a number within ``tolerance * max(1, |gold|)`` of the gold passes
+    (absolute near 0, relative beyond 1); absent: exact values only, so 0.6666667 is not 2/3."""
 
     @classmethod
     def from_dict(cls, criteria: dict[str, Any]) -> MathCriteria:
@@ -91,7 +115,13 @@ class MathCriteria:
         lenient = criteria.get("lenient", False)
         if not isinstance(lenient, bool):
             raise ValueError(f'"lenient" must be true or false, got {lenient!r}')
-        return cls(answer=answer.strip(), lenient=lenient)
+        tolerance = criteria.get("tolerance")
+        if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                      or not math.isfinite(tolerance) or tolerance < 0):
+            raise ValueError(f'"tolerance" must be a finite number >= 0 such as 1e-6, or absent for exact '
+                             f'answers; got {tolerance!r}')
+        return cls(answer=answer.strip(), lenient=lenient,
+                   tolerance=None if tolerance is None else float(tolerance))
 
 
 def _result(verdict: Verdict, error_class: ErrorClass, detail: str) -> VerifierResult:
@@ -133,8 +163,8 @@ class MathVerifier(BaseVerifier):
         return judge_in_workers(items, self._judge_in_process, self.pool.run_batch,
                                 lambda query, outcome: _from_outcome(outcome))
 
-    def _judge_in_process(self, query: Query, completion: str) -> VerifierResult | tuple[str, str]:
-        """A result when no worker is needed, else the (gold, answer) job for math-verify."""
+    def _judge_in_process(self, query: Query, completion: str) -> VerifierResult | tuple[str, str, float | None]:
+        """A result when no worker is needed, else the (gold, answer, tolerance) job for math-verify."""
         try:
             criteria = MathCriteria.from_dict(query.verifier)
         except ValueError as error:
@@ -146,19 +176,23 @@ class MathVerifier(BaseVerifier):
             return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, detail)
         if not answer:
             return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, "<answer> is empty")
-        gold_int, answer_int = normalize_integer(criteria.answer), normalize_integer(answer)
-        if gold_int is None or answer_int is None:
-            gold_value, answer_value = exact_rational(criteria.answer), exact_rational(answer)
-            if gold_value is None or answer_value is None:
-                return criteria.answer, answer
-            if gold_value == answer_value:  # the same rational number, as sympy would also find
-                return _result(Verdict.PASS, ErrorClass.NONE, f"equal to {clip(criteria.answer)!r} (exact rational)")
-            detail = f"expected {clip(criteria.answer)!r}, got {clip(answer)!r} (exact rationals)"
-            return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail)
-        if gold_int == answer_int:
-            return _result(Verdict.PASS, ErrorClass.NONE, f"integer {clip(gold_int)}")
-        detail = f"expected integer {clip(gold_int)}, got {clip(answer_int)}"
-        return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail)
+        # Before any comparison, so that a hedge never reaches math-verify; a plain number is one value.
+        plain = normalize_integer(answer) is not None or exact_rational(answer) is not None
+        value = answer if plain else one_value(answer, criteria.answer)
+        if isinstance(value, Rejection):
+            return _result(Verdict.FAIL, ErrorClass(value.error_class), f"{value.detail}: {clip(answer)!r}")
+        gold = unwrap(criteria.answer)
+        gold_int, answer_int = normalize_integer(gold), normalize_integer(value)
+        if gold_int is not None and answer_int is not None:
+            if gold_int == answer_int:
+                return _result(Verdict.PASS, ErrorClass.NONE, f"integer {clip(gold_int)}")
+            if criteria.tolerance is None:
+                detail = f"expected integer {clip(gold_int)}, got {clip(answer_int)}"
+                return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail)
+        gold_value, answer_value = exact_rational(gold), exact_rational(value)
+        if gold_value is None or answer_value is None:
+            return criteria.answer, value, criteria.tolerance
+        return _compare_rationals(gold, value, gold_value, answer_value, criteria.tolerance)
 
     def close(self) -> None:
         self.pool.close()
@@ -170,16 +204,35 @@ class MathVerifier(BaseVerifier):
         self.close()
 
 
+def _compare_rationals(gold: str, answer: str, gold_value: Fraction, answer_value: Fraction,
+                       tolerance: float | None) -> VerifierResult:
+    """The verdict on two exact rationals, the same as math-verify's on the same texts."""
+    if gold_value == answer_value:
+        return _result(Verdict.PASS, ErrorClass.NONE, f"equal to {clip(gold)!r} (exact rational)")
+    if tolerance is not None and within_tolerance(gold_value, answer_value, tolerance):
+        return _result(Verdict.PASS, ErrorClass.NONE, f"within tolerance {tolerance:g} of {clip(gold)!r}")
+    detail = f"expected {clip(gold)!r}, got {clip(answer)!r} (exact rationals"
+    if "." in answer and tolerance is None:
+        detail += '; a rounded decimal is not the exact value, unless the row sets "tolerance"'
+    return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail + ")")
+
+
 def _from_outcome(outcome: JobOutcome) -> VerifierResult:
-    """A worker's outcome as a result: a timeout is the answer's fault, a crash is ours."""
+    """A worker's outcome as a result. What follows the answer is its fail: a timeout, or a worker
+    that raised or died while judging it (the pool retires that worker). A pool fault before the
+    job (a worker that could not start) and a SIGKILL from outside (the host's OOM killer) are
+    ours: ``error``, unscorable."""
     if outcome.status == "ok":
         verdict, error_class, detail = outcome.value
         result = _result(Verdict(verdict), ErrorClass(error_class), detail)
     elif outcome.status == "timeout":
         detail = f"math-verify timed out: {outcome.detail}"
         result = _result(Verdict.FAIL, ErrorClass.TIMEOUT, detail)
-    else:  # "crashed" or "raised": the verifier broke, the answer was not judged
+    elif outcome.status == "crashed" or outcome.exitcode == -signal.SIGKILL:
         detail = f"math-verify worker failed: {outcome.detail}"
         result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+    else:  # "raised" or "died" on this answer
+        error_class = ErrorClass.MEMORY if outcome.exception == "MemoryError" else ErrorClass.RUNTIME_ERROR
+        result = _result(Verdict.FAIL, error_class, f"math-verify failed on this answer: {outcome.detail}")
     result.elapsed_s = outcome.elapsed_s
     return result
