@@ -18,9 +18,9 @@ One job, start to finish:
 1. The host sends a frame {"id", "uid", "driver", "files", "limits", "wall_s"} on stdin (one job
    in flight per slot, so nothing of a later job is ever buffered in this process).
 2. A fresh directory ``/sandbox/job`` owned by the job's uid receives the files.
-3. The zygote gets {"uid", "limits", "driver"} and the job's three pipe ends, and double-forks:
-   the job is reparented to this process (a child subreaper). The job's process starts a new
-   session, sets the rlimits (CPU, address space, processes, file size, open files, no core),
+3. The zygote gets {"uid", "limits", "driver"} and the job's three pipe ends, forks the job, and
+   later reports its wait status (the job's orphans come to this process, a child subreaper). The
+   job's process starts a new session, sets the rlimits (CPU, address space, processes, file size, open files, no core),
    empties its capability bounding set, clears its groups, drops to the job's uid (all
    capabilities vanish with the change from uid 0), sets no_new_privs, reads stdin from /dev/null,
    closes every other fd but the result channel and the stdout/stderr pipes, clears the environment
@@ -28,11 +28,11 @@ One job, start to finish:
 4. This process reads the channel, stdout and stderr (each capped) until the job exits or the wall
    clock runs out, and answers {"id", "exit_code", "signal", "timed_out", "output_truncated",
    "channel", ...}. The host judges the channel's content; nothing here decides a verdict.
-5. Then it SIGKILLs every process in the pid namespace but init, itself and the zygote (daemons
-   that called setsid or double-forked included) until none is left, deletes the job's directory
-   and everything in /tmp and /dev/shm, and answers {"id", "clean"}. Cleaning comes after the
-   answer, so nothing the job left behind can turn its verdict into an error; a slot that could
-   not clean exits, and the host starts a new one.
+5. Then it SIGKILLs every process in the pid namespace that runs as a job's uid (all but init,
+   itself and the zygote; daemons that called setsid or double-forked included) until none is
+   left, deletes the job's directory and everything in /tmp and /dev/shm, and answers {"id",
+   "clean"}. Cleaning comes after the answer, so nothing the job left behind can turn its verdict
+   into an error; a slot that could not clean exits, and the host starts a new one.
 
 The seccomp filter (``seccomp.py``) keeps jobs from making kernel objects that would outlive them
 here (System V IPC, POSIX message queues, keys): /tmp, /dev/shm and the job's directory are all a
@@ -150,13 +150,13 @@ def prepare_job_dir(job):
 
 
 def start_zygote(drivers):
-    """Fork the zygote, before any job exists; returns (socket to it, its pid).
+    """Fork the zygote, before any job exists; returns (the socket to it, its pid).
 
-    Every job is forked from this process, which holds nothing but the compiled drivers: no frame,
+    Every job is forked from the zygote, which holds nothing but the compiled drivers: no frame,
     file or reply of any job ever enters it (the supervisor keeps them), so a job that reads its
-    inherited memory finds no other job there. It gets requests {"uid", "limits", "driver"} with
-    the job's three pipe ends, and answers with the job's pid (4 bytes). It double-forks, so the job
-    is reparented to the supervisor (the subreaper), which waits for it and collects its output.
+    inherited memory finds no other job there. Per job it gets {"uid", "limits", "driver"} with the
+    job's three pipe ends, forks the job, answers with its pid (4 bytes), waits for it, and then
+    sends (pid, wait status) (8 bytes).
     """
     supervisor_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
@@ -177,26 +177,18 @@ def start_zygote(drivers):
 def zygote_loop(sock, drivers):
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 65536, 3)
-        if not message:
+        if not message:  # the supervisor is gone
             return
         request = json.loads(message)
-        report_r, report_w = os.pipe()
-        middle = os.fork()
-        if middle == 0:
-            os.close(report_r)
-            pid = os.fork()
-            if pid == 0:
-                os.close(report_w)
-                run_job_child(request, drivers.get(request["driver"]), *fds)
-            os.write(report_w, struct.pack("=i", pid))
-            os._exit(0)
-        os.close(report_w)
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            run_job_child(request, drivers.get(request["driver"]), *fds)
         for fd in fds:
             os.close(fd)
-        pid_bytes = os.read(report_r, 4)
-        os.close(report_r)
-        os.waitpid(middle, 0)  # from here the job's parent is the supervisor
-        sock.send(pid_bytes)
+        sock.send(struct.pack("=i", pid))
+        _, status = os.waitpid(pid, 0)  # its orphans go to the supervisor, the child subreaper
+        sock.send(struct.pack("=ii", pid, status))
 
 
 def spawn_job(zygote, job, pipes):
@@ -209,24 +201,36 @@ def spawn_job(zygote, job, pipes):
     return struct.unpack("=i", answer)[0]
 
 
+def job_status(zygote, pid, timeout):
+    """The job's wait status as the zygote reports it once the job's first process has ended, or
+    None if no report came within ``timeout`` seconds."""
+    if not select.select([zygote], [], [], timeout)[0]:
+        return None
+    answer = zygote.recv(16)
+    if len(answer) != 8 or struct.unpack("=ii", answer)[0] != pid:
+        raise RuntimeError("the zygote's report is not this job's")
+    return struct.unpack("=ii", answer)[1]
+
+
 KEEP_STDERR = 8192
 """Bytes of stderr kept for the host (it looks for MemoryError when no result came back)."""
 
 
-def collect(pid, streams, job):
+def collect(zygote, pid, streams, job):
     """Read the job's streams until it exits or the deadline; returns (buffers, status, reason).
 
     ``streams`` maps a read fd to "channel", "stdout" or "stderr". Each stream is capped at
     ``output_bytes``; beyond it the job is killed. Only the channel and the head of stderr are kept.
+    The job has exited when the zygote reports its status; ``status`` is None if it had not by the
+    deadline or the cap.
     """
     deadline = time.monotonic() + job["wall_s"]
     cap = job["limits"]["output_bytes"]
-    pidfd = os.pidfd_open(pid)
     kept = {name: bytearray() for name in streams.values()}
     counts = dict.fromkeys(streams.values(), 0)
     reason = ""
     status = None
-    watch = [*streams, pidfd]
+    watch = [*streams, zygote]
 
     def drain(fd, block):
         nonlocal reason
@@ -245,34 +249,48 @@ def collect(pid, streams, job):
             if block:
                 return
 
-    try:
-        while status is None and not reason:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                reason = "wall-clock timeout"
-                break
-            ready, _, _ = select.select(watch, [], [], remaining)
-            for fd in ready:
-                if fd == pidfd:
-                    status = os.waitpid(pid, 0)[1]
-                elif not reason:
-                    drain(fd, block=True)
-        for fd in [fd for fd in watch if fd != pidfd]:  # what the job wrote before it exited
-            if not reason:
-                drain(fd, block=False)
-    finally:
-        os.close(pidfd)
+    while status is None and not reason:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            reason = "wall-clock timeout"
+            break
+        ready, _, _ = select.select(watch, [], [], remaining)
+        for fd in ready:
+            if fd is zygote:
+                status = job_status(zygote, pid, 0)
+            elif not reason:
+                drain(fd, block=True)
+    for fd in [fd for fd in watch if fd is not zygote]:  # what the job wrote before it exited
+        if not reason:
+            drain(fd, block=False)
     del kept["channel"][cap:]
     return kept, status, reason
 
 
-def end_everything(spare):
-    """SIGKILL every process in the namespace but those in ``spare`` (init, this one, the zygote) and
-    reap them, within 5 s. Every other process here is the job's: daemons that called setsid or
-    double-forked included (as a child subreaper, this process inherits and reaps them)."""
+def job_processes(known):
+    """Pids in this namespace that run as a job's uid (every uid but 0): the job's processes and
+    whatever they started, daemons included. ``known`` are ours (init, this process, the zygote),
+    skipped unread. The real uid is read from status: /proc/PID itself is root's for a process
+    that dropped privileges (it is not dumpable)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in known:
+            try:
+                with open("/proc/%s/status" % name, "rb") as handle:
+                    uid_line = next(line for line in handle if line.startswith(b"Uid:"))
+            except (OSError, StopIteration):
+                continue  # gone already
+            if int(uid_line.split()[1]) != 0:
+                found.append(int(name))
+    return found
+
+
+def end_everything(known):
+    """SIGKILL every process of the job and reap them all, within 5 s (as the child subreaper, this
+    process inherits the orphans: daemons that called setsid or double-forked included)."""
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
-        others = [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in spare]
+        others = job_processes(known)
         if not others:
             return True
         for pid in others:
@@ -280,7 +298,7 @@ def end_everything(spare):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        while True:  # reap what died (our orphans come to us: we are the subreaper)
+        while True:  # reap what died
             try:
                 reaped, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -337,16 +355,22 @@ def clean_files():
     return not os.path.lexists(JOB_DIR)
 
 
-def finish_job(spare):
-    """End the job's processes and delete its files. Never raises: False retires the slot."""
+def finish_job(zygote, pid, status_pending, known):
+    """End the job's processes, take the zygote's report on it if it is still due (so the next
+    job's reports are that job's), and delete its files. Never raises: False retires the slot."""
     try:
-        return end_everything(spare) and clean_files()
+        if not end_everything(known):
+            return False
+        if status_pending and job_status(zygote, pid, 5.0) is None:
+            return False
+        return clean_files()
     except Exception:
         return False
 
 
 def run_job(job, drivers, zygote):
-    """Run one job to its end and return the reply; its processes and files are left for ``finish_job``."""
+    """Run one job to its end; returns (the reply, its pid, whether the zygote's report on it is
+    still due). Its processes and files are left for ``finish_job``."""
     started = time.monotonic()
     if job["driver"] not in drivers:
         raise KeyError("no driver named %r" % job["driver"])
@@ -361,7 +385,7 @@ def run_job(job, drivers, zygote):
         for _, write_end in pipes.values():
             os.close(write_end)
     try:
-        kept, status, reason = collect(pid, {read_end: name for name, (read_end, _) in pipes.items()}, job)
+        kept, status, reason = collect(zygote, pid, {read_end: name for name, (read_end, _) in pipes.items()}, job)
     finally:
         for read_end, _ in pipes.values():
             os.close(read_end)
@@ -377,12 +401,12 @@ def run_job(job, drivers, zygote):
         "timed_out": reason == "wall-clock timeout", "output_truncated": bool(reason) and reason != "wall-clock timeout",
         "killed_reason": reason, "channel": base64.b64encode(kept["channel"]).decode(),
         "stderr": base64.b64encode(kept["stderr"]).decode(), "elapsed_s": time.monotonic() - started,
-    }
+    }, pid, status is None
 
 
 def reply_without_run(job, started, reason):
     return {"id": job["id"], "exit_code": None, "signal": None, "timed_out": False, "output_truncated": True,
-            "killed_reason": reason, "channel": "", "stderr": "", "elapsed_s": time.monotonic() - started}
+            "killed_reason": reason, "channel": "", "stderr": "", "elapsed_s": time.monotonic() - started}, None, False
 
 
 def main():
@@ -393,19 +417,19 @@ def main():
     hello = read_frame(stdin)
     drivers = {name: compile(source, name + "_driver.py", "exec") for name, source in hello["drivers"].items()}
     zygote, zygote_pid = start_zygote(drivers)
-    spare = {1, os.getpid(), zygote_pid}
+    ours = {1, os.getpid(), zygote_pid}
     write_frame(stdout, {"ready": True, "pid": os.getpid()})
     while True:
         job = read_frame(stdin)
         if job is None:
             return
         try:
-            reply = run_job(job, drivers, zygote)
+            reply, pid, status_pending = run_job(job, drivers, zygote)
         except Exception as error:  # the slot is unusable; the host restarts it
             write_frame(stdout, {"id": job.get("id"), "broken": "%s: %s" % (type(error).__name__, error)})
             return
         write_frame(stdout, reply)  # the verdict's data first: cleaning up cannot change it
-        clean = finish_job(spare)
+        clean = finish_job(zygote, pid, status_pending, ours)
         write_frame(stdout, {"id": job["id"], "clean": clean})
         if not clean:
             return
