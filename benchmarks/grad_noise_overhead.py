@@ -11,7 +11,7 @@ import time
 import torch
 
 from rlvr.config import AlgoConfig
-from rlvr.diagnostics.grad_noise import MicroBatchNoise
+from rlvr.meters.grad_noise import MicroBatchNoise
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries

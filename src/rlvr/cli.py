@@ -199,16 +199,18 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_build_base(args: argparse.Namespace) -> int:
     from rlvr.models import build_embedded, cache_root, embedded_path, funcsynth_base
+    from rlvr.train.evaluate import arith_warmup_report, funcsynth_warmup_report
 
-    builders = {"arith": (build_embedded, embedded_path), "funcsynth": (funcsynth_base.build,
-                                                                         lambda: funcsynth_base.cache_path(cache_root()))}
-    build, default_path = builders[args.task]
+    builders = {"arith": (build_embedded, embedded_path, arith_warmup_report),
+                "funcsynth": (funcsynth_base.build, lambda: funcsynth_base.cache_path(cache_root()),
+                              funcsynth_warmup_report)}
+    build, default_path, report = builders[args.task]
     out = Path(args.out) if args.out else default_path()
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} exists and is not empty; remove it or pick another folder")
     _quiet_hugging_face()
     print(f"rlvr build-base: warming up the embedded model on {args.task} -> {out}")
-    build(out, report=True)
+    build(out, report=report)
     print(f"saved: {out} (AutoModelForCausalLM.from_pretrained loads it)")
     return 0
 
@@ -269,7 +271,7 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--model", default="tiny-arith",
                    help="preset (tiny-arith, Qwen2.5-0.5B, Qwen2.5-1.5B, Qwen2.5-7B, Llama-3-8B) or a Hugging Face config.json / model directory")
-    p.add_argument("--algorithm", default="grpo", help="grpo, gspo, rloo, reinforce_pp, ppo or dpo (default grpo)")
+    p.add_argument("--algorithm", default="grpo", help="an algo.algorithm name: grpo, gspo, ... (docs/algorithms.md; default grpo)")
     p.add_argument("--precision", default="bf16-mixed", help="fp32, bf16-mixed (fp32 master), fp16-mixed or bf16 (default bf16-mixed)")
     p.add_argument("--optimizer", default="adamw", help="adamw, adam8bit, sgd or sgd-momentum (default adamw)")
     p.add_argument("--lora-rank", type=int, default=0, help="LoRA rank on every linear layer (default 0: full fine-tuning)")
@@ -287,6 +289,17 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--online-pairs", type=int, default=0,
                    help="DPO as rlvr trains it: sample --group per query, then train on this many pairs per step "
                         "(default 0: offline DPO on --batch given pairs)")
+    p.add_argument("--rollout-backend", default="hf",
+                   help="sampler: hf (transformers generate; rollout.backend) or vllm (a colocated vLLM engine with its "
+                        "own weights and KV cache) (default hf)")
+    p.add_argument("--rollout-dtype", default="float32",
+                   help="sampler precision (rollout.dtype): float32 samples with the policy itself; bfloat16 with a "
+                        "bf16 copy (hf) or a bf16 engine (vllm) (default float32)")
+    p.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3,
+                   help="with --rollout-backend vllm: share of GPU memory vLLM reserves for its weights and KV cache "
+                        "(default 0.3)")
+    p.add_argument("--gpu-memory", type=float, default=80,
+                   help="memory of one GPU in GiB; sizes vLLM's reservation (default 80)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.set_defaults(func=_cmd_memory)
 
@@ -302,15 +315,22 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     )
     from rlvr.diagnostics.memory_model import load_model_spec
 
+    from rlvr.algos import ALGORITHMS
+
+    if args.algorithm not in ALGORITHMS:
+        raise UsageError(f"--algorithm {args.algorithm}: unknown; pick one of {', '.join(ALGORITHMS)}")
     if args.sharding not in SHARDING_STAGES:
         raise UsageError(f"--sharding {args.sharding}: unknown; pick one of {', '.join(SHARDING_STAGES)}")
     setup = TrainingSetup(
         algorithm=args.algorithm, precision=args.precision, optimizer=args.optimizer, lora_rank=args.lora_rank,
         zero_stage=SHARDING_STAGES[args.sharding], gpus=args.gpus, prompt_len=args.prompt_len,
         completion_len=args.completion_len, batch=args.batch, micro_batch=args.micro_batch,
-        group=args.group if args.group is not None else (2 if args.algorithm == "dpo" and not args.online_pairs else 8),
+        group=args.group if args.group is not None else (
+            8 if args.online_pairs else ALGORITHMS[args.algorithm].memory_group_size),
         grad_checkpointing=args.grad_checkpointing, padding_free=args.padding_free, beta=args.beta,
-        reward_model=args.reward_model, online_pairs=args.online_pairs,
+        reward_model=args.reward_model, online_pairs=args.online_pairs, rollout_backend=args.rollout_backend,
+        rollout_dtype=args.rollout_dtype, vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        gpu_memory_gib=args.gpu_memory,
     )
     result = estimate(load_model_spec(args.model), setup)
     print(json.dumps(result.to_dict(), indent=2) if args.json else format_table(result))

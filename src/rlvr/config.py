@@ -9,13 +9,16 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import importlib.util
 import inspect
+import sys
 import textwrap
 import types
 import typing
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import yaml
@@ -129,8 +132,8 @@ class AlgoConfig:
     """KL weight toward the frozen reference. 0 drops the term and holds no reference model."""
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     """Per-token KL estimator (Schulman 2020); DeepSeekMath eq. 4 uses k3."""
-    aggregation: Literal["sequence_mean", "token_mean", "constant"] = "sequence_mean"
-    """Loss aggregation: DeepSeekMath's per-sequence token mean, a global token mean (DAPO), or Dr. GRPO's constant."""
+    aggregation: Literal["sequence_mean", "token_mean", "constant", "sequence_sum"] = "sequence_mean"
+    """Loss aggregation: DeepSeekMath's per-sequence token mean, a global token mean (DAPO), Dr. GRPO's constant, or RLOO's per-sequence token sum."""
     scale_rewards: bool = True
     """Divide advantages by the group std (GRPO); false gives Dr. GRPO's r - mean."""
     advantage_eps: float = 1e-4
@@ -296,9 +299,36 @@ def _ray_backend(cfg: RunConfig) -> str | None:
     return None
 
 
-def _trackers(cfg: RunConfig) -> str | None:
-    from rlvr.integrations.trackers import tracker_problem  # no third-party import: find_spec only
+TRACKER_PACKAGES: dict[str, tuple[str, str] | None] = {
+    "jsonl": None,
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "wandb": ("wandb", "wandb"),
+}
+"""The names train.trackers takes, with the (import name, pip extra) of the package each needs;
+integrations/trackers.py builds them."""
 
+
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:  # already imported without a spec, or blocked (sys.modules[package] is None)
+        return sys.modules.get(package) is not None
+
+
+def tracker_problem(names: Iterable[str], *, setting: str | None = None) -> str | None:
+    """Why these trackers cannot run (unknown name, missing package), or None. Cheap: find_spec only.
+    ``setting`` names what asked for them when it is not train.trackers (e.g. train.tensorboard=true)."""
+    for name in names:
+        if name not in TRACKER_PACKAGES:
+            return f"train.trackers: unknown tracker {name!r}; known: {', '.join(TRACKER_PACKAGES)}"
+        needs = TRACKER_PACKAGES[name]
+        if needs and not _installed(needs[0]):
+            asker = setting or f"train.trackers includes {name!r}, which"
+            return f"{asker} needs the {needs[0]} package: .venv/bin/pip install -e '.[{needs[1]}]'"
+    return None
+
+
+def _trackers(cfg: RunConfig) -> str | None:
     flag = tracker_problem(["tensorboard"], setting="train.tensorboard=true") if cfg.train.tensorboard else None
     return flag or tracker_problem(cfg.train.trackers)
 
@@ -338,8 +368,11 @@ def _overlong(cfg: RunConfig) -> str | None:
 
 
 def _kl_in_reward(cfg: RunConfig) -> str | None:
-    if cfg.algo.kl_placement == "reward" and cfg.algo.algorithm == "gspo":
-        return "algo.kl_placement=reward needs per-token advantages, which gspo's sequence ratio cannot use; use kl_placement=loss"
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
+
+    if cfg.algo.kl_placement == "reward" and ALGORITHMS[cfg.algo.algorithm].sequence_ratio:
+        return (f"algo.kl_placement=reward needs per-token advantages, which {cfg.algo.algorithm}'s sequence ratio "
+                "cannot use; use kl_placement=loss")
     return None
 
 
@@ -369,10 +402,30 @@ def _fidelity(cfg: RunConfig) -> str | None:
     return None
 
 
-def _sampling(cfg: RunConfig) -> str | None:
-    from rlvr.rollout.backends import sampling_problem  # stdlib only until backend=vllm is asked for
+def sampling_problem(cfg: RunConfig) -> str | None:
+    """What is wrong with the sampling settings (backend, precision, TIS), or None; no heavy import
+    unless rollout.backend=vllm, which checks for vLLM and a CUDA device before any model loads."""
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
 
-    return sampling_problem(cfg)
+    r, cap = cfg.rollout, cfg.algo.tis_cap
+    if not 0 < r.vllm_gpu_memory_utilization <= 1:
+        return f"rollout.vllm_gpu_memory_utilization must be in (0, 1] (got {r.vllm_gpu_memory_utilization})"
+    if cap > 0 and not ALGORITHMS[cfg.algo.algorithm].tis:
+        usable = ", ".join(name for name, algorithm in ALGORITHMS.items() if algorithm.tis)
+        return (f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
+                f"sampling weights per-token advantages, which only {usable} take); use one of those, or algo.tis_cap=0")
+    if r.backend != "vllm":
+        return None
+    if cfg.model.device == "cpu":
+        return "rollout.backend=vllm samples on a CUDA GPU, but model.device=cpu; use model.device=auto, or rollout.backend=hf"
+    if importlib.util.find_spec("vllm") is None:
+        return ("rollout.backend=vllm needs the vllm package, which is not installed; on a CUDA machine install it "
+                "into its own venv (see docs/integrations.md, 'Rollouts on GPUs'), or use rollout.backend=hf")
+    import torch
+
+    if not torch.cuda.is_available():
+        return "rollout.backend=vllm needs a CUDA GPU and torch sees none; run it on a GPU machine, or use rollout.backend=hf"
+    return None
 
 
 _CHECKS = [
@@ -418,7 +471,7 @@ _CHECKS = [
     _non_negative("ppo", "critic_weight_decay"),
     _fidelity,
     _non_negative("algo", "tis_cap"),
-    _sampling,
+    sampling_problem,
 ]
 
 

@@ -21,6 +21,7 @@ def aggregate(name, loss, mask, **counts):
         ("sequence_mean", 2.75),  # row means (1+2)/2 = 1.5 and 4/1 = 4 → (1.5 + 4)/2 = 2.75
         ("token_mean", 7 / 3),  # (1 + 2 + 4) / 3 tokens
         ("constant", 7 / 6),  # (1 + 2 + 4) / (2 sequences · 3 max tokens)
+        ("sequence_sum", 3.5),  # row sums 1+2 = 3 and 4 → (3 + 4) / 2 sequences
     ],
 )
 def test_hand_values(name, expected):
@@ -38,6 +39,7 @@ def test_constant_uses_max_tokens_not_padded_width():
         ("sequence_mean", (1.5 + 4 + 0) / 3),  # the empty row counts as a sequence but adds 0
         ("token_mean", 7 / 3),  # still 3 real tokens
         ("constant", 7 / 9),  # 3 sequences · 3 max tokens
+        ("sequence_sum", 7 / 3),  # the empty row counts as a sequence but adds 0
     ],
 )
 def test_fully_masked_row_contributes_nothing(name, expected):
@@ -66,4 +68,4 @@ def test_row_split_sums_to_whole(name):
 def test_modes_weigh_lengths_differently():
     # Guard against two modes silently being the same function.
     values = {name: aggregate(name, LOSS, MASK).item() for name in AGGREGATIONS}
-    assert len(set(values.values())) == 3
+    assert len(set(values.values())) == len(AGGREGATIONS)

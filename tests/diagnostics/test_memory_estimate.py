@@ -135,6 +135,46 @@ def test_peak_total_is_persistent_plus_the_larger_phase():
     assert c["peak_total"] == persistent + max(c["policy_gradients"] + c["activations"], c["kv_cache"])
 
 
+def test_a_bf16_sampler_holds_a_bf16_copy_of_the_policy_and_a_bf16_kv_cache():
+    # rollout.dtype=bfloat16 with the hf backend deep-copies the policy to bf16 (rollout/backends.py):
+    # 236 parameters x 2 B, whole on every GPU (ZeRO-3 shards the trained weights, not this copy).
+    fp32 = replace(SMALL, precision="fp32")
+    plain = estimate(HAND, fp32).components
+    assert "sampler_weights" not in plain  # float32 samples with the policy itself
+    bf16 = estimate(HAND, replace(fp32, rollout_dtype="bfloat16")).components
+    assert bf16["sampler_weights"].bytes == 236 * 2
+    assert estimate(HAND, replace(fp32, rollout_dtype="bfloat16", gpus=2, zero_stage=3)).components[
+        "sampler_weights"].bytes == 236 * 2
+    # its KV cache is bf16 too: 4*2 sequences x 8 tokens x 2*L=1*k=1*d=2 x 2 B, against 4 B in fp32
+    assert bf16["kv_cache"].bytes == 8 * 8 * 2 * 1 * 1 * 2 * 2 == plain["kv_cache"].bytes / 2
+    assert bf16["peak_total"].bytes == plain["peak_total"].bytes + 236 * 2  # persistent; backward > KV here
+    assert "sampler_weights" not in estimate(HAND, replace(SMALL, algorithm="dpo", group=2,
+                                                           rollout_dtype="bfloat16")).components  # no sampling
+
+
+def test_vllm_reserves_its_share_of_the_gpu_for_weights_and_kv_cache():
+    # vLLM holds u x M for good: 0.25 x 1 GiB = 268,435,456 B, of which its bf16 weights are 236 x 2 B
+    # and the rest KV cache blocks; the trainer then keeps no sampling KV cache of its own.
+    setup = replace(SMALL, rollout_backend="vllm", rollout_dtype="bfloat16", vllm_gpu_memory_utilization=0.25,
+                    gpu_memory_gib=1.0)
+    c = {k: v.bytes for k, v in estimate(HAND, setup).components.items()}
+    assert c["vllm_weights"] == 236 * 2
+    assert c["vllm_kv_cache"] == 2**28 - 236 * 2
+    assert "kv_cache" not in c and "sampler_weights" not in c
+    persistent = c["policy_weights"] + c["policy_optimizer"] + c["reference_weights"] + 2**28
+    assert c["peak_total"] == persistent + c["policy_gradients"] + c["activations"]
+    # float32 weights take 4 B each out of the same reservation
+    fp32 = estimate(HAND, replace(setup, rollout_dtype="float32")).components
+    assert fp32["vllm_weights"].bytes == 236 * 4 and fp32["vllm_kv_cache"].bytes == 2**28 - 236 * 4
+
+
+def test_a_vllm_share_smaller_than_its_weights_is_a_user_error():
+    # Qwen2.5-7B in bf16 is 15.2 GB; 0.1 x 80 GiB = 8 GiB cannot hold it
+    setup = TrainingSetup(rollout_backend="vllm", rollout_dtype="bfloat16", vllm_gpu_memory_utilization=0.1)
+    with pytest.raises(UserError, match="raise vllm-gpu-memory-utilization"):
+        estimate(load_model_spec("Qwen2.5-7B"), setup)
+
+
 # Parameter counts published on each model's Hugging Face page (safetensors metadata).
 @pytest.mark.parametrize("preset, published", [
     ("Qwen2.5-0.5B", 494_032_768), ("Qwen2.5-1.5B", 1_543_714_304),
@@ -185,6 +225,9 @@ def test_bad_models_are_user_errors(tmp_path):
     ({"algorithm": "a2c"}, "unknown algorithm 'a2c'"),
     ({"precision": "fp8"}, "unknown precision"),
     ({"algorithm": "dpo", "group": 4}, "group must be 2"),
+    ({"rollout_backend": "sglang"}, "unknown rollout backend"),
+    ({"rollout_dtype": "float16"}, "unknown rollout dtype"),
+    ({"vllm_gpu_memory_utilization": 1.5}, "must be in"),
 ])
 def test_impossible_setups_are_user_errors(change, message):
     with pytest.raises(UserError, match=message):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlvr.integrations.criteria import CriteriaError
+from rlvr.tasks.criteria import CriteriaError
 from rlvr.integrations.trl import TrlReward, TrlRewardError, message_text
 from rlvr.models import load_policy
 from rlvr.tasks.arith import make_queries

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from rlvr.config import AlgoConfig
-from rlvr.diagnostics.grad_noise import GradientReader, MicroBatchNoise, estimate_from_batches, estimate_noise
+from rlvr.meters.grad_noise import GradientReader, MicroBatchNoise, estimate_from_batches, estimate_noise
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
 from rlvr.train.update import accumulate_policy_gradient

@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from rlvr.config import RewardConfig, load_config
-from rlvr.diagnostics.hacking import HackingMonitor, hacking_shares, training_verifier_for
+from rlvr.meters.hacking import HackingMonitor, hacking_shares
+from rlvr.verifiers.fidelity import training_verifier_for
 from rlvr.sandbox import SandboxLimits, bwrap
 from rlvr.train.loop import train
 from rlvr.types import Query, Verdict, VerifierResult

@@ -6,16 +6,17 @@ import torch
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
-from rlvr.diagnostics.memory import (
+from rlvr.meters.memory import (
     SavedTensorCounter,
     model_bytes,
     optimizer_state_bytes,
     tensor_bytes,
 )
-from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate
+from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.rollout.hf import encode_prompts
-from rlvr.train.loop import Trainer, batch_queries
+from rlvr.train.context import batch_queries
+from rlvr.train.loop import Trainer
 
 
 def test_shared_storages_count_once():
@@ -111,7 +112,7 @@ CASES = [(name, 0.04) for name in ALGORITHMS] + [("grpo", 0.0)]
 
 @pytest.mark.parametrize("algorithm, beta", CASES)
 def test_estimate_agrees_with_a_real_step_within_ten_percent(base_model_dir, tmp_path, algorithm, beta):
-    assert algorithm in ALGORITHM_MEMORY, f"rlvr memory does not know which models {algorithm} holds"
+    assert algorithm in ALGORITHMS, f"rlvr memory does not know which models {algorithm} holds"
     measured, estimated = _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta)
     assert measured["activations"] > 0 and measured["kv_cache"] > 0 and measured["policy_optimizer"] > 0
     for name in sorted(set(measured) | set(estimated)):

@@ -8,7 +8,7 @@ import pytest
 
 from rlvr.config import load_config
 from rlvr.errors import UserError
-from rlvr.integrations.hf_datasets import ColumnMap, load_hf_queries
+from rlvr.tasks.hf import ColumnMap, load_hf_queries
 from rlvr.tasks import load_task
 from rlvr.verifiers import RewardFunction
 

@@ -166,3 +166,14 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and (out / "final" / "config.json").is_file()
     assert done.stdout.count("run directory:") == 1  # rank 0 reports
+
+
+@pytest.mark.parametrize("name", ["reinforce_pp", "ppo", "dpo"])
+def test_algorithms_that_need_the_whole_batch_refuse_several_processes(name):
+    from rlvr.errors import UserError
+    from rlvr.train.loop import require_world_support
+
+    require_world_support(name, World())  # one process: fine
+    with pytest.raises(UserError, match=f"algo.algorithm={name} trains on one process only.*grpo"):
+        require_world_support(name, World(rank=0, world_size=2))
+    require_world_support("grpo", World(rank=0, world_size=2))  # group-normalised: each shard holds whole groups

@@ -3,7 +3,8 @@ import math
 import torch
 
 from rlvr.tasks.arith import make_queries
-from rlvr.train.loop import batch_queries, reward_tensor
+from rlvr.train.context import batch_queries
+from rlvr.train.rollouts import reward_tensor
 from rlvr.types import Verdict, VerifierResult
 from rlvr.verifiers import ScoredCompletion
 

@@ -8,7 +8,7 @@ from rlvr.config import load_config
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
 from rlvr.train.loop import Trainer
-from rlvr.train.ppo import ValueModel, explained_variance
+from rlvr.train.critic import ValueModel, explained_variance
 from rlvr.train.update import micro_batches
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
@@ -58,13 +58,13 @@ def test_a_short_real_ppo_run_changes_policy_and_critic(base_model_dir, tmp_path
 def test_critic_fits_the_returns_of_a_fixed_batch(base_model_dir, tmp_path):
     # Repeated value updates on one batch (fixed returns) must lower the value loss: the critic
     # and its own optimizer really learn.
-    from rlvr.train.loop import Timer, batch_queries
+    from rlvr.train.context import Timer, batch_queries
     from rlvr.train.rollouts import collect_rollouts
     from rlvr.algos import gae, token_rewards
 
     cfg = load_config("configs/ppo.yaml", [f"model.name={base_model_dir}", *SMALL, "algo.beta=0", "ppo.value_clip=0"])
     trainer = Trainer(cfg, tmp_path)
-    rollouts = collect_rollouts(trainer, 0, batch_queries(trainer.train_queries, 0, 4, 0), Timer())
+    rollouts = collect_rollouts(trainer.context, 0, batch_queries(trainer.train_queries, 0, 4, 0), Timer())
     batch, mask = rollouts.batch, rollouts.batch.completion_mask
     values = trainer.critic.values(batch, 0)
     _, returns = gae(token_rewards(rollouts.rewards.flatten(), mask), values, mask, gamma=1.0, lam=1.0)
@@ -77,7 +77,7 @@ def test_micro_batched_critic_update_equals_the_full_batch_one(base_policy):
     import copy
 
     from rlvr.config import PPOConfig
-    from rlvr.train.ppo import Critic
+    from rlvr.train.critic import Critic
 
     model, tok = base_policy
     model = model.double()
@@ -94,3 +94,16 @@ def test_micro_batched_critic_update_equals_the_full_batch_one(base_policy):
     for a, b in zip(critics[0].model.parameters(), critics[1].model.parameters()):
         assert torch.allclose(a, b, atol=1e-12)
     assert any(not torch.equal(a, b) for a, b in zip(critic.model.parameters(), critics[0].model.parameters()))
+
+
+def test_a_resumed_ppo_run_keeps_its_trained_critic(base_model_dir, tmp_path):
+    cfg = load_config("configs/ppo.yaml", [f"model.name={base_model_dir}", *SMALL, "optim.lr=1e-3"])
+    trainer = Trainer(cfg, tmp_path)
+    trainer.step(0)
+    trainer.save(1)
+    trained = {k: v.clone() for k, v in trainer.critic.model.state_dict().items()}
+    assert bool(trained["head.weight"].abs().sum() > 0)  # the zero-initialised head has moved
+    resumed = Trainer(cfg, tmp_path, resume=True)
+    for key, value in resumed.critic.model.state_dict().items():
+        assert torch.equal(value, trained[key]), key  # not a fresh critic
+    assert resumed.critic.optimizer.state_dict()["state"]  # Adam's moments came back too

@@ -6,7 +6,8 @@ from rlvr.config import load_config
 from rlvr.models.logprobs import token_logprobs
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.train.loop import Timer, Trainer, batch_queries
+from rlvr.train.context import Timer, batch_queries
+from rlvr.train.loop import Trainer
 from rlvr.train.rollouts import collect_rollouts, concat_batches, select_groups
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
@@ -40,7 +41,7 @@ def test_dynamic_sampling_keeps_only_groups_with_signal(base_model_dir, tmp_path
                              "algo.max_sampling_rounds=4"])
     trainer = Trainer(cfg, tmp_path)
     queries = batch_queries(trainer.train_queries, 0, 4, 0)
-    rollouts = collect_rollouts(trainer, 0, queries, Timer())
+    rollouts = collect_rollouts(trainer.context, 0, queries, Timer())
     m = rollouts.metrics
     assert 1 <= m["dynamic_sampling/rounds"] <= 4
     assert m["dynamic_sampling/generated_groups"] == 4 * m["dynamic_sampling/rounds"]
@@ -62,7 +63,7 @@ def test_overlong_penalty_lowers_the_reward_of_long_completions(base_model_dir, 
     cfg = load_config(None, [f"model.name={base_model_dir}", *SMALL, "rollout.max_new_tokens=16",
                              "algo.overlong_penalty=true", "algo.overlong_cache=16", "algo.beta=0"])
     trainer = Trainer(cfg, tmp_path)
-    rollouts = collect_rollouts(trainer, 0, batch_queries(trainer.train_queries, 0, 4, 0), Timer())
+    rollouts = collect_rollouts(trainer.context, 0, batch_queries(trainer.train_queries, 0, 4, 0), Timer())
     lengths = rollouts.batch.completion_mask.sum(1).float()  # [N]
     correctness = torch.tensor([s.reward for s in rollouts.scored])  # unshaped verifier reward
     torch.testing.assert_close(rollouts.rewards.flatten(), correctness - lengths / 16)

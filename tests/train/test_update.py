@@ -1,5 +1,6 @@
 import copy
 
+import pytest
 import torch
 
 from rlvr.config import AlgoConfig
@@ -113,3 +114,79 @@ def test_entropy_bonus_pushes_entropy_up(base_policy):
     assert second.stats["entropy"] > first.stats["entropy"]
     # A = 0 makes the surrogate 0, so the loss is −1 · (token-mean entropy), the logged `entropy`
     assert abs(first.loss + first.stats["entropy"]) < 1e-5
+
+
+def test_gspo_clip_fractions_count_sequences_across_micro_batches(base_policy):
+    # TRL logs GSPO's clip ratios per sequence (tests/algos/test_gspo.py). Shift each row's old
+    # log-probs by c so that its sequence ratio is s = e^c (its own log-probs cancel in the mean):
+    #   rows 0-3: c = +0.01, s ≈ 1.010 > 1 + 4e-4; high-clipped where A > 0: rows 0, 1
+    #   rows 4-7: c = -0.01, s ≈ 0.990 < 1 - 3e-4; low-clipped where A < 0: rows 4, 5
+    #   rows 8-11: c = 0, s = 1: never clipped
+    # so 2/12 high, 2/12 low, 4/12 in all, however long each row is and however rows are split.
+    from dataclasses import replace
+
+    from rlvr.models.logprobs import token_logprobs
+
+    model, tok = base_policy
+    model = model.double()
+    torch.manual_seed(0)
+    batch = sample_completions(model, tok, make_queries(3, split="heldout", seed=0), group_size=4, max_new_tokens=40)
+    with torch.no_grad():
+        logp, _ = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                                 batch.completion_mask, temperature=1.0)  # [N, T]
+    shift = torch.tensor([0.01] * 4 + [-0.01] * 4 + [0.0] * 4, dtype=torch.float64)  # [N] c
+    batch = replace(batch, old_logp=(logp - shift[:, None]) * batch.completion_mask)  # [N, T]
+    advantages = torch.tensor([1, 1, -1, -1, -1, -1, 1, 1, 1, -1, 1, -1], dtype=torch.float64)  # [N]
+    lengths = batch.completion_mask.sum(dim=1)  # [N]
+    assert lengths[:2].sum() / lengths.sum() != 2 / 12  # a token-weighted fraction would differ
+    algo = AlgoConfig(algorithm="gspo", epsilon=3e-4, epsilon_high=4e-4, beta=0.0)
+    for micro_batch_size in (0, 4, 5):
+        stats = accumulate_policy_gradient(copy.deepcopy(model), batch, advantages, None, algo, temperature=1.0,
+                                           max_new_tokens=40, micro_batch_size=micro_batch_size).stats
+        assert stats["clip_ratio/high_mean"] == pytest.approx(2 / 12), micro_batch_size
+        assert stats["clip_ratio/low_mean"] == pytest.approx(2 / 12), micro_batch_size
+        assert stats["clip_ratio/region_mean"] == pytest.approx(4 / 12), micro_batch_size
+
+
+def _copy_based_step(model, optimizer, max_grad_norm):
+    """The reference: clip, copy every parameter, step, and measure |θ_after − θ_before|."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    before = [p.detach().clone() for p in params]
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)) ** 0.5
+
+
+def test_update_norm_equals_the_full_copy_and_copies_one_tensor_at_a_time(base_policy):
+    # Two AdamW steps (weight decay on, gradients clipped) of the same real gradients: optimizer_step
+    # must move the weights exactly as one plain step does and report the same |Δθ|, while no step
+    # call is given more parameters (so no more copied weights) than the largest parameter tensor holds.
+    model, tok = base_policy
+    torch.manual_seed(0)
+    batch = sample_completions(model, tok, make_queries(2, split="heldout", seed=0), group_size=4, max_new_tokens=40)
+    advantages = torch.linspace(-1.0, 1.0, 8)  # [N]
+    reference = copy.deepcopy(model)
+    opt, ref_opt = (torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) for m in (model, reference))
+    largest = max(p.numel() for p in model.parameters())
+    seen: list[int] = []
+    plain_step = opt.step
+
+    def recording_step(*args, **kwargs):
+        seen.append(sum(p.numel() for group in opt.param_groups for p in group["params"]))
+        return plain_step(*args, **kwargs)
+
+    opt.step = recording_step
+    for _ in range(2):
+        accumulate_policy_gradient(model, batch, advantages, None, AlgoConfig(beta=0.0), temperature=1.0,
+                                   max_new_tokens=40)
+        for p, q in zip(model.parameters(), reference.parameters()):
+            q.grad = p.grad.clone()
+        _, update_norm = optimizer_step(model, opt, max_grad_norm=0.5)
+        expected = _copy_based_step(reference, ref_opt, max_grad_norm=0.5)
+        assert update_norm == pytest.approx(expected, rel=1e-6) and update_norm > 0
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p, q, rtol=0, atol=1e-7)
+            assert p.grad is None
+    assert len(seen) > 2 and max(seen) <= largest < sum(p.numel() for p in model.parameters())
+    assert all(state["step"] == 2 for state in opt.state.values())  # each parameter stepped once a step

@@ -16,7 +16,7 @@ from rlvr.algos.grpo import grpo_loss, grpo_per_token_loss
 from rlvr.algos.gspo import gspo_loss, sequence_ratio
 from rlvr.algos.common import entropy_bonus_loss
 from rlvr.algos.kl import KL_ESTIMATORS, kl_in_reward_advantages, kl_k1, kl_k2, kl_k3
-from rlvr.algos.registry import ALGORITHMS, Algorithm, PreferenceAlgorithm
+from rlvr.algos.registry import ALGORITHMS, Algorithm
 from rlvr.algos.tis import tis_advantages, tis_weights
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "dpo_loss",
     "preference_pairs",
     "sequence_logprobs",
-    "PreferenceAlgorithm",
     "gspo_loss",
     "rloo_advantages",
     "sequence_ratio",

@@ -14,12 +14,15 @@ the full-batch loss and gradient (tests/algos/test_aggregation.py checks this).
 | "sequence_mean" | Σ_i (Σ_t l·m / Σ_t m) / num_sequences      | DeepSeekMath eq. 3    | "grpo"         |
 | "token_mean"    | Σ_i Σ_t l·m / num_tokens                   | DAPO eq. 8            | "bnpo", "dapo" |
 | "constant"      | Σ_i Σ_t l·m / (num_sequences · max_tokens) | Dr. GRPO §3.1         | "dr_grpo"      |
+| "sequence_sum"  | Σ_i Σ_t l·m / num_sequences                | RLOO eq. 5            | (RLOOTrainer)  |
 
 TRL's "bnpo" divides by the tokens of the local (per-device, per-micro-batch) batch and "dapo" by
 the tokens of the whole accumulated global batch; both are "token_mean" here, with `num_tokens`
 being whichever count the caller passes (the whole step's count reproduces "dapo"). For
 "constant", TRL's `max_completion_length` is the generation limit (max_new_tokens), not the
-padded width T; pass it as `max_tokens`.
+padded width T; pass it as `max_tokens`. "sequence_sum" is not a GRPOTrainer loss_type: it is how
+TRL's RLOOTrainer aggregates, summing each completion's token log-probs into one sequence
+log-prob and averaging the per-sequence losses over sequences.
 
 Masked positions are selected out with `torch.where`, not multiplied by 0, so a NaN or inf there
 (padding garbage) never reaches the loss; a fully masked row contributes exactly 0.
@@ -76,8 +79,21 @@ def constant(
     return _masked(per_token_loss, mask).sum() / max(num_sequences * max_tokens, 1)  # []
 
 
+def sequence_sum(
+    per_token_loss: Tensor, mask: Tensor, *, num_sequences: int, num_tokens: int, max_tokens: int
+) -> Tensor:
+    """RLOO (Ahmadian et al. 2024, arXiv:2402.14740) eq. 5: 1/k Σ_i Â_i ∇ log π(y_i|x), the whole
+    completion being one action, so log π(y_i|x) = Σ_t log π(y_{i,t}|x, y_{i,<t}): the sum over each
+    sequence's tokens, then the mean over the batch's sequences. Every token weighs the same, and a
+    long answer carries more of the gradient than a short one (no 1/|o_i|). TRL's RLOOTrainer
+    (trl 1.16.0, trl/trainer/rloo_trainer.py lines 1822-1833) aggregates the same way:
+    `logps = (per_token_logps * completion_mask).sum(1)`, then `per_sequence_loss.mean()`."""
+    return _masked(per_token_loss, mask).sum() / max(num_sequences, 1)  # []
+
+
 AGGREGATIONS: dict[str, Aggregation] = {
     "sequence_mean": sequence_mean,
     "token_mean": token_mean,
     "constant": constant,
+    "sequence_sum": sequence_sum,
 }

@@ -1,6 +1,5 @@
-"""Diagnostics of a run: memory accounting and estimation (memory*.py), the step inspector
-(inspector.py, replay.py, html.py), the gradient noise scale (grad_noise.py) and its dependence on
-G (group_size.py), and the reward-hacking monitor (hacking.py).
-
-Kept import-light: train/loop.py imports memory and grad_noise, which import nothing of train/.
+"""Tools that drive or estimate whole steps: the step inspector (inspector.py, capture.py,
+replay.py, html.py), the gradient noise's dependence on G (group_size.py) and the memory estimator
+(memory_estimate.py, memory_model.py). They sit above train/; what the step itself reads while it
+runs is in meters/.
 """

@@ -1,28 +1,29 @@
 """Capture one real update of the trainer with every intermediate, as a JSON-ready dict.
 
-The capture walks the same calls as `Trainer.step` in train/loop.py, in the same order (so the
-random draws match too): the step's queries, `sample_completions`, the reward function, the
-algorithm's advantages, `reference_logprobs`, `accumulate_policy_gradient` (with a hook that keeps
-the log-probs each micro-batch's loss saw) and `optimizer_step`. The schema is in docs/inspector.md.
+The capture runs the trainer's own step (train/step.py ``run_step``) with a ``Recorder``: the
+step's hooks hand it the rollouts, the reference log-probs, the advantages the loss is fed, the
+log-probs each micro-batch's loss saw, and PPO's values and returns or DPO's pairs. Nothing of the
+step is written again here, so what is shown is the update the trainer takes. The schema is in
+docs/inspector.md.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from rlvr.algos import ALGORITHMS
-from rlvr.diagnostics.grad_noise import MicroBatchNoise
 from rlvr.diagnostics.terms import LossInputs, loss_terms
-from rlvr.rollout.hf import sample_completions
-from rlvr.train.loop import Trainer, batch_queries, reward_tensor
-from rlvr.train.update import MicroBatch, accumulate_policy_gradient, optimizer_step, reference_logprobs
+from rlvr.train.context import StepObserver
+from rlvr.train.loop import Trainer
+from rlvr.train.rollouts import Rollouts, loss_mask
+from rlvr.train.update import MicroBatch
 from rlvr.types import Query, RolloutBatch
 
-SCHEMA = "rlvr.inspect/1"
+SCHEMA = "rlvr.inspect/2"
 POLICY_DIR = "policy"
 """Beside capture.json: the policy weights the captured pass started from (save_pretrained)."""
 
@@ -37,12 +38,43 @@ class LogpRecorder:
         self.logp[mb.rows, : mb.width] = logp.to(self.logp.dtype)
 
 
-def chain(*hooks: Callable[[MicroBatch, torch.Tensor], None]) -> Callable[[MicroBatch, torch.Tensor], None]:
-    def run(mb: MicroBatch, logp: torch.Tensor) -> None:
-        for hook in hooks:
-            hook(mb, logp)
+class Recorder(StepObserver):
+    """Keeps what the step's hooks hand over; on the last pass over the batch, saves the policy the
+    pass starts from and the log-probs its loss sees."""
 
-    return run
+    def __init__(self, trainer: Trainer, out_dir: Path):
+        self.trainer, self.out_dir = trainer, out_dir
+        self.ref_logp: torch.Tensor | None = None
+        self.advantage_stats: dict[str, Any] = {}
+        self.logp: LogpRecorder | None = None
+        self.values = self.returns = self.gae = None
+        self.pair_record: dict[str, torch.Tensor] | None = None
+
+    def rollouts(self, rollouts: Rollouts) -> None:
+        self.rollouts_seen = rollouts
+
+    def reference(self, ref_logp: torch.Tensor | None) -> None:
+        self.ref_logp = ref_logp
+
+    def advantages(self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor,
+                   stats: dict[str, Any]) -> None:
+        self.loss_batch, self.loss_advantages, self.loss_mask, self.advantage_stats = batch, advantages, mask, stats
+
+    def iteration(self, index: int, last: bool) -> None:
+        if last:
+            self.trainer.policy.save_pretrained(self.out_dir / POLICY_DIR)
+            self.trainer.tokenizer.save_pretrained(self.out_dir / POLICY_DIR)
+            self.logp = LogpRecorder(self.rollouts_seen.batch)
+
+    def micro_batch(self, mb: MicroBatch, logp: torch.Tensor) -> None:
+        if self.logp is not None:
+            self.logp(mb, logp)
+
+    def critic(self, values: torch.Tensor, returns: torch.Tensor, advantages: torch.Tensor) -> None:
+        self.values, self.returns, self.gae = values, returns, advantages
+
+    def pairs(self, record: dict[str, torch.Tensor]) -> None:
+        self.pair_record = record
 
 
 def to_json(values: Any) -> Any:
@@ -60,49 +92,37 @@ def to_json(values: Any) -> Any:
 
 
 def capture_update(trainer: Trainer, step: int, out_dir: Path) -> dict[str, Any]:
-    """Run loop step `step` (0-based) of `trainer` for real, keep everything; saves the policy the
-    captured pass starts from in out_dir/policy. With algo.num_iterations > 1 the last pass is the
-    captured one (as in metrics.jsonl)."""
-    cfg = trainer.cfg
-    queries = batch_queries(trainer.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-    batch = sample_completions(
-        trainer.policy, trainer.tokenizer, queries, group_size=cfg.rollout.group_size,
-        max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
-    )
-    scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
-    rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
-    advantages, adv_stats = ALGORITHMS[cfg.algo.algorithm].advantages(
-        rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
-    )  # [B, G]
-    ref_logp = None
-    if trainer.reference is not None:
-        ref_logp = reference_logprobs(trainer.reference, batch, temperature=cfg.rollout.temperature,
-                                      micro_batch_size=cfg.optim.micro_batch_size)  # [N, T]
-    for group in trainer.optimizer.param_groups:
-        group["lr"] = trainer._learning_rate(step)
-    for iteration in range(cfg.algo.num_iterations):
-        if iteration == cfg.algo.num_iterations - 1:
-            trainer.policy.save_pretrained(out_dir / POLICY_DIR)
-            trainer.tokenizer.save_pretrained(out_dir / POLICY_DIR)
-        recorder, noise = LogpRecorder(batch), MicroBatchNoise(trainer.policy)
-        update = accumulate_policy_gradient(
-            trainer.policy, batch, advantages.flatten(), ref_logp, cfg.algo,
-            temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-            micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=chain(recorder, noise),
-        )
-        grad_norm, update_norm = optimizer_step(trainer.policy, trainer.optimizer, cfg.optim.max_grad_norm)
-    inputs = LossInputs(recorder.logp, batch.old_logp, ref_logp, advantages.flatten(), batch.completion_mask,
-                        cfg.rollout.max_new_tokens)
-    return {
-        **batch_record(batch, scored, trainer.tokenizer),
-        **algorithm_record(cfg, rewards, advantages, adv_stats, inputs),
-        "loss": update.loss,
-        "stats": to_json(update.stats),
-        "grad_norm": grad_norm,
-        "update_norm": update_norm,
-        "grad_noise": to_json(noise.metrics()),
-        "learning_rate": trainer._learning_rate(step),
+    """Run step `step` (0-based) of `trainer` for real (``Trainer.step``) and keep everything; saves
+    the policy the captured pass starts from in out_dir/policy. With algo.num_iterations > 1 the
+    last pass is the captured one (as in metrics.jsonl)."""
+    recorder = Recorder(trainer, out_dir)
+    metrics = trainer.step(step, recorder)
+    rollouts, cfg = recorder.rollouts_seen, trainer.cfg
+    record = {
+        **batch_record(rollouts.batch, rollouts.scored, trainer.tokenizer),
+        "rewards": to_json(rollouts.rewards),
+        "loss": metrics["loss"],
+        "stats": {k: v for k, v in metrics.items() if k in STAT_KEYS},
+        "grad_norm": metrics["grad_norm"],
+        "update_norm": metrics["update_norm"],
+        "grad_noise": {k: v for k, v in metrics.items() if k.startswith("grad/")},
+        "learning_rate": metrics["learning_rate"],
+        "metrics": to_json(metrics),
     }
+    update = ALGORITHMS[cfg.algo.algorithm].update
+    if update == "preference":
+        return {**record, **pairs_record(recorder)}
+    record |= algorithm_record(cfg, recorder, rollouts)
+    if update == "actor_critic":
+        record |= {"values": to_json(recorder.values), "returns": to_json(recorder.returns),
+                   "gae_advantages": to_json(recorder.gae)}
+    return record
+
+
+STAT_KEYS = ("kl", "entropy", "ratio_mean", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
+             "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen",
+             "logps/rejected")
+"""The loss's own statistics among a step's metrics (TRL names)."""
 
 
 def config_record(cfg) -> dict[str, Any]:
@@ -137,17 +157,39 @@ def batch_record(batch: RolloutBatch, scored, tokenizer) -> dict[str, Any]:
     }
 
 
-def algorithm_record(cfg, rewards, advantages, adv_stats, inputs: LossInputs) -> dict[str, Any]:
+def algorithm_record(cfg, recorder: Recorder, rollouts: Rollouts) -> dict[str, Any]:
+    """The policy-gradient loss of the captured pass, tensor by tensor, recomputed from the exported
+    tensors with the shipped loss (diagnostics/terms.py) as a check."""
+    batch, stats = recorder.loss_batch, recorder.advantage_stats
+    inputs = LossInputs(recorder.logp.logp, batch.old_logp, recorder.ref_logp, recorder.loss_advantages,
+                        recorder.loss_mask, cfg.rollout.max_new_tokens)
     terms = loss_terms(cfg.algo, inputs)
-    return {
-        "rewards": to_json(rewards), "group_mean": to_json(adv_stats["group_mean"]),
-        "group_std": to_json(adv_stats["group_std"]), "advantages": to_json(advantages),
-        "mask": to_json(inputs.mask), "logp": to_json(inputs.logp), "old_logp": to_json(inputs.old_logp),
-        "ref_logp": to_json(inputs.ref_logp),
+    shape = rollouts.rewards.shape  # [B, G]
+    if inputs.advantages.ndim == 1:
+        per_completion = inputs.advantages.view(shape)  # [B, G]
+    else:  # per token (KL in the reward, TIS, GAE): each completion's token mean, for the overview
+        mask = inputs.mask.to(inputs.advantages.dtype)  # [N, T]
+        per_completion = ((inputs.advantages * mask).sum(1) / mask.sum(1).clamp(min=1)).view(shape)  # [B, G]
+    record = {
+        "group_mean": to_json(stats.get("group_mean")), "group_std": to_json(stats.get("group_std")),
+        "advantages": to_json(per_completion), "mask": to_json(inputs.mask),
+        "completion_mask": to_json(batch.completion_mask), "logp": to_json(inputs.logp),
+        "old_logp": to_json(inputs.old_logp), "ref_logp": to_json(inputs.ref_logp),
         **{k: to_json(terms[k]) for k in ("ratio", "clipped", "kl", "per_token_loss", "token_weight", "row_loss")},
         "counts": terms["counts"],
         "loss_recomputed": float(terms["loss"]),
     }
+    if inputs.advantages.ndim == 2:
+        record["token_advantages"] = to_json(inputs.advantages)  # [N, T], what the loss is fed
+    if batch is not rollouts.batch:  # TIS: the loss's old_logp is π_θ_old's; the sampler's is kept too
+        record["sampler_logp"] = to_json(rollouts.batch.old_logp)
+    return record
+
+
+def pairs_record(recorder: Recorder) -> dict[str, Any]:
+    """DPO: the pairs the loss saw (row indices into completions), their sequence log-probs under
+    π_θ and π_ref, and each pair's margin (log π_θ/π_ref of chosen − of rejected, before β)."""
+    return {"pairs": to_json(recorder.pair_record or {})}
 
 
 def rollout_batch(capture: dict[str, Any]) -> RolloutBatch:
@@ -158,7 +200,7 @@ def rollout_batch(capture: dict[str, Any]) -> RolloutBatch:
         prompt_ids=torch.tensor(capture["prompt_ids"], dtype=torch.long),
         prompt_mask=torch.tensor(capture["prompt_mask"], dtype=torch.long),
         completion_ids=torch.tensor(capture["completion_ids"], dtype=torch.long),
-        completion_mask=torch.tensor(capture["mask"], dtype=torch.long),
+        completion_mask=torch.tensor(capture.get("completion_mask", capture["mask"]), dtype=torch.long),
         old_logp=torch.tensor(capture["old_logp"], dtype=torch.float32),
         texts=[c["text"] for c in capture["completions"]],
         finish_reasons=[c["finish_reason"] for c in capture["completions"]],

@@ -7,11 +7,18 @@ their mean. McCandlish et al.'s two-batch-size estimate (grad_noise.py) with B_s
 and B_big = B prompts then gives, in units of prompts, tr(Σ_G) (the per-prompt covariance with G
 samples per prompt), |G|², the variance of the step's gradient tr(Σ_G)/B and B_simple. Following
 the paper, tr(Σ) and |G|² are averaged over the batches before they are divided.
+
+The batches come from the trainer's own step code (train/step.py): ``collect_rollouts`` with the
+configured sampler, dynamic sampling and overlong penalty, ``reference_logp``, and
+``policy_gradient_inputs`` (advantages, KL in the reward, TIS, overlong filter), so each G_b is
+the gradient of the loss the trainer would take on that group. Only the optimizer step is left
+out: this measures gradients, it does not train.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from statistics import fmean
 from dataclasses import dataclass
@@ -21,12 +28,13 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
-from rlvr.diagnostics.grad_noise import GradientReader, estimate_noise
-from rlvr.rollout.hf import sample_completions
-from rlvr.train.loop import Trainer, batch_queries, reward_tensor
-from rlvr.train.update import accumulate_policy_gradient, reference_logprobs
+from rlvr.meters.grad_noise import GradientReader, estimate_noise
+from rlvr.train.context import StepContext, Timer, batch_queries
+from rlvr.train.loop import Trainer
+from rlvr.train.rollouts import collect_rollouts
+from rlvr.train.step import LossInputs, policy_gradient_inputs, reference_logp
+from rlvr.train.update import accumulate_policy_gradient
 from rlvr.types import RolloutBatch
 
 
@@ -65,18 +73,22 @@ def select_rows(batch: RolloutBatch, query: int) -> RolloutBatch:
     )
 
 
-def prompt_gradients(trainer: Trainer, batch: RolloutBatch, advantages: torch.Tensor, reader: GradientReader,
+def _rows(tensor: torch.Tensor | None, rows: slice) -> torch.Tensor | None:
+    return None if tensor is None else tensor[rows]
+
+
+def prompt_gradients(ctx: StepContext, inputs: LossInputs, reader: GradientReader,
                      ref_logp: torch.Tensor | None) -> tuple[float, torch.Tensor]:
     """(mean_b |G_b|², mean_b G_b [D]) over the batch's prompts, one backward per prompt."""
-    cfg, policy = trainer.cfg, trainer.policy
+    cfg, policy, batch = ctx.cfg, ctx.policy, inputs.batch
     sq_total, total = 0.0, None
     for b in range(len(batch.queries)):
         rows = slice(b * batch.group_size, (b + 1) * batch.group_size)
         policy.zero_grad(set_to_none=True)
         accumulate_policy_gradient(
-            policy, select_rows(batch, b), advantages[b], None if ref_logp is None else ref_logp[rows], cfg.algo,
+            policy, select_rows(batch, b), inputs.advantages[rows], _rows(ref_logp, rows), cfg.algo,
             temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-            micro_batch_size=cfg.optim.micro_batch_size,
+            micro_batch_size=cfg.optim.micro_batch_size, loss_mask=_rows(inputs.mask, rows),
         )
         gradient = reader.read().double()  # [D]
         sq_total += reader.sq_norm(gradient)
@@ -87,27 +99,24 @@ def prompt_gradients(trainer: Trainer, batch: RolloutBatch, advantages: torch.Te
 
 
 def measure_group_size(trainer: Trainer, group_size: int, batches: int) -> GroupSizeRow:
-    cfg = trainer.cfg
-    reader = GradientReader(trainer.policy)
+    ctx = dataclasses.replace(trainer.context, cfg=copy.deepcopy(trainer.cfg))
+    ctx.cfg.rollout.group_size = group_size
+    cfg = ctx.cfg
+    reader = GradientReader(ctx.policy)
     traces, sq_norms, rewards, zero_std = [], [], [], []
     for index in range(batches):
         torch.manual_seed(cfg.train.seed * 7919 + index)  # the same draws for every G at this batch index
-        queries = batch_queries(trainer.train_queries, index, cfg.train.batch_queries, cfg.train.seed)  # [B]
-        batch = sample_completions(trainer.policy, trainer.tokenizer, queries, group_size=group_size,
-                                   max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
-                                   top_p=cfg.rollout.top_p)
-        scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
-        reward = reward_tensor(scored, len(queries), group_size)  # [B, G]
-        advantages, stats = ALGORITHMS[cfg.algo.algorithm].advantages(
-            reward, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards)  # [B, G]
-        ref_logp = None if trainer.reference is None else reference_logprobs(
-            trainer.reference, batch, temperature=cfg.rollout.temperature)  # [N, T]
-        small_sq, mean_gradient = prompt_gradients(trainer, batch, advantages, reader, ref_logp)
-        found = estimate_noise(small_sq, reader.sq_norm(mean_gradient), 1, len(queries))
+        queries = batch_queries(ctx.train_queries, index, cfg.train.batch_queries, cfg.train.seed)  # [B]
+        timer = Timer()
+        rollouts = collect_rollouts(ctx, index, queries, timer)
+        ref_logp = reference_logp(ctx, rollouts.batch, timer)  # [N, T] or None
+        inputs = policy_gradient_inputs(ctx, rollouts, ref_logp, timer)
+        small_sq, mean_gradient = prompt_gradients(ctx, inputs, reader, ref_logp)
+        found = estimate_noise(small_sq, reader.sq_norm(mean_gradient), 1, len(inputs.batch.queries))
         traces.append(found.trace)
         sq_norms.append(found.sq_norm)
-        rewards.append(float(reward.nanmean()))
-        zero_std.append(float(stats["frac_zero_std"]))
+        rewards.append(float(rollouts.rewards.nanmean()))
+        zero_std.append(float(inputs.stats["frac_zero_std"]))
     return GroupSizeRow(group_size, fmean(traces), fmean(sq_norms), cfg.train.batch_queries, batches,
                         fmean(rewards), fmean(zero_std))
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
 from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
 from rlvr.errors import UserError
@@ -62,10 +61,6 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
 
 
 def _capture(trainer: Trainer, step: int, source: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-    try:
-        require_policy_gradient(trainer.cfg.algo.algorithm, "rlvr inspect")
-    except NotPolicyGradientError as error:
-        raise InspectError(str(error)) from None
     out_dir.mkdir(parents=True, exist_ok=True)
     body = capture_update(trainer, step - 1, out_dir)
     return {
@@ -102,12 +97,16 @@ def read_capture(path: Path) -> dict[str, Any]:
 
 def summary_lines(capture: dict[str, Any]) -> list[str]:
     c, n = capture["config"], len(capture["completions"])
+    if "pairs" in capture:  # DPO: a pairwise loss, no per-token terms
+        what = f"{len(capture['pairs'].get('chosen', []))} pass-vs-fail pairs"
+        check = ""
+    else:
+        what = f"{capture['counts']['num_tokens']} tokens"
+        check = f" (recomputed from the exported tensors: {capture['loss_recomputed']:.6g})"
     lines = [
         f"captured step {capture['source']['step']} ({capture['source']['policy']}): {c['algorithm']}, "
-        f"B={len(capture['prompts'])} x G={c['group_size']} = {n} completions, "
-        f"{capture['counts']['num_tokens']} tokens",
-        f"reward mean {_mean(capture['rewards']):.3f}; loss {capture['loss']:.6g} "
-        f"(recomputed from the exported tensors: {capture['loss_recomputed']:.6g}); "
+        f"B={len(capture['prompts'])} x G={c['group_size']} = {n} completions, {what}",
+        f"reward mean {_mean(capture['rewards']):.3f}; loss {capture['loss']:.6g}{check}; "
         f"grad_norm {capture['grad_norm']:.4f}; update_norm {capture['update_norm']:.5f}",
     ]
     if "warning" in capture["source"]:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from rlvr.diagnostics.memory_model import ModelSpec
+from rlvr.algos import ALGORITHMS
+from rlvr.meters.memory import peak_total
 from rlvr.errors import UserError
 
 
@@ -36,6 +38,10 @@ PRECISIONS: dict[str, Precision] = {
 
 QUANTIZED_STATE_BYTES = 1 + 4 / 2048
 """8-bit Adam: one byte per element plus one fp32 absmax per 2048-element block (Dettmers et al. 2022)."""
+
+
+ROLLOUT_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2}
+"""Bytes per weight and KV element of the sampler, by rollout.dtype."""
 
 
 @dataclass(frozen=True)
@@ -80,42 +86,45 @@ class TrainingSetup:
     online_pairs: int = 0
     """DPO only. 0: offline DPO on B given pairs (G = 2). n > 0: online DPO as rlvr trains it:
     sample G per query (a rollout KV cache), then train on the n pairs the verifier labelled."""
+    rollout_backend: str = "hf"
+    """The sampler (rollout.backend): hf generates with the trainer's model, or its bf16 copy;
+    vllm is a colocated vLLM engine holding its own weights and KV cache."""
+    rollout_dtype: str = "float32"
+    """The sampler's precision (rollout.dtype): float32 samples with the policy itself; bfloat16
+    with a bf16 copy of it (hf), or a bf16 engine (vllm)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """rollout_backend=vllm: the share of the GPU's memory vLLM reserves for its weights and KV cache."""
+    gpu_memory_gib: float = 80.0
+    """Memory of one GPU in GiB; only vLLM's reservation depends on it."""
 
 
 @dataclass(frozen=True)
 class AlgorithmMemory:
-    """Which models an algorithm keeps on the accelerator."""
+    """Which models an algorithm keeps on the accelerator, from its traits in the registry."""
 
     critic: bool
     reference: Callable[[TrainingSetup], bool]
     rollout: bool
-    """Samples online, so a rollout KV cache exists."""
+    """Samples online, so a rollout KV cache exists (offline DPO trains on given pairs)."""
     paper: str
 
 
-def _when_beta(setup: TrainingSetup) -> bool:
-    return setup.beta > 0
+def algorithm_memory(name: str) -> AlgorithmMemory:
+    """The memory view of ``ALGORITHMS[name]`` (algos/registry.py): a value model if it has a
+    critic; the reference when β > 0, or always when its loss is relative to it (DPO); a rollout
+    KV cache unless it learns from given pairs."""
+    algorithm = ALGORITHMS[name]
 
+    def reference(setup: TrainingSetup) -> bool:
+        return algorithm.needs_reference or setup.beta > 0
 
-def _always(setup: TrainingSetup) -> bool:
-    return True
-
-
-_CRITIC_FREE = AlgorithmMemory(False, _when_beta, True, "Shao et al. 2024 (DeepSeekMath): no value network")
-ALGORITHM_MEMORY: dict[str, AlgorithmMemory] = {
-    "grpo": _CRITIC_FREE,
-    "gspo": _CRITIC_FREE,
-    "rloo": _CRITIC_FREE,
-    "reinforce_pp": _CRITIC_FREE,
-    "ppo": AlgorithmMemory(True, _when_beta, True, "Ouyang et al. 2022 (InstructGPT): actor, critic, reference"),
-    "dpo": AlgorithmMemory(False, _always, False, "Rafailov et al. 2023 (DPO): policy and reference, offline pairs"),
-}
+    return AlgorithmMemory(algorithm.critic, reference, algorithm.update != "preference", algorithm.paper)
 
 
 def check_setup(setup: TrainingSetup) -> None:
     """Raise UserError for a setup that cannot run, naming the field and the fix."""
-    if setup.algorithm not in ALGORITHM_MEMORY:
-        raise UserError(f"unknown algorithm {setup.algorithm!r}; known: {', '.join(ALGORITHM_MEMORY)}")
+    if setup.algorithm not in ALGORITHMS:
+        raise UserError(f"unknown algorithm {setup.algorithm!r}; known: {', '.join(ALGORITHMS)}")
     if setup.precision not in PRECISIONS:
         raise UserError(f"unknown precision {setup.precision!r}; known: {', '.join(PRECISIONS)}")
     if setup.optimizer not in OPTIMIZERS:
@@ -123,16 +132,25 @@ def check_setup(setup: TrainingSetup) -> None:
     for name in ("gpus", "prompt_len", "completion_len", "batch", "group", "micro_batch"):
         if getattr(setup, name) < 1:
             raise UserError(f"{name.replace('_', '-')} must be >= 1 (got {getattr(setup, name)})")
-    if setup.algorithm == "dpo" and not setup.online_pairs and setup.group != 2:
-        raise UserError(f"offline DPO trains on pairs: group must be 2, chosen and rejected (got {setup.group}); "
-                        "for online DPO give the pairs per step")
-    if setup.online_pairs and (setup.algorithm != "dpo" or setup.online_pairs > setup.batch * (setup.group // 2)):
-        raise UserError(f"online pairs apply to dpo only and are at most B*floor(G/2) = "
+    algorithm = ALGORITHMS[setup.algorithm]
+    pairwise = algorithm.update == "preference"
+    if pairwise and not setup.online_pairs and setup.group != algorithm.memory_group_size:
+        raise UserError(f"offline {setup.algorithm} trains on pairs: group must be 2, chosen and rejected "
+                        f"(got {setup.group}); for online {setup.algorithm} give the pairs per step")
+    if setup.online_pairs and (not pairwise or setup.online_pairs > setup.batch * (setup.group // 2)):
+        raise UserError(f"online pairs apply to preference algorithms (dpo) only and are at most B*floor(G/2) = "
                         f"{setup.batch * (setup.group // 2)} (got {setup.online_pairs})")
     if setup.lora_rank < 0 or setup.beta < 0:
         raise UserError("lora-rank and beta must be >= 0")
     if setup.zero_stage not in (0, 1, 2, 3):
         raise UserError(f"ZeRO stage must be 0, 1, 2 or 3 (got {setup.zero_stage})")
+    if setup.rollout_backend not in ("hf", "vllm"):
+        raise UserError(f"unknown rollout backend {setup.rollout_backend!r}; known: hf, vllm")
+    if setup.rollout_dtype not in ROLLOUT_BYTES:
+        raise UserError(f"unknown rollout dtype {setup.rollout_dtype!r}; known: {', '.join(ROLLOUT_BYTES)}")
+    if not 0 < setup.vllm_gpu_memory_utilization <= 1 or setup.gpu_memory_gib <= 0:
+        raise UserError("vllm-gpu-memory-utilization must be in (0, 1] and gpu-memory above 0 GiB "
+                        f"(got {setup.vllm_gpu_memory_utilization} and {setup.gpu_memory_gib})")
     sequences = setup.batch * setup.group
     if sequences % setup.gpus:
         raise UserError(f"cannot shard {sequences} sequences (batch x group) evenly over {setup.gpus} GPUs; "
@@ -240,17 +258,53 @@ def _activations(spec: ModelSpec, setup: TrainingSetup, precision: Precision) ->
     return Component(size, f"{sequences} seq x {tokens} tok" + (", checkpointed" if setup.grad_checkpointing else ""))
 
 
-def _kv_cache(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
+def _kv_cache(spec: ModelSpec, setup: TrainingSetup, act_bytes: int) -> Component:
     sequences = setup.batch * setup.group // setup.gpus  # rlvr samples a GPU's whole share at once
-    tokens, e = setup.prompt_len + setup.completion_len, precision.act_bytes
+    tokens, e = setup.prompt_len + setup.completion_len, act_bytes
     size = kv_cache_bytes(spec, sequences=sequences, tokens=tokens, act_bytes=e)
     return Component(size, f"{sequences} seq x {tokens} tok x 2*{spec.num_layers}*{spec.num_kv_heads}*{spec.head_dim}*{e} B")
+
+
+def _sampler(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> dict[str, Component]:
+    """What sampling holds. hf in float32: the KV cache of the policy itself. hf in bfloat16: a
+    bf16 copy of the policy (rollout/backends.py, HFSampler), whole on every GPU whatever the
+    sharding, and its bf16 KV cache. vllm: the engine's own weights and its reservation."""
+    if setup.rollout_backend == "vllm":
+        return _vllm(spec, setup)
+    if setup.rollout_dtype == "float32":
+        return {"kv_cache": _kv_cache(spec, setup, precision.act_bytes)}
+    e = ROLLOUT_BYTES[setup.rollout_dtype]
+    params = spec.num_params + (spec.lora_params(setup.lora_rank) if setup.lora_rank else 0)
+    return {
+        "sampler_weights": Component(params * e, f"{_count(params)} x {e} B, the policy cast for sampling"),
+        "kv_cache": _kv_cache(spec, setup, e),
+    }
+
+
+def _vllm(spec: ModelSpec, setup: TrainingSetup) -> dict[str, Component]:
+    """vLLM takes u x M of the GPU at start-up and keeps it (rollout/vllm.py passes rollout.
+    vllm_gpu_memory_utilization as `gpu_memory_utilization`): its weights, and the rest as KV
+    cache blocks (less its own activations), whatever one rollout needs. The trainer's own
+    sampling KV cache is then gone: vLLM samples."""
+    e, util, gib = ROLLOUT_BYTES[setup.rollout_dtype], setup.vllm_gpu_memory_utilization, setup.gpu_memory_gib
+    reserved = util * gib * 2**30
+    weights = spec.num_params * e
+    if weights >= reserved:
+        raise UserError(f"vLLM's share, {util:g} x {gib:g} GiB = {format_bytes(reserved)}, does not hold its "
+                        f"{format_bytes(weights)} of weights; raise vllm-gpu-memory-utilization or gpu-memory")
+    per_token = kv_cache_bytes(spec, sequences=1, tokens=1, act_bytes=e)
+    needed = setup.batch * setup.group // setup.gpus * (setup.prompt_len + setup.completion_len)
+    return {
+        "vllm_weights": Component(weights, f"{_count(spec.num_params)} x {e} B, vLLM's own copy"),
+        "vllm_kv_cache": Component(reserved - weights, f"{util:g} x {gib:g} GiB - vllm_weights: "
+                                   f"{(reserved - weights) / per_token:,.0f} tokens (a rollout has {needed:,})"),
+    }
 
 
 def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     """Per-GPU bytes of each component and the peak total (persistent + max(backward, rollout))."""
     check_setup(setup)
-    algo, precision = ALGORITHM_MEMORY[setup.algorithm], PRECISIONS[setup.precision]
+    algo, precision = algorithm_memory(setup.algorithm), PRECISIONS[setup.precision]
     optimizer, r = OPTIMIZERS[setup.optimizer], setup.lora_rank
     out = Estimate(spec, setup)
     trained = spec.lora_params(r) if r else spec.num_params
@@ -268,18 +322,9 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
         out.components["reward_model_weights"] = _frozen_model(value_params, precision, setup)
     out.components["activations"] = _activations(spec, setup, precision)
     if algo.rollout or setup.online_pairs:
-        out.components["kv_cache"] = _kv_cache(spec, setup, precision)
+        out.components |= _sampler(spec, setup, precision)
     out.components["peak_total"] = Component(peak_total(out.components), "persistent + max(grads + activations, KV cache)")
     return out
-
-
-def peak_total(components: dict[str, Component] | dict[str, float]) -> float:
-    """Weights and optimizer states persist; gradients and activations live during the backward,
-    the KV cache during the rollout (rlvr frees gradients after each optimizer step)."""
-    size = {name: getattr(c, "bytes", c) for name, c in components.items()}
-    persistent = sum(v for k, v in size.items() if k.endswith(("_weights", "_optimizer")))
-    backward = sum(v for k, v in size.items() if k.endswith("_gradients")) + size.get("activations", 0.0)
-    return persistent + max(backward, size.get("kv_cache", 0.0))
 
 
 def format_bytes(n: float) -> str:

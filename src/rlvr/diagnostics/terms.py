@@ -35,7 +35,8 @@ def loss_kwargs(algo: AlgoConfig, inputs: LossInputs) -> dict:
     return dict(
         ref_logp=inputs.ref_logp, epsilon_low=algo.epsilon,
         epsilon_high=algo.epsilon if algo.epsilon_high is None else algo.epsilon_high,
-        beta=algo.beta, aggregation=algo.aggregation, kl_estimator=algo.kl_estimator,
+        beta=algo.beta if algo.kl_placement == "loss" else 0.0,  # in the reward, the KL is in the advantages
+        aggregation=algo.aggregation, kl_estimator=algo.kl_estimator,
         num_sequences=inputs.logp.shape[0], num_tokens=int(inputs.mask.sum()), max_tokens=inputs.max_tokens,
     )
 

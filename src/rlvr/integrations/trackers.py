@@ -10,14 +10,12 @@ nothing touches the network; ``wandb sync <out>/wandb/offline-run-*`` uploads it
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rlvr.config import tracker_problem
 from rlvr.errors import UserError
 
 
@@ -68,41 +66,12 @@ class WandbTracker:
         self.run.finish()
 
 
-@dataclass(frozen=True)
-class TrackerSpec:
-    build: Callable[[Path, dict[str, Any]], Tracker] | None
-    """None for JSONL, which ``MetricsLog`` always writes itself."""
-    package: str | None = None
-    """Import name of the package it needs."""
-    extra: str | None = None
-    """pyproject extra that installs the package."""
-
-
-TRACKERS: dict[str, TrackerSpec] = {
-    "jsonl": TrackerSpec(None),
-    "tensorboard": TrackerSpec(TensorBoardTracker, "tensorboard", "tensorboard"),
-    "wandb": TrackerSpec(WandbTracker, "wandb", "wandb"),
+TRACKERS: dict[str, Callable[[Path, dict[str, Any]], Tracker] | None] = {
+    "jsonl": None,  # MetricsLog always writes metrics.jsonl itself
+    "tensorboard": TensorBoardTracker,
+    "wandb": WandbTracker,
 }
-
-
-def _installed(package: str) -> bool:
-    try:
-        return importlib.util.find_spec(package) is not None
-    except ValueError:  # already imported without a spec, or blocked (sys.modules[package] is None)
-        return sys.modules.get(package) is not None
-
-
-def tracker_problem(names: Iterable[str], *, setting: str | None = None) -> str | None:
-    """Why these trackers cannot run (unknown name, missing package), or None. Cheap: no imports.
-    ``setting`` names what asked for them when it is not train.trackers (e.g. train.tensorboard=true)."""
-    for name in names:
-        spec = TRACKERS.get(name)
-        if spec is None:
-            return f"train.trackers: unknown tracker {name!r}; known: {', '.join(TRACKERS)}"
-        if spec.package and not _installed(spec.package):
-            asker = setting or f"train.trackers includes {name!r}, which"
-            return f"{asker} needs the {spec.package} package: .venv/bin/pip install -e '.[{spec.extra}]'"
-    return None
+"""How each name of train.trackers is built; config.TRACKER_PACKAGES says what each needs."""
 
 
 def build_trackers(names: Iterable[str], out_dir: Path, run_config: dict[str, Any]) -> list[Tracker]:
@@ -111,4 +80,4 @@ def build_trackers(names: Iterable[str], out_dir: Path, run_config: dict[str, An
     problem = tracker_problem(names)
     if problem:
         raise UserError(problem)
-    return [TRACKERS[name].build(out_dir, run_config) for name in names if TRACKERS[name].build is not None]
+    return [TRACKERS[name](out_dir, run_config) for name in names if TRACKERS[name] is not None]

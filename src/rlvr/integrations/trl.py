@@ -12,7 +12,7 @@ rlvr treats an unscorable completion (verdict ``error`` or ``unavailable``), so 
 
 The verification criteria travel in a dataset column, ``verifier`` by default: per row either the
 criteria object (``{"type": "math", "answer": "42"}``) or the same object as a JSON string. Use the
-JSON string when rows of several verifier types share a dataset (see ``rlvr.integrations.criteria``).
+JSON string when rows of several verifier types share a dataset (see ``rlvr.tasks.criteria``).
 
 Prompts and completions may be plain text or conversational (lists of ``{"role", "content"}``
 messages); a conversational completion is judged on the text of its assistant messages.
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr.errors import UserError
-from rlvr.integrations.criteria import parse_criteria
+from rlvr.tasks.criteria import parse_criteria
 from rlvr.types import Query, VerifierResult
 from rlvr.verifiers.base import Verifier
 from rlvr.verifiers.reward import CORRECTNESS, RewardFunction

@@ -17,14 +17,16 @@ from typing import Any
 
 import pandas as pd
 
-from rlvr.diagnostics.memory_estimate import ALGORITHM_MEMORY, TrainingSetup, estimate, format_bytes
+from rlvr.algos import ALGORITHMS
+from rlvr.diagnostics.memory_estimate import estimate, format_bytes
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
 from rlvr.lab.breaks import COLUMNS as HOSTILE_COLUMNS
 from rlvr.lab.breaks import HACK_COLUMNS, HOSTILE, hacked_examples, hacked_runs, judge_hostile
 from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
 from rlvr.lab.live import LiveRuns
-from rlvr.lab.paradigms import (COMPARE_COMMAND, compare_frame, compare_summary, estimate_frame, find_compares,
+from rlvr.lab.paradigms import (COMPARE_COMMAND, compare_frame, compare_summary, estimate_frame, estimate_setup,
+                                find_compares,
                                 measured_memory_frame, read_compare)
 from rlvr.lab.runs import (KNOBS, Run, knob_values, measured, pick_runs, read_curves, read_run, scan_runs,
                            sweep_command)
@@ -82,8 +84,7 @@ def knobs_answer(root: Path, values: list[str]) -> tuple[str, pd.DataFrame, pd.D
 
 def memory_table(model: str, algorithm: str) -> pd.DataFrame:
     """`rlvr memory --model MODEL --algorithm ALGORITHM` (its defaults otherwise) as a table."""
-    group = 2 if algorithm == "dpo" else 8  # as `rlvr memory`: offline DPO trains on (chosen, rejected)
-    result = estimate(load_model_spec(model), TrainingSetup(algorithm=algorithm, group=group))
+    result = estimate(load_model_spec(model), estimate_setup(algorithm))
     return pd.DataFrame([{"component (per GPU)": name, "memory": format_bytes(c.bytes), "GiB": round(c.bytes / 2**30, 3),
                           "how": c.how} for name, c in result.components.items()])
 
@@ -166,7 +167,7 @@ def _memory_tab(gr: Any) -> None:
                 "`rlvr memory --help` for the rest; formulas in docs/memory.md).")
     with gr.Row():
         model = gr.Dropdown(choices=preset_names(), value="Qwen2.5-7B", label="model")
-        algorithm = gr.Dropdown(choices=list(ALGORITHM_MEMORY), value="grpo", label="algorithm")
+        algorithm = gr.Dropdown(choices=list(ALGORITHMS), value="grpo", label="algorithm")
     table = gr.Dataframe(value=memory_table("Qwen2.5-7B", "grpo"), label="memory by component", elem_id="memory")
     for control in (model, algorithm):
         control.change(memory_table, [model, algorithm], table, api_name=False)
@@ -295,7 +296,7 @@ def hacked_answer(path: str | None) -> tuple[str, pd.DataFrame]:
 
 def _hacked_section(gr: Any, root: Path) -> None:
     gr.Markdown("### Hacked runs\nRuns trained against a weakened verifier (`reward.fidelity` not gold). The run "
-                "logs only the share `hacking/rate`, not the completions (diagnostics/hacking.py), so *Re-score* "
+                "logs only the share `hacking/rate`, not the completions (meters/hacking.py), so *Re-score* "
                 "samples the run's final model again and judges each sample with its training verifier and with "
                 "the gold one (about 10 s on a CPU).")
     runs = [str(run.path) for run in hacked_runs(scan_runs(root))]

@@ -92,7 +92,8 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
     import torch
 
     from rlvr.config import load_config
-    from rlvr.diagnostics.hacking import hacking_counts, is_hacked, training_verifier_for
+    from rlvr.meters.hacking import hacking_counts, is_hacked
+    from rlvr.verifiers.fidelity import training_verifier_for
     from rlvr.models import load_policy
     from rlvr.rollout.hf import sample_completions
     from rlvr.tasks import load_task

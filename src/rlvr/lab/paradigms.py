@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from rlvr.algos import ALGORITHMS
 from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.eval.compare import NOT_MEASURED, table_rows
@@ -64,8 +65,8 @@ def measured_memory_frame(report: dict[str, Any]) -> pd.DataFrame:
 
 
 def estimate_setup(algorithm: str) -> TrainingSetup:
-    """`rlvr memory`'s defaults for one algorithm; offline DPO trains on (chosen, rejected) pairs, G = 2."""
-    return TrainingSetup(algorithm=algorithm, group=2 if algorithm == "dpo" else 8)
+    """`rlvr memory`'s defaults for one algorithm, G included (the registry's `memory_group_size`)."""
+    return TrainingSetup(algorithm=algorithm, group=ALGORITHMS[algorithm].memory_group_size)
 
 
 def estimate_frame(model: str, algorithms: tuple[str, ...] = ESTIMATED_ALGORITHMS) -> pd.DataFrame:

@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import load_config
+from rlvr.algos import AGGREGATIONS as AGGREGATION_FNS
+from rlvr.algos import ALGORITHMS as REGISTRY
 from rlvr.errors import UserError
 
 CAPTURES = "lab-captures"
 """Folder under --runs that the capture button writes into (one new sub-folder per click)."""
 
-ALGORITHMS = ("grpo", "gspo", "rloo", "reinforce_pp")
-AGGREGATIONS = ("sequence_mean", "token_mean", "constant")
+ALGORITHMS = tuple(name for name, algorithm in REGISTRY.items() if algorithm.update == "policy_gradient")
+"""What a replay can switch to: algorithms with advantages and a per-token policy loss."""
+AGGREGATIONS = tuple(AGGREGATION_FNS)
 
 EXPLAIN = ("The replay keeps the captured completions, rewards, old and reference log-probs and policy weights, "
            "and recomputes the loss and its gradient under the new algo.* settings: the numbers below differ only "

@@ -33,16 +33,6 @@ if TYPE_CHECKING:
     from rlvr.config import RewardConfig
 
 
-def training_verifier_for(reward_cfg: RewardConfig,
-                          gold_for: Callable[[str], Verifier] | None = None) -> Callable[[str], Verifier]:
-    """The ``verifier_for`` of the run's training reward, at ``reward.fidelity``, over ``gold_for``
-    (the local registry by default; Ray tasks with ``reward.backend=ray``)."""
-    return weakened_verifier_for(
-        reward_cfg.fidelity, false_positive_rate=reward_cfg.false_positive_rate,
-        false_negative_rate=reward_cfg.false_negative_rate, noise_seed=reward_cfg.noise_seed, gold_for=gold_for,
-    )
-
-
 def is_hacked(trained: ScoredCompletion, gold: ScoredCompletion) -> bool:
     """The training verifier passed (and paid a reward) and the gold verifier did not pass: it
     failed, or could not judge (``gold.reward is None``)."""

@@ -20,7 +20,6 @@ from typing import Any
 import torch
 
 from rlvr.models import lean
-from rlvr.diagnostics.memory_estimate import peak_total
 
 
 def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
@@ -40,8 +39,8 @@ def model_bytes(model: torch.nn.Module) -> int:
     return tensor_bytes(p.detach() for p in model.parameters())
 
 
-def gradient_bytes(optimizer: torch.optim.Optimizer) -> int:
-    return tensor_bytes(p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None)
+def gradient_bytes(params: list[torch.Tensor]) -> int:
+    return tensor_bytes(p.grad for p in params if p.grad is not None)
 
 
 def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
@@ -91,6 +90,17 @@ class SavedTensorCounter:
             self.current = {}
 
 
+def peak_total(components: dict[str, Any]) -> float:
+    """The peak of a step from its components (bytes, or objects with `.bytes`), measured here or
+    estimated by `rlvr memory`. Weights (the sampler's too) and optimizer states persist, and so does vLLM's KV reservation;
+    gradients and activations live during the backward, the trainer's KV cache during the rollout
+    (rlvr frees gradients after each optimizer step)."""
+    size = {name: getattr(c, "bytes", c) for name, c in components.items()}
+    persistent = sum(v for k, v in size.items() if k.endswith(("_weights", "_optimizer")) or k == "vllm_kv_cache")
+    backward = sum(v for k, v in size.items() if k.endswith("_gradients")) + size.get("activations", 0.0)
+    return persistent + max(backward, size.get("kv_cache", 0.0))
+
+
 class MemoryMeter:
     """Collects `memory/*` metrics for one step at a time; all methods are no-ops when disabled.
 
@@ -106,14 +116,16 @@ class MemoryMeter:
         self.values: dict[str, float] = {}
         if enabled:
             for name, opt in optimizers.items():
-                opt.register_step_pre_hook(self._before_step(name))
+                # its parameters, read now: optimizer_step narrows the param groups to one chunk at a time
+                params = [p for group in opt.param_groups for p in group["params"]]
+                opt.register_step_pre_hook(self._before_step(name, params))
                 opt.register_step_post_hook(self._after_step(name))
 
     def _record(self, key: str, value: float) -> None:
         self.values[key] = max(self.values.get(key, 0.0), float(value))
 
-    def _before_step(self, name: str):
-        return lambda optimizer, args, kwargs: self._record(f"{name}_gradients", gradient_bytes(optimizer))
+    def _before_step(self, name: str, params: list[torch.Tensor]):
+        return lambda optimizer, args, kwargs: self._record(f"{name}_gradients", gradient_bytes(params))
 
     def _after_step(self, name: str):
         return lambda optimizer, args, kwargs: self._record(f"{name}_optimizer", optimizer_state_bytes(optimizer))

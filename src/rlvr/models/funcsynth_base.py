@@ -17,9 +17,11 @@ from typing import Callable
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr.models.arith_base import SHIPPED as SHIPPED_ARITH
+from rlvr.models.arith_base import ReportFor, build_embedded, embedded_path, embedded_recipe, matches_recipe
+from rlvr.models.loading import load_pretrained
 from rlvr.models.warmup import WarmupSpec, save_built_model, warm_up
-from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, answer_kind, warmup_completion
-from rlvr.types import Query
+from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, warmup_completion
 
 NAME = "tiny-funcsynth"
 FORMAT_VERSION = 1
@@ -45,8 +47,6 @@ def recipe() -> dict:
 
 
 def _arith_recipe_digest() -> str:
-    from rlvr.models import embedded_recipe
-
     return hashlib.sha256(json.dumps(embedded_recipe(), sort_keys=True).encode()).hexdigest()
 
 
@@ -61,36 +61,19 @@ def matches_recipe(path: Path) -> bool:
     return saved.is_file() and json.loads(saved.read_text()) == json.loads(json.dumps(recipe()))
 
 
-def _report(tokenizer: PreTrainedTokenizerBase, heldout: list[Query]) -> Callable[[int, PreTrainedModel], str]:
-    """Held-out gold pass@1 and the share of each kind of answer, printed during the warm-up."""
-    from rlvr.rollout.hf import sample_completions
-    from rlvr.train.evaluate import evaluate_heldout
-    from rlvr.verifiers import RewardFunction
-
-    reward_fn = RewardFunction()
-
-    def report(step: int, model: PreTrainedModel) -> str:
-        result = evaluate_heldout(model, tokenizer, heldout, reward_fn, n=2, temperature=1.0,
-                                  top_p=1.0, max_new_tokens=48)
-        batch = sample_completions(model, tokenizer, heldout, group_size=2, max_new_tokens=48)
-        kinds = [answer_kind(t) for t in batch.texts]
-        share = {k: round(kinds.count(k) / len(kinds), 2) for k in ("formula", "lookup", "other")}
-        return f"held-out gold pass@1 {result.pass_at_1:.3f} (n=2, T=1), answer kinds {share}"
-
-    return report
-
-
-def build(path: Path, *, report: bool = False) -> Path:
-    """Warm up the tiny Llama on funcsynth and save it (model + tokenizer) atomically at `path`."""
+def build(path: Path, *, report: ReportFor | None = None) -> Path:
+    """Warm up the tiny Llama on funcsynth and save it (model + tokenizer) atomically at `path`;
+    `report(tokenizer, heldout)`, if given, makes the progress line warm_up prints."""
     spec_recipe = recipe()
     spec = WarmupSpec(**spec_recipe["warmup"])
     mix = WarmupMix(**spec_recipe["mix"])
-    from rlvr.models import EMBEDDED, load_policy
-
-    model, tokenizer = load_policy(EMBEDDED)  # the same char tokenizer and architecture
+    start = SHIPPED_ARITH if matches_recipe(SHIPPED_ARITH) else embedded_path()
+    if not matches_recipe(start):
+        build_embedded(start)
+    model, tokenizer = load_pretrained(start)  # tiny-arith: the same char tokenizer and architecture
     queries = all_queries(split="train", seed=0)
     heldout = all_queries(split="heldout", seed=0)[:32]
     warm_up(model, tokenizer, queries,
             lambda q, rng: warmup_completion(q, rng=rng, mix=mix), spec,
-            report=_report(tokenizer, heldout) if report else None, report_every=200)
+            report=report(tokenizer, heldout) if report else None, report_every=200)
     return save_built_model(model, tokenizer, spec_recipe, path)

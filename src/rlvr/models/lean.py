@@ -30,15 +30,15 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from rlvr.models.logprobs import upcast
+from rlvr.models.numerics import upcast
 
 FORWARD_ATTR = "rlvr_forward"
 """Model attribute holding config model.forward: "auto" (the default), "lean" or "hf"."""
 
 CACHE_LISTENERS: list[Callable[[int], None]] = []
-"""Called with the KV cache's size in bytes whenever `sample` allocates one (diagnostics/memory.py)."""
+"""Called with the KV cache's size in bytes whenever `sample` allocates one (meters/memory.py)."""
 FORWARD_LISTENERS: list[Callable[[], None]] = []
-"""Called at the start of each scoring pass, where HF's forward pre-hooks would fire (diagnostics/memory.py)."""
+"""Called at the start of each scoring pass, where HF's forward pre-hooks would fire (meters/memory.py)."""
 
 
 def use_forward(model: PreTrainedModel | None, forward: str) -> None:

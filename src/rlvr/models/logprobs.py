@@ -5,10 +5,8 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
-
-def upcast(logits: torch.Tensor) -> torch.Tensor:
-    """Half-precision logits go to float32 before log_softmax; float32/float64 stay as they are."""
-    return logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+from rlvr.models import lean
+from rlvr.models.numerics import upcast
 
 
 def completion_logits(
@@ -23,8 +21,6 @@ def completion_logits(
     Plain Llama policies go through rlvr.models.lean (the same math with each distinct prompt run
     once); any other model through its own HF forward over prompt + completion.
     """
-    from rlvr.models import lean
-
     if lean.supports(model):
         return lean.LeanLlama(model).completion_logits(prompt_ids, prompt_mask, completion_ids)
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # [N, P+T]

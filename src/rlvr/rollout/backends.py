@@ -6,8 +6,8 @@ trainer: `sample(...)` returns G completions per query with the sampler's per-to
 the updated weights. A sampler whose numbers differ from the trainer's (vLLM's kernels, bfloat16)
 is what truncated importance sampling corrects (algo.tis_cap, algos/tis.py).
 
-This module imports nothing heavy at the top: config validation calls `sampling_problem` before
-torch loads, so that a missing vLLM or GPU is reported at once.
+Whether the sampling settings can run here (vLLM installed, a GPU, TIS with this algorithm) is
+checked by config validation (config.py, `sampling_problem`) before any model loads.
 """
 
 from __future__ import annotations
@@ -86,31 +86,3 @@ def make_sampler(rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: Pre
                  *, seed: int) -> Sampler:
     """The configured sampler, already holding the policy's current weights."""
     return SAMPLERS[rollout.backend](rollout, policy, tokenizer, seed=seed)
-
-
-TIS_ALGORITHMS = ("grpo", "rloo", "reinforce_pp")
-"""Algorithms whose step applies TIS: GRPO's per-token loss, fed weighted per-token advantages (algos/tis.py).
-gspo takes one advantage per sequence; ppo and dpo run their own steps (train/ppo.py, train/dpo.py)."""
-
-
-def sampling_problem(cfg: RunConfig) -> str | None:
-    """What is wrong with the sampling settings (backend, precision, TIS), or None; no heavy import
-    unless rollout.backend=vllm, which checks for vLLM and a CUDA device before any model loads."""
-    r, cap = cfg.rollout, cfg.algo.tis_cap
-    if not 0 < r.vllm_gpu_memory_utilization <= 1:
-        return f"rollout.vllm_gpu_memory_utilization must be in (0, 1] (got {r.vllm_gpu_memory_utilization})"
-    if cap > 0 and cfg.algo.algorithm not in TIS_ALGORITHMS:
-        return (f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
-                f"sampling is built into the step of {', '.join(TIS_ALGORITHMS)} only); use one of those, or algo.tis_cap=0")
-    if r.backend != "vllm":
-        return None
-    if cfg.model.device == "cpu":
-        return "rollout.backend=vllm samples on a CUDA GPU, but model.device=cpu; use model.device=auto, or rollout.backend=hf"
-    if importlib.util.find_spec("vllm") is None:
-        return ("rollout.backend=vllm needs the vllm package, which is not installed; on a CUDA machine install it "
-                "into its own venv (see docs/integrations.md, 'Rollouts on GPUs'), or use rollout.backend=hf")
-    import torch
-
-    if not torch.cuda.is_available():
-        return "rollout.backend=vllm needs a CUDA GPU and torch sees none; run it on a GPU machine, or use rollout.backend=hf"
-    return None

@@ -17,7 +17,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.models import lean
-from rlvr.models.logprobs import upcast
+from rlvr.models.numerics import upcast
 from rlvr.types import Query, RolloutBatch
 
 

@@ -28,7 +28,7 @@ def _jsonl(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
 
 
 def _hf(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
-    from rlvr.integrations.hf_datasets import ColumnMap, load_hf_task  # imports `datasets` only here
+    from rlvr.tasks.hf import ColumnMap, load_hf_task  # imports `datasets` only here
 
     columns = ColumnMap(prompt=cfg.hf_prompt_column, answer=cfg.hf_answer_column,
                         verifier=cfg.hf_verifier_column, id=cfg.hf_id_column)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.errors import UserError
-from rlvr.integrations.criteria import parse_criteria
+from rlvr.tasks.criteria import parse_criteria
 from rlvr.tasks.dataset import DatasetError, parse_row
 from rlvr.types import Query
 

@@ -1,8 +1,8 @@
-"""One online DPO step (Rafailov et al. 2023, eq. 7, with pairs labelled by the verifier):
+"""Online DPO's update (Rafailov et al. 2023, eq. 7, with pairs labelled by the verifier), run by
+the one step function (train/step.py) for algorithms whose `update` is "preference":
 
-    queries → sample G completions with π_θ (rollout/) → verify (verifiers/)
-    → pair a passing with a failing completion of each query (algos/dpo.py)
-    → sequence log-probs under π_ref (frozen) and π_θ → DPO loss → AdamW
+    the step's verified rollouts → pair a passing with a failing completion of each query
+    (algos/dpo.py) → sequence log-probs under π_ref (frozen) and π_θ → DPO loss → AdamW
 
 The sampling and verification are those of the GRPO step; only what is learned from the verdicts
 differs. The frozen reference is the initial policy, held for the whole run. The formula lives in
@@ -12,20 +12,17 @@ algos/dpo.py; this module only moves tensors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from transformers import PreTrainedModel
 
-from rlvr.algos import ALGORITHMS, group_advantages, sequence_logprobs
+from rlvr.algos import ALGORITHMS, sequence_logprobs
 from rlvr.config import AlgoConfig
-from rlvr.train.rollouts import sample_round
+from rlvr.train.context import StepContext, StepObserver, Timer
+from rlvr.train.rollouts import Rollouts
 from rlvr.train.update import micro_batch_logprobs, micro_batches, optimizer_step, reference_logprobs
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
-
-if TYPE_CHECKING:
-    from rlvr.train.loop import Trainer
 
 
 def verdict_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: int) -> torch.Tensor:
@@ -51,6 +48,8 @@ class DpoUpdate:
     loss: float
     stats: dict[str, float]
     """Pair-weighted means over the step's pairs (TRL DPOTrainer names)."""
+    policy_logp: torch.Tensor | None = None
+    """log π_θ(y|x) of the chosen then the rejected completions [2M], as the loss saw them."""
 
 
 def accumulate_dpo_gradient(
@@ -63,11 +62,12 @@ def accumulate_dpo_gradient(
     A micro-batch holds both completions of each of its pairs (the loss couples them); its loss
     is divided by the whole step's M, so the summed micro-batch gradients equal the full-batch one.
     """
-    dpo = ALGORITHMS["dpo"]
+    dpo = ALGORITHMS[algo.algorithm]
     num_pairs = chosen.shape[0]
     pairs_per_micro = max(1, micro_batch_size // 2) if micro_batch_size else num_pairs
     totals: dict[str, float] = {}
     loss_total = 0.0
+    policy_logp = torch.empty(2 * num_pairs)  # [2M]
     for start in range(0, num_pairs, pairs_per_micro):
         part = slice(start, start + pairs_per_micro)
         m = chosen[part].shape[0]
@@ -82,9 +82,11 @@ def accumulate_dpo_gradient(
         )
         loss.backward()
         loss_total += float(loss.detach())
+        policy_logp[start:start + m] = seq_logp[:m].detach().float()
+        policy_logp[num_pairs + start:num_pairs + start + m] = seq_logp[m:].detach().float()
         for key, value in stats.items():
             totals[key] = totals.get(key, 0.0) + value * m / num_pairs
-    return DpoUpdate(loss=loss_total, stats=totals)
+    return DpoUpdate(loss=loss_total, stats=totals, policy_logp=policy_logp)
 
 
 @torch.no_grad()
@@ -99,44 +101,37 @@ def reference_sequence_logprobs(
     return sequence_logprobs(token_logp, picked.completion_mask)  # [n]
 
 
-def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
-    """One step of online DPO; the same sampling budget as a GRPO step. Returns its metrics."""
-    # loop.py imports this module, so its helpers are imported when the step runs
-    from rlvr.train.loop import Timer, batch_queries, rollout_metrics
-
-    cfg, timer = trainer.cfg, Timer()
-    trainer.memory.start_step()
-    queries = batch_queries(trainer.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-    rollouts = sample_round(trainer, queries, timer)  # the same sampling and verification as GRPO's
-    batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
-    hacking = trainer.measure_hacking(step, batch, scored, timer)  # {} unless the verifier is weakened
-    outcomes = verdict_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
-    chosen, rejected, counts = ALGORITHMS["dpo"].pairs(
+def preference_update(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer,
+                      observer: StepObserver) -> dict[str, float]:
+    """Pairs from the verdicts, then the DPO loss and AdamW; returns the update's metrics. The
+    token-level ``ref_logp`` of the policy-gradient kinds is not used: only the pairs' sequences
+    are scored under π_ref."""
+    cfg, batch = ctx.cfg, rollouts.batch
+    outcomes = verdict_tensor(rollouts.scored, len(batch.queries), batch.group_size)  # [B, G]
+    chosen, rejected, counts = ALGORITHMS[cfg.algo.algorithm].pairs(
         outcomes, max_pairs_per_group=cfg.algo.dpo_pairs_per_group)  # [M], [M]
-    for group in trainer.optimizer.param_groups:
-        group["lr"] = trainer._learning_rate(step)
     update, grad_norm, update_norm = DpoUpdate(float("nan"), {}), 0.0, 0.0
     if counts["pairs"]:  # no pair, no preference: the policy is left as it is
         with timer.phase("reference"):
             ref = reference_sequence_logprobs(
-                trainer.reference, batch, torch.cat([chosen, rejected]),
+                ctx.reference, batch, torch.cat([chosen, rejected]),
                 temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
             )  # [2M]
-        for _ in range(cfg.algo.num_iterations):
-            with timer.phase("forward_backward"), trainer.memory.activations():
+        for iteration in range(cfg.algo.num_iterations):
+            observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
+            with timer.phase("forward_backward"), ctx.memory.activations():
                 update = accumulate_dpo_gradient(
-                    trainer.policy, batch, chosen, rejected, ref[: len(chosen)], ref[len(chosen):], cfg.algo,
+                    ctx.policy, batch, chosen, rejected, ref[: len(chosen)], ref[len(chosen):], cfg.algo,
                     temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
                 )
             with timer.phase("optimizer"):
-                grad_norm, update_norm = optimizer_step(trainer.policy, trainer.optimizer, cfg.optim.max_grad_norm)
-    _, group_stats = group_advantages(rewards)  # only for the reward-spread metrics GRPO logs too
+                grad_norm, update_norm = optimizer_step(ctx.policy, ctx.optimizer, cfg.optim.max_grad_norm)
+        m = len(chosen)
+        margins = (update.policy_logp[:m] - ref[:m].float()) - (update.policy_logp[m:] - ref[m:].float())  # [M]
+        observer.pairs({"chosen": chosen, "rejected": rejected, "policy_chosen": update.policy_logp[:m],
+                        "policy_rejected": update.policy_logp[m:], "ref_chosen": ref[:m], "ref_rejected": ref[m:],
+                        "margins": margins})
     return {
-        **rollout_metrics(batch, scored, rewards),
-        **hacking,
-        "reward_std": float(group_stats["group_std"].mean()),
-        "frac_reward_zero_std": float(group_stats["frac_zero_std"]),
-        **trainer.exploration.update(batch, scored),
         "loss": update.loss,
         **update.stats,
         "dpo/pairs": counts["pairs"],
@@ -144,7 +139,4 @@ def dpo_step(trainer: Trainer, step: int) -> dict[str, float]:
         "dpo/groups_no_fail": counts["groups_no_fail"],
         "grad_norm": grad_norm,
         "update_norm": update_norm,
-        "learning_rate": trainer._learning_rate(step),
-        **timer.seconds,
-        **trainer.memory.step_metrics(),
     }

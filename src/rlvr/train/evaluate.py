@@ -4,11 +4,13 @@ with greedy accuracy beside it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.eval.passk import mean_pass_at_k
 from rlvr.rollout.hf import sample_completions
+from rlvr.tasks.funcsynth import answer_kind
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction, ScoredCompletion
 
@@ -44,7 +46,7 @@ class GoldCheck:
         self.hacked = self.judged = 0
 
     def add(self, items: list[tuple[Query, str]], scored: list[ScoredCompletion], n: int) -> None:
-        from rlvr.diagnostics.hacking import hacking_counts
+        from rlvr.meters.hacking import hacking_counts
 
         gold = self.gold_fn.score_batch(items)
         for q in range(len(items) // n):
@@ -112,3 +114,32 @@ def evaluate_heldout(
         gold_pass_at_1=gold.pass_at_1() if gold is not None else pass_at_1,
         hacking_rate=gold.hacking_rate() if gold is not None else 0.0,
     )
+
+
+def arith_warmup_report(tokenizer: PreTrainedTokenizerBase, heldout: list[Query]) -> Callable[[int, PreTrainedModel], str]:
+    """The progress line while tiny-arith warms up (`rlvr build-base`): held-out pass@1 and greedy."""
+    reward_fn = RewardFunction()
+
+    def report(step: int, model: PreTrainedModel) -> str:
+        result = evaluate_heldout(model, tokenizer, heldout, reward_fn, n=4, temperature=1.0,
+                                  top_p=1.0, max_new_tokens=40)
+        return f"held-out pass@1 {result.pass_at_1:.3f} (n=4, T=1), greedy {result.greedy:.3f}"
+
+    return report
+
+
+def funcsynth_warmup_report(tokenizer: PreTrainedTokenizerBase,
+                            heldout: list[Query]) -> Callable[[int, PreTrainedModel], str]:
+    """The progress line while tiny-funcsynth warms up: held-out gold pass@1 and the share of each
+    kind of answer (formula, lookup table, other)."""
+    reward_fn = RewardFunction()
+
+    def report(step: int, model: PreTrainedModel) -> str:
+        result = evaluate_heldout(model, tokenizer, heldout, reward_fn, n=2, temperature=1.0,
+                                  top_p=1.0, max_new_tokens=48)
+        batch = sample_completions(model, tokenizer, heldout, group_size=2, max_new_tokens=48)
+        kinds = [answer_kind(t) for t in batch.texts]
+        share = {k: round(kinds.count(k) / len(kinds), 2) for k in ("formula", "lookup", "other")}
+        return f"held-out gold pass@1 {result.pass_at_1:.3f} (n=2, T=1), answer kinds {share}"
+
+    return report

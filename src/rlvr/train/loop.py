@@ -1,97 +1,51 @@
-"""The GRPO training loop, read top to bottom like the diagram in DESIGN.md:
+"""The training loop: build a run's parts once, then run the one step function (train/step.py)
+step after step, logging, checkpointing and evaluating between steps.
 
-    queries → sample G completions (rollout/) → verify (verifiers/) → group advantages (algos/)
+    queries → sample G completions (rollout/) → verify (verifiers/) → advantages (algos/)
     → clipped policy gradient + β·KL to the frozen reference (algos/, via train/update.py) → AdamW
 
-It orchestrates; every formula lives in algos/.
+It orchestrates; every formula lives in algos/, and every step, whoever runs it, is ``run_step``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import random
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import torch
 import yaml
 from tqdm import tqdm
 
-from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, PreferenceAlgorithm, kl_in_reward_advantages
+from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
-from rlvr.diagnostics.grad_noise import MicroBatchNoise
-from rlvr.diagnostics.hacking import HackingMonitor, training_verifier_for
-from rlvr.diagnostics.memory import MemoryMeter
+from rlvr.meters.hacking import HackingMonitor
+from rlvr.meters.memory import MemoryMeter
 from rlvr.errors import UserError
-from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
 from rlvr.rollout.backends import make_sampler
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
-from rlvr.train.distributed import NullLog, world
-from rlvr.train.dpo import dpo_step
+from rlvr.train.context import StepContext, StepObserver
+from rlvr.train.critic import Critic
+from rlvr.train.distributed import NullLog, World, world
+from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.train.exploration import ExplorationTracker
 from rlvr.train.metrics import MetricsLog
-from rlvr.train.ppo import Critic, ppo_step
-from rlvr.train.rollouts import collect_rollouts, loss_mask
-from rlvr.train.tis import tis_correction
-from rlvr.train.update import accumulate_policy_gradient, optimizer_step, reference_logprobs
-from rlvr.types import Query, RolloutBatch
-from rlvr.verifiers import RewardFunction, ScoredCompletion
+from rlvr.train.step import run_step
+from rlvr.verifiers import RewardFunction
+from rlvr.verifiers.fidelity import training_verifier_for
 
 
-@dataclass
-class Timer:
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        self.seconds[f"time/{name}"] = self.seconds.get(f"time/{name}", 0.0) + time.perf_counter() - start
-
-
-def batch_queries(queries: list[Query], step: int, batch_size: int, seed: int) -> list[Query]:
-    """The B queries of a step: a fresh shuffle per epoch, a pure function of (seed, step) so that a
-    resumed run sees exactly the queries the uninterrupted run would have seen."""
-    order: list[Query] = []
-    start = step * batch_size
-    epoch = start // len(queries)
-    while len(order) < (start % len(queries)) + batch_size:
-        shuffled = list(queries)
-        random.Random(f"{seed}-{epoch}").shuffle(shuffled)
-        order.extend(shuffled)
-        epoch += 1
-    offset = start % len(queries)
-    return order[offset : offset + batch_size]
-
-
-def reward_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: int) -> torch.Tensor:
-    """[B, G] rewards; NaN where the verifier could not judge (kept out of the group baseline)."""
-    values = [float("nan") if s.reward is None else s.reward for s in scored]
-    return torch.tensor(values, dtype=torch.float32).view(num_queries, group_size)  # [B, G]
-
-
-def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards: torch.Tensor) -> dict[str, float]:
-    lengths = batch.completion_mask.sum(dim=1).float()  # [N]
-    valid = ~torch.isnan(rewards)  # [B, G]
-    return {
-        "reward": float(rewards[valid].mean()) if valid.any() else float("nan"),
-        "accuracy": sum(s.correct for s in scored) / len(scored),
-        "format_rate": sum(s.results["format"].score for s in scored) / len(scored),
-        "completions/mean_length": float(lengths.mean()),
-        "completions/clipped_ratio": batch.finish_reasons.count("length") / len(batch.finish_reasons),
-        "verifier/unscorable": int((~valid).sum()),
-    }
-
-
-OWN_STEPS = {"dpo": dpo_step}
-"""Algorithms whose step is not the policy-gradient step below (a preference loss needs pairs)."""
+def require_world_support(name: str, dist: World) -> None:
+    """A UserError if `name` cannot train on `dist`'s processes: its update needs the whole batch in
+    one place (a critic, pairs, or advantages normalised over the whole batch: REINFORCE++)."""
+    if dist.enabled and not ALGORITHMS[name].multi_process:
+        usable = ", ".join(n for n, a in ALGORITHMS.items() if a.multi_process)
+        raise UserError(f"algo.algorithm={name} trains on one process only (its update needs the whole batch in "
+                        f"one place); launch it without accelerate/torchrun, or use one of: {usable}")
 
 
 class Trainer:
@@ -106,9 +60,8 @@ class Trainer:
             raise UserError("model.device=cuda but no CUDA device is visible; use model.device=cpu or auto")
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         self.dist = world()  # one process, or this one's place under accelerate/torchrun (train/distributed.py)
-        if self.dist.enabled and (ALGORITHMS[cfg.algo.algorithm].critic or cfg.algo.algorithm in OWN_STEPS):
-            raise UserError(f"algo.algorithm={cfg.algo.algorithm} trains on one process only; "
-                            "launch it without accelerate/torchrun, or use a policy-gradient algorithm")
+        algorithm = ALGORITHMS[cfg.algo.algorithm]
+        require_world_support(cfg.algo.algorithm, self.dist)
         self.device = self.dist.place(self.device)
         torch.manual_seed(cfg.train.seed + self.dist.rank)  # rank 0 keeps the single-process stream
         self.train_queries, self.eval_queries = load_task(cfg.task)
@@ -125,10 +78,10 @@ class Trainer:
         checkpoint = find_checkpoint(out_dir) if resume else None
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
         # No reference model is held when β = 0 (DESIGN.md): it would only cost memory. DPO always needs one.
-        needs_reference = cfg.algo.beta > 0 or isinstance(ALGORITHMS[cfg.algo.algorithm], PreferenceAlgorithm)
+        needs_reference = cfg.algo.beta > 0 or algorithm.needs_reference
         self.reference = self._frozen_copy(self.policy) if needs_reference else None
         self.exploration = ExplorationTracker()
-        self.critic = Critic(self.policy, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
+        self.critic = Critic(self.policy, cfg.ppo) if algorithm.critic else None
         if checkpoint is not None:
             self.policy, _ = load_policy(str(checkpoint), self.device)
         for model in (self.policy, self.reference):
@@ -143,11 +96,18 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             set_rng_state(state["rng"])
             self.start_step, self.base_eval = state["step"], state["base_eval"]
+            if self.critic is not None:
+                self.critic.load_state_dict(state["critic"])
         models, optimizers = {"policy": self.policy, "reference": self.reference}, {"policy": self.optimizer}
         if self.critic is not None:
             models["critic"], optimizers["critic"] = self.critic.model, self.critic.optimizer
         self.memory = MemoryMeter(enabled=cfg.train.memory_metrics, policy=self.policy, models=models,
                                   optimizers=optimizers)
+        self.context = StepContext(
+            cfg=cfg, policy=self.policy, tokenizer=self.tokenizer, optimizer=self.optimizer, reference=self.reference,
+            critic=self.critic, sampler=self.sampler, reward_fn=self.reward_fn, train_queries=self.train_queries,
+            hacking=self.hacking, exploration=self.exploration, memory=self.memory, dist=self.dist,
+        )
 
     @staticmethod
     def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
@@ -164,91 +124,16 @@ class Trainer:
             gold_fn=self.hacking.gold_fn if self.hacking else None,
         )
 
-    def _learning_rate(self, step: int) -> float:
-        warmup = self.cfg.optim.warmup_steps
-        return self.cfg.optim.lr * min(1.0, (step + 1) / warmup) if warmup else self.cfg.optim.lr
+    def step(self, step: int, observer: StepObserver | None = None) -> dict[str, float]:
+        """One step of the configured algorithm (train/step.py); returns its metrics."""
+        return run_step(self.context, step, observer)
 
-    def step(self, step: int) -> dict[str, float]:
-        """One step of the configured algorithm (GRPO by default); returns its metrics. Afterwards
-        the sampler holds the updated weights, for the next step's rollouts."""
-        metrics = self._step(step)
-        start = time.perf_counter()
-        self.sampler.sync_weights(self.policy)
-        return metrics | {"time/weight_sync": time.perf_counter() - start}
-
-    def _step(self, step: int) -> dict[str, float]:
+    def save(self, step: int) -> None:
+        """The run's checkpoint after `step` steps: policy, optimizer, RNG, the critic if any."""
+        extra = {"base_eval": self.base_eval}
         if self.critic is not None:
-            return ppo_step(self, step)  # actor-critic: GAE advantages and a value update (train/ppo.py)
-        if self.cfg.algo.algorithm in OWN_STEPS:
-            return OWN_STEPS[self.cfg.algo.algorithm](self, step)
-        cfg, timer = self.cfg, Timer()
-        self.memory.start_step()
-        queries = batch_queries(self.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
-        queries = self.dist.shard(queries)  # [B/N] this process's whole groups
-        rollouts = collect_rollouts(self, step, queries, timer)
-        batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
-        hacking = self.measure_hacking(step, batch, scored, timer)
-        advantages, adv_stats = ALGORITHMS[cfg.algo.algorithm].advantages(
-            rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
-        )  # [B, G]
-        advantages = advantages.flatten()  # [N] one per completion
-        ref_logp = self.reference_logp(batch, timer)  # [N, T] or None
-        if ref_logp is not None and cfg.algo.kl_placement == "reward":
-            kl = KL_ESTIMATORS[cfg.algo.kl_estimator](batch.old_logp, ref_logp)  # [N, T] at sampling time
-            advantages = kl_in_reward_advantages(advantages, kl, batch.completion_mask, beta=cfg.algo.beta)  # [N, T]
-        batch, advantages, tis = tis_correction(self, batch, advantages, timer)  # algo.tis_cap (train/tis.py)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self._learning_rate(step)
-        for _ in range(cfg.algo.num_iterations):
-            with timer.phase("forward_backward"), self.memory.activations():
-                noise = MicroBatchNoise(self.policy)  # grad/variance, grad/noise_scale from the micro-batches
-                update = accumulate_policy_gradient(
-                    self.policy, batch, advantages, ref_logp, cfg.algo,
-                    temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-                    micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=noise,
-                    loss_mask=loss_mask(batch, cfg.algo.overlong_filter),
-                    global_counts=self.dist.global_counts,
-                )
-            with timer.phase("optimizer"):
-                self.dist.sum_gradients(self.policy)  # each shard's share → the step's gradient
-                grad_norm, update_norm = optimizer_step(self.policy, self.optimizer, cfg.optim.max_grad_norm)
-        return self.dist.reduce_metrics({
-            **rollout_metrics(batch, scored, rewards),
-            **rollouts.metrics,
-            **tis,
-            **hacking,
-            "reward_std": float(adv_stats["group_std"].mean()),  # mean within-group std, as TRL
-            "frac_reward_zero_std": float(adv_stats["frac_zero_std"]),
-            **self.exploration.update(batch, scored),
-            "loss": update.loss,
-            **update.stats,
-            "grad_norm": grad_norm,
-            "update_norm": update_norm,
-            **noise.metrics(),
-            "learning_rate": self._learning_rate(step),
-            **timer.seconds,
-            **self.memory.step_metrics(),
-        }, summed={"loss", *update.stats})  # shares of the step's loss and token means
-
-    def measure_hacking(self, step: int, batch: RolloutBatch, scored: list[ScoredCompletion],
-                        timer: Timer) -> dict[str, float]:
-        """hacking/* metrics: a sample of the rollouts re-scored by the gold verifier, when the
-        training verifier is a weakened one (diagnostics/hacking.py); {} otherwise."""
-        if self.hacking is None:
-            return {}
-        with timer.phase("hacking"):
-            items = [(batch.query_of(i), text) for i, text in enumerate(batch.texts)]
-            return self.hacking.measure(step, items, scored)
-
-    def reference_logp(self, batch: RolloutBatch, timer: Timer) -> torch.Tensor | None:
-        """log π_ref of the sampled tokens [N, T], or None when no reference is held (β = 0)."""
-        if self.reference is None:
-            return None
-        with timer.phase("reference"):
-            return reference_logprobs(
-                self.reference, batch, temperature=self.cfg.rollout.temperature,
-                micro_batch_size=self.cfg.optim.micro_batch_size,
-            )  # [N, T]
+            extra["critic"] = self.critic.state_dict()
+        save_checkpoint(self.out_dir, step, self.policy, self.tokenizer, self.optimizer, extra)
 
 
 def _write_summary(out_dir: Path, base: HeldoutResult, final: HeldoutResult, steps: int, wall_s: float) -> dict:
@@ -286,8 +171,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
         metrics["time/step"] = time.perf_counter() - step_start
         log.log(done, metrics)
         if main and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
-            save_checkpoint(out_dir, done, trainer.policy, trainer.tokenizer, trainer.optimizer,
-                            {"base_eval": trainer.base_eval})
+            trainer.save(done)
         bar.set_postfix(reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}",
                         kl=f"{metrics.get('kl', 0.0):.3f}")
         if main and trainer.hacking is not None and (warning := trainer.hacking.warning(metrics)):

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
 from rlvr.algos import groups_with_signal, overlong_filter_mask, overlong_penalty
+from rlvr.train.context import StepContext, Timer
 from rlvr.types import Query, RolloutBatch
 from rlvr.verifiers import ScoredCompletion
-
-if TYPE_CHECKING:
-    from rlvr.train.loop import Timer, Trainer
 
 
 @dataclass
@@ -75,19 +72,23 @@ def loss_mask(batch: RolloutBatch, overlong_filter: bool) -> torch.Tensor | None
     return overlong_filter_mask(batch.completion_mask, truncated)  # [N, T]
 
 
-def sample_round(trainer: Trainer, queries: list[Query], timer: Timer) -> Rollouts:
-    """Sample and verify one round; rewards [B, G] with DAPO's overlong penalty if configured."""
-    from rlvr.train.loop import reward_tensor
+def reward_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: int) -> torch.Tensor:
+    """[B, G] rewards; NaN where the verifier could not judge (kept out of the group baseline)."""
+    values = [float("nan") if s.reward is None else s.reward for s in scored]
+    return torch.tensor(values, dtype=torch.float32).view(num_queries, group_size)  # [B, G]
 
-    cfg = trainer.cfg
-    with timer.phase("generate"), trainer.memory.rollout():
-        batch = trainer.sampler.sample(  # rollout.backend: rollout/backends.py
+
+def sample_round(ctx: StepContext, queries: list[Query], timer: Timer) -> Rollouts:
+    """Sample and verify one round; rewards [B, G] with DAPO's overlong penalty if configured."""
+    cfg = ctx.cfg
+    with timer.phase("generate"), ctx.memory.rollout():
+        batch = ctx.sampler.sample(  # rollout.backend: rollout/backends.py
             queries, group_size=cfg.rollout.group_size,
             max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
             top_p=cfg.rollout.top_p,
         )
     with timer.phase("verify"):
-        scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+        scored = ctx.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
     rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
     if cfg.algo.overlong_penalty:
         lengths = batch.completion_mask.sum(dim=1)  # [N]
@@ -97,7 +98,7 @@ def sample_round(trainer: Trainer, queries: list[Query], timer: Timer) -> Rollou
     return Rollouts(batch, scored, rewards)
 
 
-def collect_rollouts(trainer: Trainer, step: int, queries: list[Query], timer: Timer) -> Rollouts:
+def collect_rollouts(ctx: StepContext, step: int, queries: list[Query], timer: Timer) -> Rollouts:
     """The step's rollouts; with `algo.dynamic_sampling`, DAPO's over-sample-and-filter loop.
 
     Round 0 samples the step's own queries; each further round samples B other training queries,
@@ -106,8 +107,8 @@ def collect_rollouts(trainer: Trainer, step: int, queries: list[Query], timer: T
     `algo.max_sampling_rounds` rounds. If the cap is hit the step trains on the groups it kept
     (fewer than B); if it kept none, on round 0's batch, whose advantages are all 0.
     """
-    cfg = trainer.cfg
-    first = sample_round(trainer, queries, timer)
+    cfg = ctx.cfg
+    first = sample_round(ctx, queries, timer)
     if not cfg.algo.dynamic_sampling:
         return first
     wanted, kept, generated, rounds = len(queries), [], 0, 0
@@ -121,8 +122,8 @@ def collect_rollouts(trainer: Trainer, step: int, queries: list[Query], timer: T
         if sum(len(k.batch.queries) for k in kept) >= wanted or rounds >= cfg.algo.max_sampling_rounds:
             break
         pool = random.Random(f"{cfg.train.seed}-{step}-{rounds}")
-        current = sample_round(trainer, pool.sample(trainer.train_queries, wanted), timer)
-    result = _merge(kept, wanted, trainer.tokenizer.pad_token_id) if kept else first
+        current = sample_round(ctx, pool.sample(ctx.train_queries, wanted), timer)
+    result = _merge(kept, wanted, ctx.tokenizer.pad_token_id) if kept else first
     result.metrics = {
         "dynamic_sampling/rounds": rounds,
         "dynamic_sampling/generated_groups": generated,

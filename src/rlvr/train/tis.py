@@ -9,29 +9,26 @@ w = min(π_θ_old / π_sampler, C).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import torch
 
 from rlvr.algos.tis import tis_advantages, tis_weights
+from rlvr.train.context import StepContext, Timer
 from rlvr.train.update import reference_logprobs
 from rlvr.types import RolloutBatch
 
-if TYPE_CHECKING:
-    from rlvr.train.loop import Timer, Trainer
 
-
-def tis_correction(trainer: Trainer, batch: RolloutBatch, advantages: torch.Tensor,
+def tis_correction(ctx: StepContext, batch: RolloutBatch, advantages: torch.Tensor,
                    timer: Timer) -> tuple[RolloutBatch, torch.Tensor, dict[str, float]]:
     """(batch with old_logp = log π_θ_old, advantages [N, T] weighted by w, sampling/* metrics);
     the inputs unchanged and no metrics when algo.tis_cap = 0."""
-    cap = trainer.cfg.algo.tis_cap
+    cap = ctx.cfg.algo.tis_cap
     if cap <= 0:
         return batch, advantages, {}
     with timer.phase("tis_forward"):
         trainer_logp = reference_logprobs(
-            trainer.policy, batch, temperature=trainer.cfg.rollout.temperature,
-            micro_batch_size=trainer.cfg.optim.micro_batch_size,
+            ctx.policy, batch, temperature=ctx.cfg.rollout.temperature,
+            micro_batch_size=ctx.cfg.optim.micro_batch_size,
         )  # [N, T] log π_θ_old, the weights that sampled (synced into the sampler after the last update)
     weight, stats = tis_weights(trainer_logp, batch.old_logp, batch.completion_mask, cap=cap)  # [N, T]
     corrected = dataclasses.replace(batch, old_logp=trainer_logp)

@@ -15,6 +15,7 @@ import torch
 from transformers import PreTrainedModel
 
 from rlvr.algos import ALGORITHMS, entropy_bonus_loss
+from rlvr.algos.gspo import SEQUENCE_STATS
 from rlvr.config import AlgoConfig
 from rlvr.models.logprobs import token_logprobs
 from rlvr.types import RolloutBatch
@@ -110,7 +111,7 @@ def accumulate_policy_gradient(
     DAPO's overlong filtering; the forward pass still sees every completion token.
     With `algo.kl_placement == "reward"` the KL is already in the advantages, so the loss gets β = 0.
     `on_micro_batch(mb, logp [n, t])`, if given, runs after each micro-batch's backward: the
-    diagnostics read the per-micro-batch gradient (diagnostics/grad_noise.py) and the log-probs
+    diagnostics read the per-micro-batch gradient (meters/grad_noise.py) and the log-probs
     the loss saw (diagnostics/inspector.py) there.
     `global_counts`, when the batch is one process's shard of the step (train/distributed.py),
     turns this batch's counts into the whole step's; the loss and stats are then this shard's
@@ -125,6 +126,7 @@ def accumulate_policy_gradient(
         counts = global_counts(counts)
         num_tokens = counts["num_tokens"]
     totals: dict[str, float] = {}
+    sequence_stats = SEQUENCE_STATS if ALGORITHMS[algo.algorithm].sequence_ratio else ()  # per sequence (TRL)
     loss_total = 0.0
     for mb in micro_batches(batch, micro_batch_size):
         logp, entropy = micro_batch_logprobs(policy, mb, temperature=temperature, with_entropy=True,
@@ -147,21 +149,59 @@ def accumulate_policy_gradient(
         loss_total += float(loss.detach())
         mb_tokens = float(mb_mask.sum())
         share = mb_tokens / max(num_tokens, 1)  # token share, to turn means into a batch mean
+        sequence_share = len(mb.rows) / max(counts["num_sequences"], 1)  # the same for per-sequence means
         stats["entropy"] = float(torch.where(mb_mask.bool(), entropy.detach(), 0.0).sum()) / max(mb_tokens, 1.0)
         for key, value in stats.items():
-            totals[key] = totals.get(key, 0.0) + share * value
+            totals[key] = totals.get(key, 0.0) + (sequence_share if key in sequence_stats else share) * value
     return UpdateResult(loss=loss_total, stats=totals)
 
 
 def optimizer_step(
     policy: PreTrainedModel, optimizer: torch.optim.Optimizer, max_grad_norm: float
 ) -> tuple[float, float]:
-    """Clip, step, zero; returns (grad_norm before clipping, update_norm |Δθ|)."""
+    """Clip, step, zero; returns (grad_norm before clipping, update_norm |Δθ|).
+
+    |Δθ| is exact, θ after minus θ before, without copying the whole model first: the step runs
+    on chunks of parameters (each param group's list is narrowed to one chunk at a time; every
+    gradient stays in place), so only that chunk is copied. A chunk holds at most as many elements
+    as the largest parameter tensor (with tied embeddings, the embedding), so the extra memory is
+    one such tensor, not a second model. This is the same step for any optimizer that updates each
+    parameter from its own gradient and state (SGD, Adam, AdamW); step hooks run once per chunk.
+    """
     params = [p for p in policy.parameters() if p.requires_grad]
     norm_cap = max_grad_norm if max_grad_norm > 0 else float("inf")
     grad_norm = float(torch.nn.utils.clip_grad_norm_(params, norm_cap))
-    before = [p.detach().clone() for p in params]
-    optimizer.step()
+    groups = optimizer.param_groups
+    saved = [group["params"] for group in groups]
+    update_sq, stepped = 0.0, False
+    try:
+        for index, members in enumerate(saved):
+            for chunk in _chunks_of_one_tensor([p for p in members if p.grad is not None]):
+                for group in groups:
+                    group["params"] = []
+                groups[index]["params"] = chunk
+                before = [p.detach().clone() for p in chunk]
+                optimizer.step()
+                stepped = True
+                update_sq += sum(float(old.sub_(p.detach()).pow_(2).sum()) for old, p in zip(before, chunk))
+    finally:
+        for group, members in zip(groups, saved):
+            group["params"] = members
+    if not stepped:  # no gradient at all: one plain step, as an unchunked update would take
+        optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    update_sq = sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before))
     return grad_norm, update_sq**0.5
+
+
+def _chunks_of_one_tensor(params: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """`params` in consecutive chunks of at most max(numel) elements each."""
+    budget = max((p.numel() for p in params), default=0)
+    chunks: list[list[torch.Tensor]] = []
+    size = 0
+    for p in params:
+        if not chunks or size + p.numel() > budget:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(p)
+        size += p.numel()
+    return chunks

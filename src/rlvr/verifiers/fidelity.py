@@ -3,7 +3,7 @@
 Real reward signals are imperfect: unit tests that cover only the examples in the prompt, answer
 matchers that accept the answer anywhere in the text, flaky graders. These wrappers make such a
 verifier out of a gold one so that what it does to training can be measured against the gold
-verdict (diagnostics/hacking.py logs the share of completions the weak verifier passes and the
+verdict (meters/hacking.py logs the share of completions the weak verifier passes and the
 gold one fails):
 
 - ``visible_only`` (python rows): only the visible ``tests`` run; ``hidden_tests`` are dropped.
@@ -27,9 +27,14 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from typing import TYPE_CHECKING
+
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers.base import BaseVerifier, Verifier
 from rlvr.verifiers.math import MathCriteria
+
+if TYPE_CHECKING:
+    from rlvr.config import RewardConfig
 
 FIDELITIES = ("gold", "visible_only", "lenient", "noisy")
 
@@ -163,3 +168,13 @@ def weakened_verifier_for(
 def gold_of(verifier_for: Callable[[str], Verifier]) -> Callable[[str], Verifier]:
     """The gold ``verifier_for`` behind a (possibly weakened) one."""
     return lambda type_name: getattr(verifier_for(type_name), "gold", verifier_for(type_name))
+
+
+def training_verifier_for(reward_cfg: RewardConfig,
+                          gold_for: Callable[[str], Verifier] | None = None) -> Callable[[str], Verifier]:
+    """The ``verifier_for`` of the run's training reward, at ``reward.fidelity``, over ``gold_for``
+    (the local registry by default; Ray tasks with ``reward.backend=ray``)."""
+    return weakened_verifier_for(
+        reward_cfg.fidelity, false_positive_rate=reward_cfg.false_positive_rate,
+        false_negative_rate=reward_cfg.false_negative_rate, noise_seed=reward_cfg.noise_seed, gold_for=gold_for,
+    )

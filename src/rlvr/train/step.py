@@ -1,0 +1,191 @@
+"""One update, for every algorithm: the function the trainer, `rlvr inspect`, `rlvr grad-variance`,
+`rlvr compare` and the lab all run (``run_step``), read top to bottom like the diagram:
+
+    the step's B queries → sample G completions each (rollout/, via train/rollouts.py, with DAPO's
+    dynamic sampling) → verify (verifiers/) → shape rewards → reference log-probs
+    → the algorithm's update (its `update` trait in algos/registry.py):
+        policy_gradient: group advantages (+ KL in the reward, + TIS) → clipped loss → AdamW
+        actor_critic:    GAE advantages from the critic → clipped loss → AdamW, value loss (train/ppo.py)
+        preference:      pass-vs-fail pairs → DPO loss → AdamW (train/dpo.py)
+    → metrics; the sampler takes the new weights.
+
+It orchestrates; every formula lives in algos/. Tools watch a step through ``StepObserver`` hooks
+(train/context.py), never through a copy of it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, group_advantages, kl_in_reward_advantages
+from rlvr.meters.grad_noise import MicroBatchNoise
+from rlvr.train.context import StepContext, StepObserver, Timer, batch_queries, learning_rate
+from rlvr.train.dpo import preference_update
+from rlvr.train.ppo import actor_critic_update
+from rlvr.train.rollouts import Rollouts, collect_rollouts, loss_mask
+from rlvr.train.tis import tis_correction
+from rlvr.train.update import accumulate_policy_gradient, optimizer_step, reference_logprobs
+from rlvr.types import RolloutBatch
+from rlvr.verifiers import ScoredCompletion
+
+Update = Callable[[StepContext, Rollouts, "torch.Tensor | None", Timer, StepObserver], dict[str, float]]
+"""fn(ctx, rollouts, ref_logp [N, T] or None, timer, observer) -> the update's metrics."""
+
+
+def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) -> dict[str, float]:
+    """Step `step` (0-based) of the configured algorithm; returns its metrics (one line of
+    metrics.jsonl). Afterwards the sampler holds the updated weights."""
+    cfg, timer, observer = ctx.cfg, Timer(), observer or StepObserver()
+    algorithm = ALGORITHMS[cfg.algo.algorithm]
+    ctx.memory.start_step()
+    queries = batch_queries(ctx.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
+    queries = ctx.dist.shard(queries)  # [B/N] this process's whole groups
+    rollouts = collect_rollouts(ctx, step, queries, timer)
+    observer.rollouts(rollouts)
+    batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
+    hacking = measure_hacking(ctx, step, batch, scored, timer)
+    ref_logp = None if algorithm.update == "preference" else reference_logp(ctx, batch, timer)  # [N, T] or None
+    observer.reference(ref_logp)
+    for group in ctx.optimizer.param_groups:
+        group["lr"] = learning_rate(cfg.optim, step)
+    update = UPDATES[algorithm.update](ctx, rollouts, ref_logp, timer, observer)
+    shares = {"loss", *update.pop(SHARES, ())}  # the loss and token means: each process has its shard's share
+    metrics = ctx.dist.reduce_metrics({
+        **rollout_metrics(batch, scored, rewards),
+        **rollouts.metrics,
+        **hacking,
+        **ctx.exploration.update(batch, scored),
+        **update,
+        "learning_rate": learning_rate(cfg.optim, step),
+        **timer.seconds,
+        **ctx.memory.step_metrics(),
+    }, summed=shares)
+    start = time.perf_counter()
+    ctx.sampler.sync_weights(ctx.policy)
+    return metrics | {"time/weight_sync": time.perf_counter() - start}
+
+
+@dataclass
+class LossInputs:
+    """What the policy-gradient loss is fed in one step (``policy_gradient_inputs``)."""
+
+    batch: RolloutBatch
+    """The rollouts; under TIS its old_logp is π_θ_old's, the ratio's denominator."""
+    advantages: torch.Tensor  # [N], or [N, T] with KL in the reward or TIS weights
+    mask: torch.Tensor | None  # [N, T] loss mask (DAPO's overlong filter), None: every completion token
+    stats: dict[str, Any]
+    """The advantage estimator's stats (group mean, std ...)."""
+    metrics: dict[str, float]
+    """sampling/* when TIS is on."""
+
+
+def policy_gradient_inputs(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None,
+                           timer: Timer) -> LossInputs:
+    """Advantages from the algorithm's estimator, the KL in the reward if so placed, TIS weights,
+    and the loss mask: everything the policy loss takes besides the policy's own log-probs. The
+    step and `rlvr grad-variance` (diagnostics/group_size.py) both build their losses from this."""
+    cfg, batch = ctx.cfg, rollouts.batch
+    advantages, stats = ALGORITHMS[cfg.algo.algorithm].advantages(
+        rollouts.rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
+    )  # [B, G]
+    advantages = advantages.flatten()  # [N] one per completion
+    if ref_logp is not None and cfg.algo.kl_placement == "reward":
+        kl = KL_ESTIMATORS[cfg.algo.kl_estimator](batch.old_logp, ref_logp)  # [N, T] at sampling time
+        advantages = kl_in_reward_advantages(advantages, kl, batch.completion_mask, beta=cfg.algo.beta)  # [N, T]
+    batch, advantages, tis = tis_correction(ctx, batch, advantages, timer)  # algo.tis_cap (train/tis.py)
+    return LossInputs(batch, advantages, loss_mask(batch, cfg.algo.overlong_filter), stats, tis)
+
+
+def policy_gradient_update(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer,
+                           observer: StepObserver) -> dict[str, float]:
+    """The clipped policy loss and AdamW for each of algo.num_iterations; returns the update's metrics."""
+    cfg = ctx.cfg
+    inputs = policy_gradient_inputs(ctx, rollouts, ref_logp, timer)
+    batch = inputs.batch
+    observer.advantages(batch, inputs.advantages, batch.completion_mask if inputs.mask is None else inputs.mask,
+                        inputs.stats)
+    for iteration in range(cfg.algo.num_iterations):
+        observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
+        noise = MicroBatchNoise(ctx.policy)  # grad/variance, grad/noise_scale from the micro-batches
+        with timer.phase("forward_backward"), ctx.memory.activations():
+            update = accumulate_policy_gradient(
+                ctx.policy, batch, inputs.advantages, ref_logp, cfg.algo,
+                temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
+                micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=_both(noise, observer.micro_batch),
+                loss_mask=inputs.mask, global_counts=ctx.dist.global_counts,
+            )
+        with timer.phase("optimizer"):
+            ctx.dist.sum_gradients(ctx.policy)  # each shard's share → the step's gradient
+            grad_norm, update_norm = optimizer_step(ctx.policy, ctx.optimizer, cfg.optim.max_grad_norm)
+    return {
+        **inputs.metrics,
+        "loss": update.loss,
+        **update.stats,
+        "grad_norm": grad_norm,
+        "update_norm": update_norm,
+        **noise.metrics(),
+        SHARES: tuple(update.stats),
+    }
+
+
+UPDATES: dict[str, Update] = {
+    "policy_gradient": policy_gradient_update,
+    "actor_critic": actor_critic_update,
+    "preference": preference_update,
+}
+"""The update each `Algorithm.update` kind runs."""
+
+SHARES = "_shares"
+"""Key under which an update names its metrics that are one process's share of the step's value
+(train/update.py: token means over a shard, divided by the step's counts); their sum over processes
+is the step's. Removed before logging."""
+
+
+def _both(*hooks: Callable) -> Callable:
+    def run(*args: object) -> None:
+        for hook in hooks:
+            hook(*args)
+
+    return run
+
+
+def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards: torch.Tensor) -> dict[str, float]:
+    """What the rollouts were: reward (mean and batch std, as TRL), accuracy, lengths, groups with no spread."""
+    lengths = batch.completion_mask.sum(dim=1).float()  # [N]
+    valid = ~torch.isnan(rewards)  # [B, G]
+    judged = rewards[valid]  # [n]
+    _, group_stats = group_advantages(rewards)  # [B, G]: which groups have no reward spread
+    return {
+        "reward": float(judged.mean()) if valid.any() else float("nan"),
+        "reward_std": float(judged.std()) if judged.numel() > 1 else 0.0,  # TRL: std of the step's rewards
+        "frac_reward_zero_std": float(group_stats["frac_zero_std"]),
+        "accuracy": sum(s.correct for s in scored) / len(scored),
+        "format_rate": sum(s.results["format"].score for s in scored) / len(scored),
+        "completions/mean_length": float(lengths.mean()),
+        "completions/clipped_ratio": batch.finish_reasons.count("length") / len(batch.finish_reasons),
+        "verifier/unscorable": int((~valid).sum()),
+    }
+
+
+def measure_hacking(ctx: StepContext, step: int, batch: RolloutBatch, scored: list[ScoredCompletion],
+                    timer: Timer) -> dict[str, float]:
+    """hacking/* metrics: a sample of the rollouts re-scored by the gold verifier, when the training
+    verifier is a weakened one (meters/hacking.py); {} otherwise."""
+    if ctx.hacking is None:
+        return {}
+    with timer.phase("hacking"):
+        items = [(batch.query_of(i), text) for i, text in enumerate(batch.texts)]
+        return ctx.hacking.measure(step, items, scored)
+
+
+def reference_logp(ctx: StepContext, batch: RolloutBatch, timer: Timer) -> torch.Tensor | None:
+    """log π_ref of the sampled tokens [N, T], or None when no reference is held (β = 0)."""
+    if ctx.reference is None:
+        return None
+    with timer.phase("reference"):
+        return reference_logprobs(ctx.reference, batch, temperature=ctx.cfg.rollout.temperature,
+                                  micro_batch_size=ctx.cfg.optim.micro_batch_size)  # [N, T]
