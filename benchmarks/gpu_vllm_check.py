@@ -29,8 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
-SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
-         "train.eval_samples=2", "algo.tis_cap=2", "rollout.dtype=bfloat16", "optim.lr=2e-3"]
+SMALL = [
+    "train.batch_queries=4",
+    "rollout.group_size=4",
+    "task.num_train=40",
+    "task.num_eval=8",
+    "train.eval_samples=2",
+    "algo.tis_cap=2",
+    "rollout.dtype=bfloat16",
+    "optim.lr=2e-3",
+]
 BACKENDS = {
     "gpu": ["rollout.backend=vllm", "model.device=cuda"],
     "dry-run": ["rollout.backend=hf", "model.device=cpu", "train.threads=1"],
@@ -41,8 +49,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3, help="GRPO steps (each: sample, verify, update, sync)")
     parser.add_argument("--out", type=Path, default=Path("gpu_vllm_check.json"), help="JSON file to write")
-    parser.add_argument("--tolerance", type=float, default=0.02,
-                        help="largest mean |sampler − trainer| log-prob gap on the probe that counts as synced")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.02,
+        help="largest mean |sampler − trainer| log-prob gap on the probe that counts as synced",
+    )
     parser.add_argument("--dry-run", action="store_true", help="CPU plumbing check with the HF bf16 sampler")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.tolerance <= 0:
@@ -73,8 +85,13 @@ def run(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(cfg, Path(tmp))
         torch.manual_seed(1)
-        probe = trainer.sampler.sample(trainer.eval_queries[:2], group_size=2, max_new_tokens=cfg.rollout.max_new_tokens,
-                                       temperature=1.0, top_p=1.0)  # fixed sequences, scored after every update
+        probe = trainer.sampler.sample(
+            trainer.eval_queries[:2],
+            group_size=2,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            temperature=1.0,
+            top_p=1.0,
+        )  # fixed sequences, scored after every update
         # the rows vLLM itself says it stopped (VLLMSampler.engine_finish_reasons) must end with EOS in the batch
         engine = list(getattr(trainer.sampler, "engine_finish_reasons", None) or probe.finish_reasons)
         gap0, _, previous = probe_gaps(trainer, probe, torch.zeros_like(probe.old_logp))
@@ -83,8 +100,14 @@ def run(args: argparse.Namespace) -> dict:
             metrics = trainer.step(step)
             gap, moved, previous = probe_gaps(trainer, probe, previous)
             keep = ("loss", "reward", "grad_norm", "time/generate", "time/tis_forward", "time/weight_sync")
-            steps.append({"step": step + 1, "probe_gap": gap, "probe_moved": moved,
-                          **{k: v for k, v in metrics.items() if k in keep or k.startswith("sampling/")}})
+            steps.append(
+                {
+                    "step": step + 1,
+                    "probe_gap": gap,
+                    "probe_moved": moved,
+                    **{k: v for k, v in metrics.items() if k in keep or k.startswith("sampling/")},
+                }
+            )
     stopped = [row for row, reason in enumerate(engine) if reason == "stop"]
     ids = probe.completion_ids
     eos_ok = all(int(ids[r][probe.completion_mask[r].bool()][-1]) == trainer.tokenizer.eos_token_id for r in stopped)
@@ -96,11 +119,19 @@ def run(args: argparse.Namespace) -> dict:
         "stopped_rows_end_with_eos": eos_ok,
     }
     return {
-        "dry_run": args.dry_run, "backend": cfg.rollout.backend, "sampler_dtype": cfg.rollout.dtype,
-        "device": str(trainer.device), "torch": torch.__version__, "vllm": _vllm_version(),
+        "dry_run": args.dry_run,
+        "backend": cfg.rollout.backend,
+        "sampler_dtype": cfg.rollout.dtype,
+        "device": str(trainer.device),
+        "torch": torch.__version__,
+        "vllm": _vllm_version(),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "tolerance": args.tolerance, "probe_gap_before_training": gap0, "probe_rows": len(probe.texts),
-        "steps": steps, "checks": checks, "ok": all(checks.values()),
+        "tolerance": args.tolerance,
+        "probe_gap_before_training": gap0,
+        "probe_rows": len(probe.texts),
+        "steps": steps,
+        "checks": checks,
+        "ok": all(checks.values()),
     }
 
 

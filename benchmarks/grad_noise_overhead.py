@@ -30,8 +30,17 @@ def main() -> None:
         model.zero_grad(set_to_none=True)
         start = time.perf_counter()
         hook = MicroBatchNoise(model) if with_hook else None
-        accumulate_policy_gradient(model, batch, advantages, None, algo, temperature=1.0, max_new_tokens=40,
-                                   micro_batch_size=32, on_micro_batch=hook)
+        accumulate_policy_gradient(
+            model,
+            batch,
+            advantages,
+            None,
+            algo,
+            temperature=1.0,
+            max_new_tokens=40,
+            micro_batch_size=32,
+            on_micro_batch=hook,
+        )
         if hook is not None:
             hook.metrics()
         return time.perf_counter() - start
@@ -42,8 +51,10 @@ def main() -> None:
         for flag in (False, True):
             times[flag].append(step(flag))
     off, on = statistics.median(times[False]), statistics.median(times[True])
-    print(f"forward/backward without the hook {off * 1000:.0f} ms, with it {on * 1000:.0f} ms "
-          f"(+{100 * (on - off) / off:.1f}%; noisy on a shared machine)")
+    print(
+        f"forward/backward without the hook {off * 1000:.0f} ms, with it {on * 1000:.0f} ms "
+        f"(+{100 * (on - off) / off:.1f}%; noisy on a shared machine)"
+    )
     # The hook's own work, alone: one construction, 4 reads (one per micro-batch), the estimate.
     mbs = micro_batches(batch, 32)
     alone = []

@@ -1,6 +1,6 @@
 """CPU cost of the memory/* metrics: one trainer with them, one without, steps alternated in one process.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/memory_overhead.py [steps]
+OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/memory_overhead.py [steps]
 """
 
 import statistics
@@ -11,13 +11,22 @@ import time
 from rlvr.config import load_config
 from rlvr.train.loop import Trainer
 
-SETUP = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
-         "rollout.max_new_tokens=16", "optim.micro_batch_size=8", "train.threads=1"]
+SETUP = [
+    "train.batch_queries=4",
+    "rollout.group_size=4",
+    "task.num_train=40",
+    "task.num_eval=8",
+    "rollout.max_new_tokens=16",
+    "optim.micro_batch_size=8",
+    "train.threads=1",
+]
 
 
 def main(steps: int = 8) -> None:
-    trainers = {on: Trainer(load_config(None, [*SETUP, f"train.memory_metrics={str(on).lower()}"]), tempfile.mkdtemp())
-                for on in (True, False)}
+    trainers = {
+        on: Trainer(load_config(None, [*SETUP, f"train.memory_metrics={str(on).lower()}"]), tempfile.mkdtemp())
+        for on in (True, False)
+    }
     seconds: dict[bool, list[float]] = {True: [], False: []}
     for step in range(steps):
         for on, trainer in trainers.items():

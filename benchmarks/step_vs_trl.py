@@ -135,13 +135,33 @@ class Recorder:
     gemm_peak_gflops: float | None = None
     """This machine's float32 GEMM rate, measured after the steps (gemm_peak_gflops)."""
 
-    def add(self, side: str, round_: int, index: int, probe: CpuProbe, generate_s: float,
-            mean_length: float, clipped_ratio: float, phases: dict[str, float] | None = None) -> None:
+    def add(
+        self,
+        side: str,
+        round_: int,
+        index: int,
+        probe: CpuProbe,
+        generate_s: float,
+        mean_length: float,
+        clipped_ratio: float,
+        phases: dict[str, float] | None = None,
+    ) -> None:
         wall_s, foreign = probe.stop()
-        self.records.append(StepRecord(
-            side, round_, index, wall_s, generate_s, mean_length, clipped_ratio, foreign,
-            threads=torch.get_num_threads(), warmup=round_ == 0 and index == 0, phases=phases or {},
-        ))
+        self.records.append(
+            StepRecord(
+                side,
+                round_,
+                index,
+                wall_s,
+                generate_s,
+                mean_length,
+                clipped_ratio,
+                foreign,
+                threads=torch.get_num_threads(),
+                warmup=round_ == 0 and index == 0,
+                phases=phases or {},
+            )
+        )
 
 
 # --------------------------------------------------------------------------- contention probe
@@ -237,8 +257,11 @@ class MatmulCounter:
     def stop(self) -> MatmulCount:
         self.profile.__exit__(None, None, None)
         counted = [e for e in self.profile.key_averages() if e.key in MATMUL_OPS]
-        return MatmulCount(gflop=sum(e.flops for e in counted) / 1e9, calls=sum(e.count for e in counted),
-                           self_s=sum(e.self_cpu_time_total for e in counted) / 1e6)
+        return MatmulCount(
+            gflop=sum(e.flops for e in counted) / 1e9,
+            calls=sum(e.count for e in counted),
+            self_s=sum(e.self_cpu_time_total for e in counted) / 1e6,
+        )
 
 
 def gemm_peak_gflops(rounds: int = 5) -> float:
@@ -261,16 +284,30 @@ def gemm_peak_gflops(rounds: int = 5) -> float:
 
 
 def build_rlvr(s: Settings, out_dir: Path) -> Trainer:
-    cfg = load_config(None, [
-        f"model.name={s.model}", "model.device=cpu",
-        f"train.batch_queries={s.batch_queries}", f"rollout.group_size={s.group_size}",
-        f"rollout.max_new_tokens={s.max_new_tokens}", "rollout.temperature=1.0", "rollout.top_p=1.0",
-        f"algo.beta={s.beta}", "algo.epsilon=0.2", "algo.num_iterations=1",
-        "algo.aggregation=sequence_mean", "algo.kl_estimator=k3",
-        f"optim.lr={s.lr}", "optim.weight_decay=0.0", "optim.warmup_steps=0", "optim.max_grad_norm=1.0",
-        f"optim.micro_batch_size={s.micro_batch_size}", f"train.seed={s.seed}",
-        "train.threads=0",  # 0: the Trainer leaves torch's thread count (set once in main) alone
-    ])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={s.model}",
+            "model.device=cpu",
+            f"train.batch_queries={s.batch_queries}",
+            f"rollout.group_size={s.group_size}",
+            f"rollout.max_new_tokens={s.max_new_tokens}",
+            "rollout.temperature=1.0",
+            "rollout.top_p=1.0",
+            f"algo.beta={s.beta}",
+            "algo.epsilon=0.2",
+            "algo.num_iterations=1",
+            "algo.aggregation=sequence_mean",
+            "algo.kl_estimator=k3",
+            f"optim.lr={s.lr}",
+            "optim.weight_decay=0.0",
+            "optim.warmup_steps=0",
+            "optim.max_grad_norm=1.0",
+            f"optim.micro_batch_size={s.micro_batch_size}",
+            f"train.seed={s.seed}",
+            "train.threads=0",  # 0: the Trainer leaves torch's thread count (set once in main) alone
+        ],
+    )
     return Trainer(cfg, out_dir)
 
 
@@ -279,9 +316,16 @@ def run_rlvr_block(trainer: Trainer, rec: Recorder, round_: int, steps: int, fir
     for index in range(steps):
         probe.start()
         metrics = trainer.step(first_step + index)
-        rec.add("rlvr", round_, index, probe, metrics["time/generate"],
-                metrics["completions/mean_length"], metrics["completions/clipped_ratio"],
-                phases={k.removeprefix("time/"): v for k, v in metrics.items() if k.startswith("time/")})
+        rec.add(
+            "rlvr",
+            round_,
+            index,
+            probe,
+            metrics["time/generate"],
+            metrics["completions/mean_length"],
+            metrics["completions/clipped_ratio"],
+            phases={k.removeprefix("time/"): v for k, v in metrics.items() if k.startswith("time/")},
+        )
 
 
 # --------------------------------------------------------------------------- TRL side
@@ -290,8 +334,9 @@ def run_rlvr_block(trainer: Trainer, rec: Recorder, round_: int, steps: int, fir
 class TrlSide:
     """GRPOTrainer configured to do rlvr's step; a reward function that wraps rlvr's RewardFunction."""
 
-    def __init__(self, s: Settings, queries: list[Query], reward_fn: RewardFunction, out_dir: Path,
-                 callback: TrainerCallback):
+    def __init__(
+        self, s: Settings, queries: list[Query], reward_fn: RewardFunction, out_dir: Path, callback: TrainerCallback
+    ):
         self.queries, self.reward_fn = queries, reward_fn
         self.last_lengths: list[int] = []
         self.last_clipped = 0.0
@@ -299,13 +344,19 @@ class TrlSide:
         model, tokenizer = load_policy(s.model, "cpu")
         self.eos_id = tokenizer.eos_token_id
         self.max_new_tokens = s.max_new_tokens
-        dataset = Dataset.from_dict({
-            "prompt": [tokenizer.bos_token + q.prompt for q in queries],  # rlvr's [BOS] + prompt ids
-            "query_index": list(range(len(queries))),
-        })
+        dataset = Dataset.from_dict(
+            {
+                "prompt": [tokenizer.bos_token + q.prompt for q in queries],  # rlvr's [BOS] + prompt ids
+                "query_index": list(range(len(queries))),
+            }
+        )
         self.trainer = GRPOTrainer(
-            model=model, reward_funcs=self.arith_reward, args=self.config(s, out_dir),
-            train_dataset=dataset, processing_class=tokenizer, callbacks=[callback],
+            model=model,
+            reward_funcs=self.arith_reward,
+            args=self.config(s, out_dir),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[callback],
         )
         self.trainer.remove_callback(PrinterCallback)  # it prints TRL's end-of-train metrics dict
         self._wrap_generate()
@@ -314,21 +365,52 @@ class TrlSide:
     def config(s: Settings, out_dir: Path) -> GRPOConfig:
         n = s.batch_queries * s.group_size
         return GRPOConfig(
-            output_dir=str(out_dir), use_cpu=True, bf16=False, fp16=False, seed=s.seed,
-            per_device_train_batch_size=n, gradient_accumulation_steps=1, steps_per_generation=1,
-            num_generations=s.group_size, max_completion_length=s.max_new_tokens,
-            temperature=1.0, top_p=1.0, top_k=0, beta=s.beta, epsilon=0.2, num_iterations=1,
-            loss_type="grpo", scale_rewards="group", use_bias_correction_kl=False,
-            mask_truncated_completions=False, learning_rate=s.lr, lr_scheduler_type="constant",
-            warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, optim="adamw_torch",
-            gradient_checkpointing=False, max_steps=s.rounds * s.steps + 1,  # + 1 counted, untimed
-            logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none",
-            disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False,
+            output_dir=str(out_dir),
+            use_cpu=True,
+            bf16=False,
+            fp16=False,
+            seed=s.seed,
+            per_device_train_batch_size=n,
+            gradient_accumulation_steps=1,
+            steps_per_generation=1,
+            num_generations=s.group_size,
+            max_completion_length=s.max_new_tokens,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            beta=s.beta,
+            epsilon=0.2,
+            num_iterations=1,
+            loss_type="grpo",
+            scale_rewards="group",
+            use_bias_correction_kl=False,
+            mask_truncated_completions=False,
+            learning_rate=s.lr,
+            lr_scheduler_type="constant",
+            warmup_steps=0,
+            weight_decay=0.0,
+            max_grad_norm=1.0,
+            optim="adamw_torch",
+            gradient_checkpointing=False,
+            max_steps=s.rounds * s.steps + 1,  # + 1 counted, untimed
+            logging_strategy="no",
+            save_strategy="no",
+            eval_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            remove_unused_columns=False,
             log_completions=False,
         )
 
-    def arith_reward(self, prompts: list[str], completions: list[str], completion_ids: list[list[int]],
-                     query_index: list[int], **_: object) -> list[float | None]:
+    def arith_reward(
+        self,
+        prompts: list[str],
+        completions: list[str],
+        completion_ids: list[list[int]],
+        query_index: list[int],
+        **_: object,
+    ) -> list[float | None]:
         """rlvr's reward for each completion; None (unscorable) is kept out of TRL's group baseline."""
         scored = self.reward_fn.score_batch([(self.queries[i], c) for i, c in zip(query_index, completions)])
         self.last_lengths = [len(ids) for ids in completion_ids]
@@ -381,8 +463,15 @@ class Interleave(TrainerCallback):
             self.rec.matmul["trl"] = self.counter.stop()
             return
         lengths = self.trl.last_lengths
-        self.rec.add("trl", round_of(self.block), self.done_in_block, self.probe,
-                     self.trl.last_generate_s, sum(lengths) / len(lengths), self.trl.last_clipped)
+        self.rec.add(
+            "trl",
+            round_of(self.block),
+            self.done_in_block,
+            self.probe,
+            self.trl.last_generate_s,
+            sum(lengths) / len(lengths),
+            self.trl.last_clipped,
+        )
         self.done_in_block += 1
         self.last_end = time.perf_counter()
         if self.done_in_block == self.plan[self.block][1]:
@@ -411,8 +500,7 @@ def progress(rec: Recorder, side: str) -> None:
     last = [r for r in rec.records if r.side == side]
     r = last[-1].round
     walls = [x.wall_s for x in last if x.round == r]
-    print(f"  round {r + 1}: {side:<4} {len(walls)} steps, median {statistics.median(walls):.3f} s/step",
-          flush=True)
+    print(f"  round {r + 1}: {side:<4} {len(walls)} steps, median {statistics.median(walls):.3f} s/step", flush=True)
 
 
 def run(s: Settings, workdir: Path) -> Recorder:
@@ -462,8 +550,10 @@ def side_stats(timed: list[StepRecord]) -> dict:
 
 def quiet_ratio(timed: dict[str, list[StepRecord]]) -> float | None:
     """Median ratio over the steps no other process disturbed, when each side has at least 3."""
-    quiet = {side: [r.wall_s for r in rs if r.foreign_cores is not None and r.foreign_cores <= QUIET_CORES]
-             for side, rs in timed.items()}
+    quiet = {
+        side: [r.wall_s for r in rs if r.foreign_cores is not None and r.foreign_cores <= QUIET_CORES]
+        for side, rs in timed.items()
+    }
     if min(len(q) for q in quiet.values()) < 3:
         return None
     return statistics.median(quiet["trl"]) / statistics.median(quiet["rlvr"])
@@ -480,8 +570,11 @@ def summarize(s: Settings, rec: Recorder, model_desc: str) -> dict:
     return {
         "settings": asdict(s) | {"model_description": model_desc},
         "versions": {
-            "python": platform.python_version(), "torch": torch.__version__,
-            "transformers": version("transformers"), "trl": version("trl"), "rlvr": version("rlvr"),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "transformers": version("transformers"),
+            "trl": version("trl"),
+            "rlvr": version("rlvr"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads",
         },
         "sides": sides,
@@ -517,9 +610,11 @@ def print_table(summary: dict) -> None:
     ]
     print()
     print(f"model: {st['model_description']}")
-    print(f"B={st['batch_queries']} prompts x G={st['group_size']} completions, L={st['max_new_tokens']} "
-          f"max new tokens, beta={st['beta']}, lr={st['lr']}, {st['rounds']} rounds x {st['steps']} steps "
-          f"per side (first step of each side discarded)")
+    print(
+        f"B={st['batch_queries']} prompts x G={st['group_size']} completions, L={st['max_new_tokens']} "
+        f"max new tokens, beta={st['beta']}, lr={st['lr']}, {st['rounds']} rounds x {st['steps']} steps "
+        f"per side (first step of each side discarded)"
+    )
     print(f"{'':<26}{'rlvr':>18}{'TRL GRPOTrainer':>18}")
     for name, a, b in rows:
         print(f"{name:<26}{a:>18}{b:>18}")
@@ -533,11 +628,15 @@ def print_table(summary: dict) -> None:
     if gap is not None:
         print(f"TRL between-step overhead (outside TRL's timings): median {gap * 1000:.1f} ms")
     print_matmul_floor(summary)
-    print(f"versions: python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
-          f"trl {v['trl']}, rlvr {v['rlvr']}; {v['machine']}")
+    print(
+        f"versions: python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
+        f"trl {v['trl']}, rlvr {v['rlvr']}; {v['machine']}"
+    )
     if any(sides[x]["contended_steps"] for x in ("rlvr", "trl")):
-        print(f"warning: other processes used more than {QUIET_CORES} cores during some timed steps; "
-              "those steps are inflated (see 'uncontended steps only', or rerun on an idle machine)")
+        print(
+            f"warning: other processes used more than {QUIET_CORES} cores during some timed steps; "
+            "those steps are inflated (see 'uncontended steps only', or rerun on an idle machine)"
+        )
 
 
 def print_matmul_floor(summary: dict) -> None:
@@ -547,23 +646,33 @@ def print_matmul_floor(summary: dict) -> None:
     if set(mm) != {"rlvr", "trl"} or not peak:
         return
     rlvr, trl = mm["rlvr"], mm["trl"]
-    print(f"matmul work of one untimed step (torch.profiler FLOP count): rlvr {rlvr['gflop']:.1f} GFLOP "
-          f"in {rlvr['calls']} calls, TRL {trl['gflop']:.1f} GFLOP in {trl['calls']} calls "
-          f"(rlvr/TRL {rlvr['gflop'] / trl['gflop']:.2f})")
+    print(
+        f"matmul work of one untimed step (torch.profiler FLOP count): rlvr {rlvr['gflop']:.1f} GFLOP "
+        f"in {rlvr['calls']} calls, TRL {trl['gflop']:.1f} GFLOP in {trl['calls']} calls "
+        f"(rlvr/TRL {rlvr['gflop'] / trl['gflop']:.2f})"
+    )
     floor = {side: mm[side]["gflop"] / peak for side in mm}
-    print(f"GEMM rate here: {peak:.1f} GFLOP/s; at that rate the matmuls alone take rlvr {floor['rlvr']:.3f} s, "
-          f"TRL {floor['trl']:.3f} s per step")
+    print(
+        f"GEMM rate here: {peak:.1f} GFLOP/s; at that rate the matmuls alone take rlvr {floor['rlvr']:.3f} s, "
+        f"TRL {floor['trl']:.3f} s per step"
+    )
     target = summary["sides"]["trl"]["median_s"] / 2
-    print(f"2x would need an rlvr step of at most {target:.3f} s (TRL median / 2), of which its matmul floor "
-          f"is {floor['rlvr'] / target:.0%}; the rest of rlvr's step now takes "
-          f"{summary['sides']['rlvr']['median_s'] - floor['rlvr']:.3f} s")
+    print(
+        f"2x would need an rlvr step of at most {target:.3f} s (TRL median / 2), of which its matmul floor "
+        f"is {floor['rlvr'] / target:.0%}; the rest of rlvr's step now takes "
+        f"{summary['sides']['rlvr']['median_s'] - floor['rlvr']:.3f} s"
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", help="Hugging Face model directory (default: the shipped embedded base, "
-                   "else a random tiny Llama of the same architecture)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--model",
+        help="Hugging Face model directory (default: the shipped embedded base, "
+        "else a random tiny Llama of the same architecture)",
+    )
     p.add_argument("--batch-queries", "-B", type=int, default=16, help="B: prompts per step (default 16)")
     p.add_argument("--group-size", "-G", type=int, default=8, help="G: completions per prompt (default 8)")
     p.add_argument("--max-new-tokens", "-L", type=int, default=40, help="max completion length (default 40)")
@@ -573,17 +682,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=5, help="steps per side per round (default 5)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads, both sides (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of both trainers (default 0)")
-    p.add_argument("--micro-batch-size", type=int, default=32,
-                   help="rlvr's optim.micro_batch_size (default 32, rlvr's default; 0 = whole batch as TRL)")
-    p.add_argument("--quick", action="store_true",
-                   help="a ~1-minute check: B=8, G=4, 2 rounds x 2 steps (explicit -B/-G/... still win)")
+    p.add_argument(
+        "--micro-batch-size",
+        type=int,
+        default=32,
+        help="rlvr's optim.micro_batch_size (default 32, rlvr's default; 0 = whole batch as TRL)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a ~1-minute check: B=8, G=4, 2 rounds x 2 steps (explicit -B/-G/... still win)",
+    )
     p.add_argument("--json", type=Path, help="also write the summary and every step's numbers here")
     args = p.parse_args(argv)
     if args.quick:
         given = set(sys.argv[1:] if argv is None else argv)
-        for flags, name, value in [(("--batch-queries", "-B"), "batch_queries", 8),
-                                   (("--group-size", "-G"), "group_size", 4),
-                                   (("--rounds",), "rounds", 2), (("--steps",), "steps", 2)]:
+        for flags, name, value in [
+            (("--batch-queries", "-B"), "batch_queries", 8),
+            (("--group-size", "-G"), "group_size", 4),
+            (("--rounds",), "rounds", 2),
+            (("--steps",), "steps", 2),
+        ]:
             if not any(a.split("=")[0] in flags for a in given):
                 setattr(args, name, value)
     if args.steps < 2 or args.rounds < 1:
@@ -600,8 +719,19 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="rlvr-bench-") as tmp:
         workdir = Path(tmp)
         model, desc = resolve_model(args.model, workdir)
-        s = Settings(model, args.batch_queries, args.group_size, args.max_new_tokens, args.beta,
-                     args.lr, args.rounds, args.steps, args.threads, args.seed, args.micro_batch_size)
+        s = Settings(
+            model,
+            args.batch_queries,
+            args.group_size,
+            args.max_new_tokens,
+            args.beta,
+            args.lr,
+            args.rounds,
+            args.steps,
+            args.threads,
+            args.seed,
+            args.micro_batch_size,
+        )
         print(f"rlvr vs TRL GRPO step: {s.rounds} rounds x {s.steps} steps per side, model: {desc}", flush=True)
         rec = run(s, workdir)
     summary = summarize(s, rec, desc)

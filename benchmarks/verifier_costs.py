@@ -20,15 +20,37 @@ from rlvr.verifiers.pytest_style import PytestVerifier
 from rlvr.verifiers.smt import SmtVerifier
 
 XY = "(declare-const x Int) (declare-const y Int)"
-SMT_MODEL = Query("m", "", {"type": "smt", "mode": "model", "declarations": XY,
-                            "constraints": "(assert (> x y)) (assert (= (+ x y) 1))"})
+SMT_MODEL = Query(
+    "m",
+    "",
+    {"type": "smt", "mode": "model", "declarations": XY, "constraints": "(assert (> x y)) (assert (= (+ x y) 1))"},
+)
 SMT_EQUIVALENT = Query("e", "", {"type": "smt", "mode": "equivalent", "declarations": XY, "reference": "(+ x x)"})
-CHECKLIST = Query("k", "", {"type": "checklist", "items": [
-    {"check": "contains", "value": "Paris", "weight": 2}, {"check": "regex", "pattern": r"\b1[0-9]{3}\b"},
-    {"check": "max_words", "value": 50}, {"check": "not_contains", "value": "London"}]})
-PYTEST = Query("p", "", {"type": "pytest", "expected_tests": 3, "test_code": (
-    "def test_a():\n    assert f(2) == 4\n\ndef test_b():\n    assert f(-3) == -6\n\n"
-    "def test_c():\n    assert f(0) == 0\n")})
+CHECKLIST = Query(
+    "k",
+    "",
+    {
+        "type": "checklist",
+        "items": [
+            {"check": "contains", "value": "Paris", "weight": 2},
+            {"check": "regex", "pattern": r"\b1[0-9]{3}\b"},
+            {"check": "max_words", "value": 50},
+            {"check": "not_contains", "value": "London"},
+        ],
+    },
+)
+PYTEST = Query(
+    "p",
+    "",
+    {
+        "type": "pytest",
+        "expected_tests": 3,
+        "test_code": (
+            "def test_a():\n    assert f(2) == 4\n\ndef test_b():\n    assert f(-3) == -6\n\n"
+            "def test_c():\n    assert f(0) == 0\n"
+        ),
+    },
+)
 
 
 def per_check_ms(run, count: int) -> float:

@@ -34,16 +34,23 @@ from rlvr.types import Query, Verdict
 from rlvr.verifiers.math import MathVerifier
 from rlvr.verifiers.python import PythonVerifier
 
-QUERY = Query("bench", "", {
-    "type": "python", "entry_point": "f",
-    "tests": [{"args": [x], "expected": x * x + 3 * x - 7} for x in range(-5, 0)],
-    "hidden_tests": [{"args": [x], "expected": x * x + 3 * x - 7} for x in range(1, 6)],
-})
+QUERY = Query(
+    "bench",
+    "",
+    {
+        "type": "python",
+        "entry_point": "f",
+        "tests": [{"args": [x], "expected": x * x + 3 * x - 7} for x in range(-5, 0)],
+        "hidden_tests": [{"args": [x], "expected": x * x + 3 * x - 7} for x in range(1, 6)],
+    },
+)
 
 
 def python_items(count: int, salt: str) -> list[tuple[Query, str]]:
-    return [(QUERY, f"def f(x):\n    # candidate {salt}-{i}\n    return x * x + 3 * x - {7 + 0 * i}\n")
-            for i in range(count)]
+    return [
+        (QUERY, f"def f(x):\n    # candidate {salt}-{i}\n    return x * x + 3 * x - {7 + 0 * i}\n")
+        for i in range(count)
+    ]
 
 
 def fraction_items(count: int, salt: int) -> list[tuple[Query, str]]:
@@ -58,8 +65,13 @@ def fraction_items(count: int, salt: int) -> list[tuple[Query, str]]:
 
 def symbolic_items(count: int, salt: int) -> list[tuple[Query, str]]:
     """k*sqrt(2) answered as sqrt(2k^2): only a symbolic comparison (math-verify) can tell."""
-    return [(Query(f"s{i}", "", {"type": "math", "answer": f"{i + salt}\\sqrt{{2}}"}),
-             f"<answer>\\sqrt{{{2 * (i + salt) ** 2}}}</answer>") for i in range(count)]
+    return [
+        (
+            Query(f"s{i}", "", {"type": "math", "answer": f"{i + salt}\\sqrt{{2}}"}),
+            f"<answer>\\sqrt{{{2 * (i + salt) ** 2}}}</answer>",
+        )
+        for i in range(count)
+    ]
 
 
 def rate(fn, items) -> float:
@@ -97,14 +109,17 @@ def main() -> None:
         with ThreadPoolExecutor(args.slots) as threads:
             return list(threads.map(lambda item: fresh.verify(*item), items))
 
-    rates: dict[str, list[float]] = {name: [] for name in
-                                     ("pool", "fresh", "fresh_parallel", "math_int", "math_fraction", "math_symbolic")}
+    rates: dict[str, list[float]] = {
+        name: [] for name in ("pool", "fresh", "fresh_parallel", "math_int", "math_fraction", "math_symbolic")
+    }
     for r in range(args.rounds):
         rates["pool"].append(rate(pooled.verify_batch, python_items(args.pool_checks, f"p{r}")))
         rates["fresh"].append(rate(fresh.verify_batch, python_items(args.fresh_checks, f"f{r}")))
         rates["fresh_parallel"].append(rate(fresh_parallel, python_items(args.fresh_checks, f"q{r}")))
-        ints = [(Query(f"i{i}", "", {"type": "math", "answer": str(i)}), f"<answer>+{i}</answer>")
-                for i in range(args.math_checks)]
+        ints = [
+            (Query(f"i{i}", "", {"type": "math", "answer": str(i)}), f"<answer>+{i}</answer>")
+            for i in range(args.math_checks)
+        ]
         rates["math_int"].append(rate(maths.verify_batch, ints))
         rates["math_fraction"].append(rate(maths.verify_batch, fraction_items(args.math_checks, 1000 * (r + 1))))
         rates["math_symbolic"].append(rate(maths.verify_batch, symbolic_items(args.symbolic_checks, 1000 * (r + 1))))
@@ -112,19 +127,22 @@ def main() -> None:
     maths.close()
 
     median = {name: statistics.median(values) for name, values in rates.items()}
-    print(f"cores {os.cpu_count()}, slots {args.slots}, rounds {args.rounds}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"cores {os.cpu_count()}, slots {args.slots}, rounds {args.rounds}, load average {os.getloadavg()[0]:.2f}")
     print(f"{'verifier':<40}{'checks/s':>10}")
-    rows = [("python, 10 tests, pooled sandbox", "pool"),
-            ("python, 10 tests, fresh sandbox", "fresh"),
-            (f"python, 10 tests, fresh sandbox x{args.slots} threads", "fresh_parallel"),
-            ("math, integers (exact, in-process)", "math_int"),
-            ("math, fractions (exact, in-process)", "math_fraction"),
-            ("math, surds (math-verify workers)", "math_symbolic")]
+    rows = [
+        ("python, 10 tests, pooled sandbox", "pool"),
+        ("python, 10 tests, fresh sandbox", "fresh"),
+        (f"python, 10 tests, fresh sandbox x{args.slots} threads", "fresh_parallel"),
+        ("math, integers (exact, in-process)", "math_int"),
+        ("math, fractions (exact, in-process)", "math_fraction"),
+        ("math, surds (math-verify workers)", "math_symbolic"),
+    ]
     for label, key in rows:
         print(f"{label:<40}{median[key]:>10.0f}")
-    print(f"pooled / fresh: {median['pool'] / median['fresh']:.1f}x; "
-          f"pooled / fresh x{args.slots} threads: {median['pool'] / median['fresh_parallel']:.1f}x")
+    print(
+        f"pooled / fresh: {median['pool'] / median['fresh']:.1f}x; "
+        f"pooled / fresh x{args.slots} threads: {median['pool'] / median['fresh_parallel']:.1f}x"
+    )
 
 
 if __name__ == "__main__":

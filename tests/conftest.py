@@ -25,7 +25,9 @@ def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained two-layer Llama with the char tokenizer: fast, and fully real."""
     path = tmp_path_factory.mktemp("tiny-random")
     tokenizer = build_char_tokenizer()
-    model = build_tiny_llama(tokenizer, TinyArch(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2), seed=0)
+    model = build_tiny_llama(
+        tokenizer, TinyArch(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2), seed=0
+    )
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

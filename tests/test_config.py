@@ -1,6 +1,6 @@
 import pytest
 
-from rlvr.config import ConfigError, RunConfig, describe_fields, field_docs, load_config, AlgoConfig
+from rlvr.config import AlgoConfig, ConfigError, RunConfig, describe_fields, field_docs, load_config
 
 
 def test_defaults_are_valid_and_documented():
@@ -16,7 +16,9 @@ def test_defaults_are_valid_and_documented():
 
 
 def test_overrides_are_typed():
-    cfg = load_config(None, ["algo.beta=0.1", "rollout.group_size=4", "algo.epsilon_high=0.28", "train.tensorboard=true"])
+    cfg = load_config(
+        None, ["algo.beta=0.1", "rollout.group_size=4", "algo.epsilon_high=0.28", "train.tensorboard=true"]
+    )
     assert cfg.algo.beta == 0.1 and cfg.rollout.group_size == 4
     assert cfg.algo.epsilon_high == 0.28 and cfg.train.tensorboard is True
     assert load_config(None, ["algo.epsilon_high="]).algo.epsilon_high is None

@@ -14,14 +14,22 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: dict[str, int] = {
     # the bottom: depends on nothing else of rlvr (algos: pure math)
-    "errors": 0, "algos": 0,
-    "types": 1, "config": 1,
-    "sandbox": 2, "tasks": 2, "eval": 2,
-    "models": 3, "verifiers": 3,
-    "rollout": 4, "meters": 4,
-    "train": 5, "integrations": 5,
+    "errors": 0,
+    "algos": 0,
+    "types": 1,
+    "config": 1,
+    "sandbox": 2,
+    "tasks": 2,
+    "eval": 2,
+    "models": 3,
+    "verifiers": 3,
+    "rollout": 4,
+    "meters": 4,
+    "train": 5,
+    "integrations": 5,
     "diagnostics": 6,
-    "lab": 7, "cli": 8,
+    "lab": 7,
+    "cli": 8,
 }
 """A package may import its own layer's packages and those below; never one above."""
 SAME_LAYER_FORBIDDEN = {("algos", "errors")}  # algos imports nothing else from rlvr
@@ -37,7 +45,8 @@ def module_name(path: Path) -> str:
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def imports_of(path: Path) -> set[str]:
@@ -146,8 +155,10 @@ def test_the_checker_sees_deferred_imports_and_ignores_type_checking_ones(tmp_pa
     graph = {"rlvr.a": {"rlvr.b"}, "rlvr.b": {"rlvr.c"}, "rlvr.c": {"rlvr.a"}, "rlvr.d": set()}
     assert cycles(graph) == [["rlvr.a", "rlvr.b", "rlvr.c"]]
     source = tmp_path / "m.py"
-    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rlvr.train import loop\n"
-                      "def f():\n    from rlvr.train.step import run_step\n")
+    source.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rlvr.train import loop\n"
+        "def f():\n    from rlvr.train.step import run_step\n"
+    )
     global SRC
     saved, SRC = SRC, tmp_path
     try:

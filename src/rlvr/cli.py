@@ -36,12 +36,21 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--config", help="YAML preset (see configs/); --set overrides it")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config field, e.g. --set algo.beta=0.1 (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config field, e.g. --set algo.beta=0.1 (repeatable)",
+    )
     p.add_argument("--seed", type=int, help="shorthand for --set train.seed=N")
     p.add_argument("--out", help="run directory (default: runs/<time>-seed<N>)")
-    p.add_argument("--resume", metavar="DIR",
-                   help="continue the run in DIR from its last checkpoint (with --set train.steps=N to extend it)")
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the run in DIR from its last checkpoint (with --set train.steps=N to extend it)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
 
@@ -65,8 +74,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if not (run / "config.yaml").is_file() or find_checkpoint(run) is None:
             raise UsageError(f"--resume {run}: no run with a checkpoint there (expected config.yaml and checkpoint/)")
         if args.config or args.seed is not None or args.out:
-            raise UsageError("--resume continues a run with its own saved config and directory; "
-                             "drop --config/--seed/--out (--set may change fields, e.g. train.steps to extend it)")
+            raise UsageError(
+                "--resume continues a run with its own saved config and directory; "
+                "drop --config/--seed/--out (--set may change fields, e.g. train.steps to extend it)"
+            )
         from rlvr.config import config_from_dict
 
         cfg = config_from_dict(yaml.safe_load((run / "config.yaml").read_text()))
@@ -93,9 +104,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"{summary['steps']} steps in {summary['wall_s']:.0f} s"
     )
     if cfg.reward.fidelity != "gold":
-        print(f"gold verifier (reward.fidelity={cfg.reward.fidelity} trained): held-out gold pass@1 "
-              f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}; hacking rate "
-              f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)")
+        print(
+            f"gold verifier (reward.fidelity={cfg.reward.fidelity} trained): held-out gold pass@1 "
+            f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}; hacking rate "
+            f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)"
+        )
     print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
     return 0
 
@@ -108,7 +121,9 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
         "CoT-pass@k (right answer and right reasoning) for each k, and name the k where the base "
         "model's curve catches up with the trained one, if it does. See docs/evaluation.md.",
     )
-    p.add_argument("--model", required=True, help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)")
+    p.add_argument(
+        "--model", required=True, help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)"
+    )
     p.add_argument("--base", help="a second model to compare against, usually the one training started from")
     p.add_argument("--task", default="arith", choices=["arith"], help="task whose held-out split is used")
     p.add_argument("--n", type=int, default=16, help="samples per query (default 16); every k must be <= n")
@@ -129,8 +144,9 @@ def _parse_ks(text: str, n: int) -> list[int]:
     if not ks or ks[0] < 1:
         raise UsageError(f"--k {text!r}: every k must be an integer >= 1")
     if ks[-1] > n:
-        raise UsageError(f"--k {ks[-1]} exceeds --n {n}: pass@k needs at least k samples per query; "
-                         f"raise --n or drop that k")
+        raise UsageError(
+            f"--k {ks[-1]} exceeds --n {n}: pass@k needs at least k samples per query; raise --n or drop that k"
+        )
     return ks
 
 
@@ -147,11 +163,22 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     _quiet_hugging_face()
     out = Path(args.out)
-    print(f"rlvr eval: {args.num_queries} held-out {args.task} queries x n={args.n} samples at "
-          f"T={args.temperature} -> {out}")
-    report = evaluate_passk(args.model, base=args.base, task=args.task, n=args.n, ks=ks,
-                            num_queries=args.num_queries, temperature=args.temperature, seed=args.seed,
-                            out=out, progress=not args.quiet)
+    print(
+        f"rlvr eval: {args.num_queries} held-out {args.task} queries x n={args.n} samples at "
+        f"T={args.temperature} -> {out}"
+    )
+    report = evaluate_passk(
+        args.model,
+        base=args.base,
+        task=args.task,
+        n=args.n,
+        ks=ks,
+        num_queries=args.num_queries,
+        temperature=args.temperature,
+        seed=args.seed,
+        out=out,
+        progress=not args.quiet,
+    )
     print(format_eval_table(report))
     print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")
     return 0
@@ -159,6 +186,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def format_eval_table(report: dict) -> str:
     """The printed table: one row per k, pass@k and CoT-pass@k in percent for each model."""
+
     def pct(values: list[float] | None, i: int) -> str:
         return "n/a" if values is None else f"{100 * values[i]:.1f}%"
 
@@ -166,8 +194,9 @@ def format_eval_table(report: dict) -> str:
     header = "   k" + "".join(f"  {label + ' pass@k':>14}  {label + ' CoT-pass@k':>18}" for label in models)
     rows = [header]
     for i, k in enumerate(report["k"]):
-        rows.append(f"{k:>4}" + "".join(f"  {pct(m['pass@k'], i):>14}  {pct(m['cot_pass@k'], i):>18}"
-                                         for m in models.values()))
+        rows.append(
+            f"{k:>4}" + "".join(f"  {pct(m['pass@k'], i):>14}  {pct(m['cot_pass@k'], i):>18}" for m in models.values())
+        )
     if "base" in models:
         for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
             k = report["crossing"][key]
@@ -191,9 +220,13 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
         "mistake, and save it in Hugging Face format. rlvr ships this model; this reproduces it.",
     )
     p.add_argument("--out", help="where to save it (default: the cache that 'tiny-arith' is loaded from)")
-    p.add_argument("--task", default="arith", choices=["arith", "funcsynth"],
-                   help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
-                   "lookup-table and wrong answers (docs/hacking.md)")
+    p.add_argument(
+        "--task",
+        default="arith",
+        choices=["arith", "funcsynth"],
+        help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
+        "lookup-table and wrong answers (docs/hacking.md)",
+    )
     p.set_defaults(func=_cmd_build_base)
 
 
@@ -201,9 +234,10 @@ def _cmd_build_base(args: argparse.Namespace) -> int:
     from rlvr.models import build_embedded, cache_root, embedded_path, funcsynth_base
     from rlvr.train.evaluate import arith_warmup_report, funcsynth_warmup_report
 
-    builders = {"arith": (build_embedded, embedded_path, arith_warmup_report),
-                "funcsynth": (funcsynth_base.build, lambda: funcsynth_base.cache_path(cache_root()),
-                              funcsynth_warmup_report)}
+    builders = {
+        "arith": (build_embedded, embedded_path, arith_warmup_report),
+        "funcsynth": (funcsynth_base.build, lambda: funcsynth_base.cache_path(cache_root()), funcsynth_warmup_report),
+    }
     build, default_path, report = builders[args.task]
     out = Path(args.out) if args.out else default_path()
     if out.exists() and any(out.iterdir()):
@@ -219,11 +253,11 @@ def _verify_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "verify",
         help="verify completions against their queries (JSONL in, a table and JSONL results out)",
-        description="Verify each row {\"query\": {dataset row}, \"completion\": \"...\"} of a JSONL file with "
+        description='Verify each row {"query": {dataset row}, "completion": "..."} of a JSONL file with '
         "the query's own verifier; print verdict and error-class counts and throughput. A bad row gets an "
         "error line naming it and the rest still run; exit code 2 if any row was bad. See docs/verifiers.md.",
     )
-    p.add_argument("--input", required=True, help="JSONL file, one {\"query\", \"completion\"} object per line")
+    p.add_argument("--input", required=True, help='JSONL file, one {"query", "completion"} object per line')
     p.add_argument("--out", help="write one JSON result per row here (JSONL)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object instead of a table")
     p.set_defaults(func=_cmd_verify)
@@ -269,12 +303,23 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
         "optimizer states, activations, rollout KV cache), for training a Llama-family model. "
         "Formulas and their sources: docs/memory.md.",
     )
-    p.add_argument("--model", default="tiny-arith",
-                   help="preset (tiny-arith, Qwen2.5-0.5B, Qwen2.5-1.5B, Qwen2.5-7B, Llama-3-8B) or a Hugging Face config.json / model directory")
-    p.add_argument("--algorithm", default="grpo", help="an algo.algorithm name: grpo, gspo, ... (docs/algorithms.md; default grpo)")
-    p.add_argument("--precision", default="bf16-mixed", help="fp32, bf16-mixed (fp32 master), fp16-mixed or bf16 (default bf16-mixed)")
+    p.add_argument(
+        "--model",
+        default="tiny-arith",
+        help="preset (tiny-arith, Qwen2.5-0.5B, Qwen2.5-1.5B, Qwen2.5-7B, Llama-3-8B) or a Hugging Face config.json / model directory",
+    )
+    p.add_argument(
+        "--algorithm", default="grpo", help="an algo.algorithm name: grpo, gspo, ... (docs/algorithms.md; default grpo)"
+    )
+    p.add_argument(
+        "--precision",
+        default="bf16-mixed",
+        help="fp32, bf16-mixed (fp32 master), fp16-mixed or bf16 (default bf16-mixed)",
+    )
     p.add_argument("--optimizer", default="adamw", help="adamw, adam8bit, sgd or sgd-momentum (default adamw)")
-    p.add_argument("--lora-rank", type=int, default=0, help="LoRA rank on every linear layer (default 0: full fine-tuning)")
+    p.add_argument(
+        "--lora-rank", type=int, default=0, help="LoRA rank on every linear layer (default 0: full fine-tuning)"
+    )
     p.add_argument("--sharding", default="zero0", help="zero0, zero1, zero2, zero3 or fsdp (= zero3) (default zero0)")
     p.add_argument("--gpus", type=int, default=1, help="GPUs the batch and the shards are spread over (default 1)")
     p.add_argument("--prompt-len", type=int, default=256, help="prompt tokens P (default 256)")
@@ -284,22 +329,39 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--micro-batch", type=int, default=8, help="sequences per forward/backward per GPU (default 8)")
     p.add_argument("--grad-checkpointing", action="store_true", help="recompute each layer in the backward")
     p.add_argument("--padding-free", action="store_true", help="sequences packed without padding (no attention mask)")
-    p.add_argument("--beta", type=float, default=0.04, help="KL weight; 0 holds no reference for GRPO and PPO (default 0.04)")
+    p.add_argument(
+        "--beta", type=float, default=0.04, help="KL weight; 0 holds no reference for GRPO and PPO (default 0.04)"
+    )
     p.add_argument("--reward-model", action="store_true", help="also hold a learned reward model")
-    p.add_argument("--online-pairs", type=int, default=0,
-                   help="DPO as rlvr trains it: sample --group per query, then train on this many pairs per step "
-                        "(default 0: offline DPO on --batch given pairs)")
-    p.add_argument("--rollout-backend", default="hf",
-                   help="sampler: hf (transformers generate; rollout.backend) or vllm (a colocated vLLM engine with its "
-                        "own weights and KV cache) (default hf)")
-    p.add_argument("--rollout-dtype", default="float32",
-                   help="sampler precision (rollout.dtype): float32 samples with the policy itself; bfloat16 with a "
-                        "bf16 copy (hf) or a bf16 engine (vllm) (default float32)")
-    p.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3,
-                   help="with --rollout-backend vllm: share of GPU memory vLLM reserves for its weights and KV cache "
-                        "(default 0.3)")
-    p.add_argument("--gpu-memory", type=float, default=80,
-                   help="memory of one GPU in GiB; sizes vLLM's reservation (default 80)")
+    p.add_argument(
+        "--online-pairs",
+        type=int,
+        default=0,
+        help="DPO as rlvr trains it: sample --group per query, then train on this many pairs per step "
+        "(default 0: offline DPO on --batch given pairs)",
+    )
+    p.add_argument(
+        "--rollout-backend",
+        default="hf",
+        help="sampler: hf (transformers generate; rollout.backend) or vllm (a colocated vLLM engine with its "
+        "own weights and KV cache) (default hf)",
+    )
+    p.add_argument(
+        "--rollout-dtype",
+        default="float32",
+        help="sampler precision (rollout.dtype): float32 samples with the policy itself; bfloat16 with a "
+        "bf16 copy (hf) or a bf16 engine (vllm) (default float32)",
+    )
+    p.add_argument(
+        "--vllm-gpu-memory-utilization",
+        type=float,
+        default=0.3,
+        help="with --rollout-backend vllm: share of GPU memory vLLM reserves for its weights and KV cache "
+        "(default 0.3)",
+    )
+    p.add_argument(
+        "--gpu-memory", type=float, default=80, help="memory of one GPU in GiB; sizes vLLM's reservation (default 80)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.set_defaults(func=_cmd_memory)
 
@@ -307,6 +369,7 @@ def _memory_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_memory(args: argparse.Namespace) -> int:
     import json
 
+    from rlvr.algos import ALGORITHMS
     from rlvr.diagnostics.memory_estimate import (
         SHARDING_STAGES,
         TrainingSetup,
@@ -315,21 +378,32 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     )
     from rlvr.diagnostics.memory_model import load_model_spec
 
-    from rlvr.algos import ALGORITHMS
-
     if args.algorithm not in ALGORITHMS:
         raise UsageError(f"--algorithm {args.algorithm}: unknown; pick one of {', '.join(ALGORITHMS)}")
     if args.sharding not in SHARDING_STAGES:
         raise UsageError(f"--sharding {args.sharding}: unknown; pick one of {', '.join(SHARDING_STAGES)}")
     setup = TrainingSetup(
-        algorithm=args.algorithm, precision=args.precision, optimizer=args.optimizer, lora_rank=args.lora_rank,
-        zero_stage=SHARDING_STAGES[args.sharding], gpus=args.gpus, prompt_len=args.prompt_len,
-        completion_len=args.completion_len, batch=args.batch, micro_batch=args.micro_batch,
-        group=args.group if args.group is not None else (
-            8 if args.online_pairs else ALGORITHMS[args.algorithm].memory_group_size),
-        grad_checkpointing=args.grad_checkpointing, padding_free=args.padding_free, beta=args.beta,
-        reward_model=args.reward_model, online_pairs=args.online_pairs, rollout_backend=args.rollout_backend,
-        rollout_dtype=args.rollout_dtype, vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        algorithm=args.algorithm,
+        precision=args.precision,
+        optimizer=args.optimizer,
+        lora_rank=args.lora_rank,
+        zero_stage=SHARDING_STAGES[args.sharding],
+        gpus=args.gpus,
+        prompt_len=args.prompt_len,
+        completion_len=args.completion_len,
+        batch=args.batch,
+        micro_batch=args.micro_batch,
+        group=args.group
+        if args.group is not None
+        else (8 if args.online_pairs else ALGORITHMS[args.algorithm].memory_group_size),
+        grad_checkpointing=args.grad_checkpointing,
+        padding_free=args.padding_free,
+        beta=args.beta,
+        reward_model=args.reward_model,
+        online_pairs=args.online_pairs,
+        rollout_backend=args.rollout_backend,
+        rollout_dtype=args.rollout_dtype,
+        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
         gpu_memory_gib=args.gpu_memory,
     )
     result = estimate(load_model_spec(args.model), setup)
@@ -347,8 +421,14 @@ def _inspect_parser(sub: argparse._SubParsersAction) -> None:
         "batch under other algo.* settings and show the change in loss, per-token weights and gradient.",
     )
     p.add_argument("--config", help="YAML preset; the update of step 1 of a fresh run is captured")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config field (repeatable); with --replay only algo.* fields")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config field (repeatable); with --replay only algo.* fields",
+    )
     p.add_argument("--run", metavar="DIR", help="a run directory of rlvr train; needs --step")
     p.add_argument("--step", type=int, help="with --run: the update logged as this step in metrics.jsonl")
     p.add_argument("--replay", metavar="CAPTURE", help="a capture.json to recompute under --set algo.* settings")
@@ -361,7 +441,9 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
     if args.replay:
         if args.config or args.run or args.step is not None:
-            raise UsageError("--replay recomputes a saved capture; drop --config/--run/--step and pass --set algo.*=...")
+            raise UsageError(
+                "--replay recomputes a saved capture; drop --config/--run/--step and pass --set algo.*=..."
+            )
         return _replay(Path(args.replay), args.overrides, Path(args.out) if args.out else None)
     if args.run and args.config:
         raise UsageError("--run uses that run's saved config; drop --config (--set may still change fields)")
@@ -411,8 +493,14 @@ def _grad_variance_parser(sub: argparse._SubParsersAction) -> None:
         "variance and the noise scale B_simple (McCandlish et al. 2018, App. A), averaged over --batches.",
     )
     p.add_argument("--config", help="YAML preset (default: the built-in defaults)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config field (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config field (repeatable)",
+    )
     p.add_argument("--group-sizes", default="2,4,8,16", help="comma-separated G values, each >= 2 (default 2,4,8,16)")
     p.add_argument("--batches", type=int, default=4, help="batches of prompts averaged per G (default 4)")
     p.add_argument("--out", default="grad_variance.json", help="JSON file for the table (default grad_variance.json)")
@@ -426,7 +514,9 @@ def _cmd_grad_variance(args: argparse.Namespace) -> int:
     try:
         sizes = [int(part) for part in args.group_sizes.split(",") if part.strip()]
     except ValueError:
-        raise UsageError(f"--group-sizes {args.group_sizes!r}: expected comma-separated integers, e.g. 2,4,8,16") from None
+        raise UsageError(
+            f"--group-sizes {args.group_sizes!r}: expected comma-separated integers, e.g. 2,4,8,16"
+        ) from None
     if not sizes or min(sizes) < 2:
         raise UsageError(f"--group-sizes {args.group_sizes!r}: every G must be >= 2 (a group of one has no baseline)")
     if args.batches < 1:
@@ -439,16 +529,24 @@ def _cmd_grad_variance(args: argparse.Namespace) -> int:
     except NotPolicyGradientError as error:
         raise UsageError(str(error)) from None
     if cfg.train.batch_queries < 2:
-        raise UsageError("train.batch_queries must be >= 2: the estimate compares one prompt's gradient with the batch's")
+        raise UsageError(
+            "train.batch_queries must be >= 2: the estimate compares one prompt's gradient with the batch's"
+        )
     from rlvr.diagnostics.group_size import format_table, measure_group_sizes
 
     _quiet_hugging_face()
-    print(f"rlvr grad-variance: model '{cfg.model.name}', {cfg.algo.algorithm}, "
-          f"{cfg.train.batch_queries} prompts x G in {sizes}, {args.batches} batches each")
+    print(
+        f"rlvr grad-variance: model '{cfg.model.name}', {cfg.algo.algorithm}, "
+        f"{cfg.train.batch_queries} prompts x G in {sizes}, {args.batches} batches each"
+    )
     rows = measure_group_sizes(cfg, sizes, args.batches, progress=not args.quiet)
     print(format_table(rows))
-    report = {"model": cfg.model.name, "algorithm": cfg.algo.algorithm, "config": cfg.to_dict(),
-              "rows": [r.to_dict() for r in rows]}
+    report = {
+        "model": cfg.model.name,
+        "algorithm": cfg.algo.algorithm,
+        "config": cfg.to_dict(),
+        "rows": [r.to_dict() for r in rows],
+    }
     from rlvr.diagnostics.capture import to_json
 
     Path(args.out).write_text(json.dumps(to_json(report), indent=2) + "\n")  # NaN -> null
@@ -466,11 +564,22 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
         "back, not rerun. See docs/hacking.md.",
     )
     p.add_argument("--config", help="YAML preset every run starts from (see configs/)")
-    p.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2",
-                   help="a config field and its values, e.g. reward.fidelity=gold,visible_only (repeatable)")
+    p.add_argument(
+        "--grid",
+        action="append",
+        required=True,
+        metavar="KEY=V1,V2",
+        help="a config field and its values, e.g. reward.fidelity=gold,visible_only (repeatable)",
+    )
     p.add_argument("--seeds", default="0", help="comma-separated training seeds (default 0)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config field in every run (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config field in every run (repeatable)",
+    )
     p.add_argument("--out", required=True, help="sweep folder: one run directory per grid point and seed")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_sweep)
@@ -503,8 +612,14 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds, at least 2 (default 0,1)")
     p.add_argument("--steps", type=int, default=50, help="training steps per run (default 50)")
     p.add_argument("--config", help="base YAML preset shared by every run (see configs/)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config field for every run (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config field for every run (repeatable)",
+    )
     p.add_argument("--n", type=int, default=16, help="held-out samples per query for pass@k (default 16)")
     p.add_argument("--num-queries", type=int, default=100, help="held-out queries for pass@k (default 100, 0 = all)")
     p.add_argument("--out", help="folder for the runs and compare.{json,md,png} (default runs/compare-<time>)")
@@ -536,13 +651,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if skipped:
         print(f"rlvr compare: not in this build, skipped: {', '.join(skipped)}")
     print(f"rlvr compare: {', '.join(algorithms)} x seeds {seeds}, {args.steps} steps each -> {out}")
-    report = compare_algorithms(algorithms, seeds=seeds, steps=args.steps, config=args.config,
-                                overrides=args.overrides, out=out, n=args.n, ks=ks,
-                                num_queries=args.num_queries or None, progress=not args.quiet)
+    report = compare_algorithms(
+        algorithms,
+        seeds=seeds,
+        steps=args.steps,
+        config=args.config,
+        overrides=args.overrides,
+        out=out,
+        n=args.n,
+        ks=ks,
+        num_queries=args.num_queries or None,
+        progress=not args.quiet,
+    )
     from rlvr.eval.compare import format_table
 
     print(format_table(report))
-    print(f"saved: {out / 'compare.json'}, {out / 'compare.md'}, {out / 'compare.png'}; runs in {out}/<algorithm>-seed<N>/")
+    print(
+        f"saved: {out / 'compare.json'}, {out / 'compare.md'}, {out / 'compare.png'}; runs in {out}/<algorithm>-seed<N>/"
+    )
     return 0
 
 

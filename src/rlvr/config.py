@@ -15,10 +15,10 @@ import sys
 import textwrap
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any, Literal
 
 import yaml
@@ -371,8 +371,10 @@ def _kl_in_reward(cfg: RunConfig) -> str | None:
     from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
 
     if cfg.algo.kl_placement == "reward" and ALGORITHMS[cfg.algo.algorithm].sequence_ratio:
-        return (f"algo.kl_placement=reward needs per-token advantages, which {cfg.algo.algorithm}'s sequence ratio "
-                "cannot use; use kl_placement=loss")
+        return (
+            f"algo.kl_placement=reward needs per-token advantages, which {cfg.algo.algorithm}'s sequence ratio "
+            "cannot use; use kl_placement=loss"
+        )
     return None
 
 
@@ -397,8 +399,10 @@ def _fidelity(cfg: RunConfig) -> str | None:
     if r.fidelity in _FIDELITY_ROW_TYPE and row_type is not None:
         needed, example = _FIDELITY_ROW_TYPE[r.fidelity]
         if row_type != needed:
-            return (f"reward.fidelity={r.fidelity} weakens {needed} rows, but task {cfg.task.name!r} has "
-                    f"{row_type} rows; use it with a {needed} task (e.g. task.name={example}) or pick another fidelity")
+            return (
+                f"reward.fidelity={r.fidelity} weakens {needed} rows, but task {cfg.task.name!r} has "
+                f"{row_type} rows; use it with a {needed} task (e.g. task.name={example}) or pick another fidelity"
+            )
     return None
 
 
@@ -412,15 +416,19 @@ def sampling_problem(cfg: RunConfig) -> str | None:
         return f"rollout.vllm_gpu_memory_utilization must be in (0, 1] (got {r.vllm_gpu_memory_utilization})"
     if cap > 0 and not ALGORITHMS[cfg.algo.algorithm].tis:
         usable = ", ".join(name for name, algorithm in ALGORITHMS.items() if algorithm.tis)
-        return (f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
-                f"sampling weights per-token advantages, which only {usable} take); use one of those, or algo.tis_cap=0")
+        return (
+            f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
+            f"sampling weights per-token advantages, which only {usable} take); use one of those, or algo.tis_cap=0"
+        )
     if r.backend != "vllm":
         return None
     if cfg.model.device == "cpu":
         return "rollout.backend=vllm samples on a CUDA GPU, but model.device=cpu; use model.device=auto, or rollout.backend=hf"
     if importlib.util.find_spec("vllm") is None:
-        return ("rollout.backend=vllm needs the vllm package, which is not installed; on a CUDA machine install it "
-                "into its own venv (see docs/integrations.md, 'Rollouts on GPUs'), or use rollout.backend=hf")
+        return (
+            "rollout.backend=vllm needs the vllm package, which is not installed; on a CUDA machine install it "
+            "into its own venv (see docs/integrations.md, 'Rollouts on GPUs'), or use rollout.backend=hf"
+        )
     import torch
 
     if not torch.cuda.is_available():

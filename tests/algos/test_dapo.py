@@ -9,14 +9,16 @@ NAN = float("nan")
 
 
 def test_groups_with_signal_keeps_exactly_the_groups_with_nonzero_advantage():
-    rewards = torch.tensor([
-        [1.0, 1.0, 1.0, 1.0],  # all right: accuracy 1, dropped
-        [0.0, 0.0, 0.0, 0.0],  # all wrong: accuracy 0, dropped
-        [1.0, 0.0, 0.0, 0.0],  # mixed: kept
-        [1.0, NAN, NAN, NAN],  # one judged sample: no spread, dropped
-        [0.5, 0.5, NAN, 0.4],  # partial credit that differs: kept
-        [0.0, 1.0, NAN, NAN],  # two judged samples that differ: kept
-    ])
+    rewards = torch.tensor(
+        [
+            [1.0, 1.0, 1.0, 1.0],  # all right: accuracy 1, dropped
+            [0.0, 0.0, 0.0, 0.0],  # all wrong: accuracy 0, dropped
+            [1.0, 0.0, 0.0, 0.0],  # mixed: kept
+            [1.0, NAN, NAN, NAN],  # one judged sample: no spread, dropped
+            [0.5, 0.5, NAN, 0.4],  # partial credit that differs: kept
+            [0.0, 1.0, NAN, NAN],  # two judged samples that differ: kept
+        ]
+    )
     keep = groups_with_signal(rewards)
     assert keep.tolist() == [False, False, True, False, True, True]
     advantages, _ = group_advantages(rewards)

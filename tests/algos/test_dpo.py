@@ -20,8 +20,11 @@ def test_loss_and_stats_by_hand():
     # Pair 1: chosen log-ratio 0, rejected −1 − (−2) = 1 → rewards 0 and 0.5, margin −0.5,
     #   loss −log σ(−0.5) = log(1 + e^0.5) ≈ 0.9741.  Mean loss ≈ 0.6437.
     loss, stats = dpo_loss(
-        torch.tensor([-1.0, -2.0]), torch.tensor([-3.0, -1.0]),
-        torch.tensor([-2.0, -2.0]), torch.tensor([-2.0, -2.0]), beta=0.5,
+        torch.tensor([-1.0, -2.0]),
+        torch.tensor([-3.0, -1.0]),
+        torch.tensor([-2.0, -2.0]),
+        torch.tensor([-2.0, -2.0]),
+        beta=0.5,
     )
     expected = (_log1p_exp(-1.0) + _log1p_exp(0.5)) / 2
     assert math.isclose(float(loss), expected, rel_tol=1e-6)

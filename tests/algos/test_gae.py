@@ -5,7 +5,13 @@ import pytest
 import torch
 
 from rlvr.algos import (
-    clipped_value_loss, entropy_bonus_loss, gae, grpo_loss, kl_in_reward_advantages, token_rewards, whiten,
+    clipped_value_loss,
+    entropy_bonus_loss,
+    gae,
+    grpo_loss,
+    kl_in_reward_advantages,
+    token_rewards,
+    whiten,
 )
 
 
@@ -75,8 +81,13 @@ def test_whiten_over_real_tokens_only():
 )
 def test_clipped_value_loss_by_hand(value, old_value, target, expected, clipped):
     values = torch.tensor([[value]], dtype=torch.float64, requires_grad=True)
-    loss, stats = clipped_value_loss(values, torch.tensor([[old_value]], dtype=torch.float64),
-                                     torch.tensor([[target]], dtype=torch.float64), torch.ones(1, 1), clip_range=0.2)
+    loss, stats = clipped_value_loss(
+        values,
+        torch.tensor([[old_value]], dtype=torch.float64),
+        torch.tensor([[target]], dtype=torch.float64),
+        torch.ones(1, 1),
+        clip_range=0.2,
+    )
     assert loss.item() == pytest.approx(expected)
     assert stats["critic/clip_frac"] == float(clipped)
     loss.backward()
@@ -114,8 +125,9 @@ def test_kl_in_reward_equals_gae_with_unit_gamma_lambda_and_zero_values():
     mask = (torch.arange(5)[None, :] < torch.tensor([5, 3, 1, 4])[:, None]).long()
     scores = torch.tensor([1.0, -0.5, 0.0, 2.0], dtype=torch.float64)
     per_token = kl_in_reward_advantages(scores, kl, mask, beta=0.2)
-    via_gae, _ = gae(token_rewards(scores, mask, kl, beta=0.2), torch.zeros(4, 5, dtype=torch.float64), mask,
-                     gamma=1.0, lam=1.0)
+    via_gae, _ = gae(
+        token_rewards(scores, mask, kl, beta=0.2), torch.zeros(4, 5, dtype=torch.float64), mask, gamma=1.0, lam=1.0
+    )
     torch.testing.assert_close(per_token, via_gae)
 
 
@@ -124,8 +136,17 @@ def test_per_token_advantages_in_the_grpo_loss_by_hand_and_by_finite_differences
     logp = torch.zeros(1, 4, dtype=torch.float64, requires_grad=True)
     per_token = torch.tensor([[1.0, 2.0, 3.0, 0.0]], dtype=torch.float64)
     mask = torch.tensor([[1, 1, 1, 0]])
-    loss, _ = grpo_loss(logp, logp.detach(), per_token, mask, ref_logp=None, epsilon_low=0.2, epsilon_high=0.2,
-                        beta=0.0, aggregation="token_mean")
+    loss, _ = grpo_loss(
+        logp,
+        logp.detach(),
+        per_token,
+        mask,
+        ref_logp=None,
+        epsilon_low=0.2,
+        epsilon_high=0.2,
+        beta=0.0,
+        aggregation="token_mean",
+    )
     assert loss.item() == pytest.approx(-2.0)
     torch.manual_seed(0)
     x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
@@ -135,8 +156,11 @@ def test_per_token_advantages_in_the_grpo_loss_by_hand_and_by_finite_differences
     mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]])
     for aggregation in ("sequence_mean", "token_mean", "constant"):
         assert torch.autograd.gradcheck(
-            lambda v: grpo_loss(v, old, adv, mask, ref_logp=ref, epsilon_low=0.2, epsilon_high=0.28, beta=0.1,
-                                aggregation=aggregation)[0], (x,))
+            lambda v: grpo_loss(
+                v, old, adv, mask, ref_logp=ref, epsilon_low=0.2, epsilon_high=0.28, beta=0.1, aggregation=aggregation
+            )[0],
+            (x,),
+        )
 
 
 def test_entropy_bonus_by_hand_and_by_finite_differences():

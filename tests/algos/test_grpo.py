@@ -72,7 +72,13 @@ def test_beta_times_kl_is_added(advantage, estimator, expected):
     ref_logp = torch.tensor([[math.log(0.25)]], dtype=torch.float64)  # [1, 1]
     advantages = torch.tensor([advantage], dtype=torch.float64)  # [1]
     loss, stats = grpo_per_token_loss(
-        logp, logp, advantages, ref_logp=ref_logp, epsilon_low=0.2, epsilon_high=0.2, beta=0.04,
+        logp,
+        logp,
+        advantages,
+        ref_logp=ref_logp,
+        epsilon_low=0.2,
+        epsilon_high=0.2,
+        beta=0.04,
         kl_estimator=estimator,
     )  # [1, 1]
     assert loss.item() == pytest.approx(expected)
@@ -173,8 +179,14 @@ def test_matches_loop_reference(seed, eps_low, eps_high, beta):
     rewards, logp, old_logp, ref_logp, mask, lengths = random_batch(seed=seed)
     advantages, _ = group_advantages(rewards, eps=1e-4)  # [B, G]
     loss, _ = grpo_loss(
-        logp, old_logp, advantages.reshape(-1), mask, ref_logp=ref_logp,
-        epsilon_low=eps_low, epsilon_high=eps_high, beta=beta,
+        logp,
+        old_logp,
+        advantages.reshape(-1),
+        mask,
+        ref_logp=ref_logp,
+        epsilon_low=eps_low,
+        epsilon_high=eps_high,
+        beta=beta,
     )
     expected = reference_grpo_loss(
         rewards, logp, old_logp, ref_logp, lengths, eps_low=eps_low, eps_high=eps_high, beta=beta, adv_eps=1e-4
@@ -189,8 +201,15 @@ def test_gradient_matches_finite_differences(aggregation):
 
     def loss_of(policy_logp):
         return grpo_loss(
-            policy_logp, old_logp, advantages.reshape(-1), mask, ref_logp=ref_logp,
-            epsilon_low=0.2, epsilon_high=0.28, beta=0.1, aggregation=aggregation,
+            policy_logp,
+            old_logp,
+            advantages.reshape(-1),
+            mask,
+            ref_logp=ref_logp,
+            epsilon_low=0.2,
+            epsilon_high=0.28,
+            beta=0.1,
+            aggregation=aggregation,
         )[0]
 
     assert torch.autograd.gradcheck(loss_of, (logp.clone().requires_grad_(),))

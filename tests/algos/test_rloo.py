@@ -17,16 +17,26 @@ def test_rloo_preset_loss_is_the_papers_estimator():
     algorithm = ALGORITHMS["rloo"]
     # One query, k = 3 completions, rewards [1, 0, 0]; leave-one-out baselines 0, 1/2, 1/2:
     # A = [1, -1/2, -1/2]. Completion lengths 2, 1, 2 (padding holds garbage).
-    adv, _ = algorithm.advantages(torch.tensor([[1.0, 0.0, 0.0]]), eps=cfg.algo.advantage_eps,
-                                  scale_by_std=cfg.algo.scale_rewards)
+    adv, _ = algorithm.advantages(
+        torch.tensor([[1.0, 0.0, 0.0]]), eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
+    )
     advantages = adv.flatten().double()  # [N=3]
     torch.testing.assert_close(advantages, torch.tensor([1.0, -0.5, -0.5], dtype=torch.float64))
     mask = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 0]])  # [N, T]
     values = torch.tensor([[-0.5, -1.0, 7.0], [-2.0, 7.0, 7.0], [-0.1, -0.2, 7.0]], dtype=torch.float64)
     logp = values.clone().requires_grad_()  # [N, T]
     # On-policy (old = current, every ratio 1; β = 0: the paper puts no KL in this loss):
-    loss, _ = algorithm.loss(logp, logp.detach(), advantages, mask, ref_logp=None, epsilon_low=cfg.algo.epsilon,
-                             epsilon_high=cfg.algo.epsilon, beta=0.0, aggregation=cfg.algo.aggregation)
+    loss, _ = algorithm.loss(
+        logp,
+        logp.detach(),
+        advantages,
+        mask,
+        ref_logp=None,
+        epsilon_low=cfg.algo.epsilon,
+        epsilon_high=cfg.algo.epsilon,
+        beta=0.0,
+        aggregation=cfg.algo.aggregation,
+    )
     loss.backward()
     # the surrogate's value is -1/k Σ_i A_i |o_i| = -(1·2 - 0.5·1 - 0.5·2) / 3 = -1/6
     # (the per-sequence mean of the old preset gave -(1 - 0.5 - 0.5) / 3 = 0)

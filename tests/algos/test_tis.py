@@ -33,7 +33,9 @@ def test_identical_log_probs_give_weight_one_and_zero_mismatch():
 
 
 def test_a_missing_sampler_log_prob_gets_no_correction_and_bad_caps_are_refused():
-    weight, _ = tis_weights(torch.tensor([[-1.0, -1.0]]), torch.tensor([[float("nan"), -2.0]]), torch.ones(1, 2), cap=2.0)
+    weight, _ = tis_weights(
+        torch.tensor([[-1.0, -1.0]]), torch.tensor([[float("nan"), -2.0]]), torch.ones(1, 2), cap=2.0
+    )
     assert weight[0, 0] == 1.0 and weight[0, 1] == 2.0  # NaN → 1; e^1 = 2.72 is cut to the cap 2
     with pytest.raises(ValueError, match="cap"):
         tis_weights(torch.zeros(1, 1), torch.zeros(1, 1), torch.ones(1, 1), cap=0.0)
@@ -59,10 +61,19 @@ def test_weight_multiplies_the_surrogate_but_not_the_kl_term():
     advantages = torch.tensor([1.0, -0.5, 2.0])  # [N]
     weight = torch.tensor([[0.5, 1.0, 2.0, 1.5], [1.0, 0.2, 0.9, 2.0], [1.1, 1.0, 0.3, 0.7]])  # [N, T]
     beta = 0.1
-    got, stats = grpo_loss(logp, old, tis_advantages(advantages, weight), torch.ones(3, 4), ref_logp=ref,
-                           epsilon_low=0.2, epsilon_high=0.2, beta=beta)
-    surrogate_loss, plain = grpo_per_token_loss(logp, old, advantages, ref_logp=None, epsilon_low=0.2,
-                                                epsilon_high=0.2, beta=0.0)  # [N, T] −min(ρA, clip(ρ)A)
+    got, stats = grpo_loss(
+        logp,
+        old,
+        tis_advantages(advantages, weight),
+        torch.ones(3, 4),
+        ref_logp=ref,
+        epsilon_low=0.2,
+        epsilon_high=0.2,
+        beta=beta,
+    )
+    surrogate_loss, plain = grpo_per_token_loss(
+        logp, old, advantages, ref_logp=None, epsilon_low=0.2, epsilon_high=0.2, beta=0.0
+    )  # [N, T] −min(ρA, clip(ρ)A)
     expected = (weight * surrogate_loss + beta * kl_k3(logp, ref)).mean(dim=1).mean()  # sequence_mean
     assert float(got) == pytest.approx(float(expected), rel=1e-6)
     # w > 0 never flips an advantage's sign, so the clip indicators are those of the unweighted loss

@@ -22,9 +22,22 @@ from rlvr.algos import group_advantages, grpo_loss, gspo_loss
 TRL_AGGREGATION = {"grpo": "sequence_mean", "bnpo": "token_mean", "dr_grpo": "constant", "dapo": "token_mean"}
 
 
-def trl_loss(logps, old_logps, ref_logps, advantages, mask, *, loss_type, beta, epsilon_low, epsilon_high,
-             max_completion_length, importance_sampling_level="token", num_items_in_batch=None,
-             gradient_accumulation_steps=1):
+def trl_loss(
+    logps,
+    old_logps,
+    ref_logps,
+    advantages,
+    mask,
+    *,
+    loss_type,
+    beta,
+    epsilon_low,
+    epsilon_high,
+    max_completion_length,
+    importance_sampling_level="token",
+    num_items_in_batch=None,
+    gradient_accumulation_steps=1,
+):
     """TRL 1.16.0 GRPOTrainer._compute_loss, lines 3083-3173, on one micro-batch (see module docstring)."""
     advantages = advantages.unsqueeze(1)  # (B,) -> (B, 1), line 3059
     log_ratio = logps - old_logps
@@ -71,11 +84,21 @@ KNOBS = dict(epsilon_low=0.2, epsilon_high=0.28, beta=0.04)
 @pytest.mark.parametrize("loss_type", sorted(TRL_AGGREGATION))
 def test_full_batch_loss_and_gradient_equal_trl(loss_type):
     logps, old, ref, adv, mask = _inputs()
-    theirs = trl_loss(logps, old, ref, adv, mask, loss_type=loss_type, max_completion_length=10,
-                      num_items_in_batch=mask.sum(), **KNOBS)
+    theirs = trl_loss(
+        logps,
+        old,
+        ref,
+        adv,
+        mask,
+        loss_type=loss_type,
+        max_completion_length=10,
+        num_items_in_batch=mask.sum(),
+        **KNOBS,
+    )
     (their_grad,) = torch.autograd.grad(theirs, logps)
-    ours, stats = grpo_loss(logps, old, adv, mask, ref_logp=ref, aggregation=TRL_AGGREGATION[loss_type],
-                            max_tokens=10, **KNOBS)
+    ours, stats = grpo_loss(
+        logps, old, adv, mask, ref_logp=ref, aggregation=TRL_AGGREGATION[loss_type], max_tokens=10, **KNOBS
+    )
     (our_grad,) = torch.autograd.grad(ours, logps)
     torch.testing.assert_close(ours, theirs)
     torch.testing.assert_close(our_grad, their_grad)
@@ -89,12 +112,33 @@ def test_gradient_accumulation_matches_trl(loss_type):
     logps, old, ref, adv, mask = _inputs(seed=1)
     theirs = ours = 0.0
     for rows in (slice(0, 4), slice(4, 8)):
-        theirs = theirs + trl_loss(logps[rows], old[rows], ref[rows], adv[rows], mask[rows], loss_type=loss_type,
-                                   max_completion_length=10, num_items_in_batch=mask.sum(),
-                                   gradient_accumulation_steps=2, **KNOBS)
-        ours = ours + grpo_loss(logps[rows], old[rows], adv[rows], mask[rows], ref_logp=ref[rows],
-                                aggregation=TRL_AGGREGATION[loss_type], num_sequences=8,
-                                num_tokens=int(mask.sum()), max_tokens=10, **KNOBS)[0]
+        theirs = theirs + trl_loss(
+            logps[rows],
+            old[rows],
+            ref[rows],
+            adv[rows],
+            mask[rows],
+            loss_type=loss_type,
+            max_completion_length=10,
+            num_items_in_batch=mask.sum(),
+            gradient_accumulation_steps=2,
+            **KNOBS,
+        )
+        ours = (
+            ours
+            + grpo_loss(
+                logps[rows],
+                old[rows],
+                adv[rows],
+                mask[rows],
+                ref_logp=ref[rows],
+                aggregation=TRL_AGGREGATION[loss_type],
+                num_sequences=8,
+                num_tokens=int(mask.sum()),
+                max_tokens=10,
+                **KNOBS,
+            )[0]
+        )
     torch.testing.assert_close(ours, theirs)
 
 
@@ -103,10 +147,23 @@ def test_bnpo_under_accumulation_is_a_mean_of_local_token_means_not_ours():
     # micro-batches of unequal token counts it is not the global token mean that rlvr (and TRL's
     # dapo) compute. Micro-batch 0 has 6+1+3+6 = 16 tokens, micro-batch 1 has 2+5+4+6 = 17.
     logps, old, ref, adv, mask = _inputs(seed=2)
-    bnpo = sum(trl_loss(logps[r], old[r], ref[r], adv[r], mask[r], loss_type="bnpo", max_completion_length=10,
-                        gradient_accumulation_steps=2, **KNOBS) for r in (slice(0, 4), slice(4, 8)))
-    dapo = trl_loss(logps, old, ref, adv, mask, loss_type="dapo", max_completion_length=10,
-                    num_items_in_batch=mask.sum(), **KNOBS)
+    bnpo = sum(
+        trl_loss(
+            logps[r],
+            old[r],
+            ref[r],
+            adv[r],
+            mask[r],
+            loss_type="bnpo",
+            max_completion_length=10,
+            gradient_accumulation_steps=2,
+            **KNOBS,
+        )
+        for r in (slice(0, 4), slice(4, 8))
+    )
+    dapo = trl_loss(
+        logps, old, ref, adv, mask, loss_type="dapo", max_completion_length=10, num_items_in_batch=mask.sum(), **KNOBS
+    )
     ours = grpo_loss(logps, old, adv, mask, ref_logp=ref, aggregation="token_mean", **KNOBS)[0]
     torch.testing.assert_close(ours, dapo)
     assert not torch.isclose(ours, bnpo)
@@ -117,8 +174,17 @@ def test_gspo_equals_trl_sequence_level_importance_sampling():
     logps, old, ref, adv, mask = _inputs(seed=3)
     knobs = dict(epsilon_low=3e-4, epsilon_high=4e-4, beta=0.04)
     old = logps.detach() + 1e-4 * torch.randn(logps.shape, dtype=torch.float64)  # ratios near the tiny clip range
-    theirs = trl_loss(logps, old, ref, adv, mask, loss_type="grpo", max_completion_length=10,
-                      importance_sampling_level="sequence", **knobs)
+    theirs = trl_loss(
+        logps,
+        old,
+        ref,
+        adv,
+        mask,
+        loss_type="grpo",
+        max_completion_length=10,
+        importance_sampling_level="sequence",
+        **knobs,
+    )
     ours, _ = gspo_loss(logps, old, adv, mask, ref_logp=ref, aggregation="sequence_mean", **knobs)
     torch.testing.assert_close(ours, theirs)
     torch.testing.assert_close(torch.autograd.grad(ours, logps)[0], torch.autograd.grad(theirs, logps)[0])

@@ -47,8 +47,16 @@ def test_sequence_ratio_is_the_geometric_mean_of_token_ratios():
 def test_gspo_by_hand_and_clipping():
     # one sequence of two tokens, s = 4 as above, A = +1, eps 0.2: clipped to 1.2 -> loss -1.2
     logp = torch.tensor([[math.log(2.0), math.log(8.0)]], requires_grad=True)
-    loss, stats = gspo_loss(logp, torch.zeros(1, 2), torch.tensor([1.0]), torch.ones(1, 2),
-                            ref_logp=None, epsilon_low=0.2, epsilon_high=0.2, beta=0.0)
+    loss, stats = gspo_loss(
+        logp,
+        torch.zeros(1, 2),
+        torch.tensor([1.0]),
+        torch.ones(1, 2),
+        ref_logp=None,
+        epsilon_low=0.2,
+        epsilon_high=0.2,
+        beta=0.0,
+    )
     assert math.isclose(float(loss.detach()), -1.2, rel_tol=1e-6)
     assert stats["clip_ratio/high_mean"] == 1.0
     loss.backward()
@@ -81,8 +89,7 @@ def test_gspo_gradient_matches_finite_differences():
     assert torch.autograd.gradcheck(f, (logp,))
 
 
-@pytest.mark.parametrize("name", sorted(n for n, a in ALGORITHMS.items()
-                                  if a.update == "policy_gradient"))
+@pytest.mark.parametrize("name", sorted(n for n, a in ALGORITHMS.items() if a.update == "policy_gradient"))
 def test_every_algorithm_gives_zero_mean_group_signal_and_a_finite_loss(name):
     algorithm = ALGORITHMS[name]
     rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
@@ -90,7 +97,8 @@ def test_every_algorithm_gives_zero_mean_group_signal_and_a_finite_loss(name):
     assert adv.shape == (2, 4) and torch.isfinite(adv).all()
     assert "group_std" in stats and "frac_zero_std" in stats
     logp = torch.randn(8, 5, requires_grad=True)
-    loss, _ = algorithm.loss(logp, logp.detach(), adv.flatten(), torch.ones(8, 5), ref_logp=None,
-                             epsilon_low=0.2, epsilon_high=0.2, beta=0.0)
+    loss, _ = algorithm.loss(
+        logp, logp.detach(), adv.flatten(), torch.ones(8, 5), ref_logp=None, epsilon_low=0.2, epsilon_high=0.2, beta=0.0
+    )
     loss.backward()
     assert torch.isfinite(loss) and logp.grad.abs().sum() > 0

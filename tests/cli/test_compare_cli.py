@@ -17,8 +17,22 @@ def rlvr(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 def test_compare_grpo_and_dpo_end_to_end(tmp_path):
     out = tmp_path / "cmp"
-    done = rlvr("compare", "--algorithms", "grpo,dpo", "--seeds", "0,1", "--steps", "8", *TINY,
-                "--n", "4", "--num-queries", "6", "--out", str(out))
+    done = rlvr(
+        "compare",
+        "--algorithms",
+        "grpo,dpo",
+        "--seeds",
+        "0,1",
+        "--steps",
+        "8",
+        *TINY,
+        "--n",
+        "4",
+        "--num-queries",
+        "6",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     assert "[4/4] dpo, seed 1" in done.stdout  # progress names each run as it starts
     assert "| quantity | grpo | dpo | base model |" in done.stdout

@@ -7,9 +7,22 @@ import sys
 import pytest
 
 RLVR = [sys.executable, "-m", "rlvr.cli"]
-SMALL = ["--set", "train.batch_queries=4", "--set", "rollout.group_size=4", "--set", "task.num_eval=8",
-         "--set", "train.eval_samples=2", "--set", "task.num_train=40", "--set", "train.threads=1",
-         "--set", "optim.micro_batch_size=8"]
+SMALL = [
+    "--set",
+    "train.batch_queries=4",
+    "--set",
+    "rollout.group_size=4",
+    "--set",
+    "task.num_eval=8",
+    "--set",
+    "train.eval_samples=2",
+    "--set",
+    "task.num_train=40",
+    "--set",
+    "train.threads=1",
+    "--set",
+    "optim.micro_batch_size=8",
+]
 
 
 def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -18,8 +31,9 @@ def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
     run, inspected = tmp_path / "run", tmp_path / "inspect"
-    done = rlvr("train", "--set", f"model.name={base_model_dir}", "--set", "train.steps=1", *SMALL,
-                "--out", str(run), "--quiet")
+    done = rlvr(
+        "train", "--set", f"model.name={base_model_dir}", "--set", "train.steps=1", *SMALL, "--out", str(run), "--quiet"
+    )
     assert done.returncode == 0, done.stderr
     # the run holds a checkpoint after step 1, so step 2 is inspected from the run's own state ...
     done = rlvr("inspect", "--run", str(run), "--step", "2", "--out", str(inspected))
@@ -29,8 +43,11 @@ def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
     # ... and then the run itself takes step 2: the inspector saw exactly the update it made
     done = rlvr("train", "--resume", str(run), "--set", "train.steps=2", "--quiet")
     assert done.returncode == 0, done.stderr
-    logged = next(json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()
-                  if json.loads(line).get("step") == 2 and "loss" in json.loads(line))
+    logged = next(
+        json.loads(line)
+        for line in (run / "metrics.jsonl").read_text().splitlines()
+        if json.loads(line).get("step") == 2 and "loss" in json.loads(line)
+    )
     assert capture["loss"] == pytest.approx(logged["loss"], rel=1e-6, abs=1e-9)
     assert capture["grad_norm"] == pytest.approx(logged["grad_norm"], rel=1e-6)
     assert capture["update_norm"] == pytest.approx(logged["update_norm"], rel=1e-6)
@@ -40,8 +57,17 @@ def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
     done = rlvr("inspect", "--run", str(run), "--step", "2", "--out", str(tmp_path / "again"))
     assert done.returncode == 0 and "warning:" in done.stdout and "inspect --step 3" in done.stdout
 
-    done = rlvr("inspect", "--replay", str(inspected / "capture.json"), "--set", "algo.beta=0",
-                "--set", "algo.aggregation=token_mean", "--set", "algo.algorithm=gspo")
+    done = rlvr(
+        "inspect",
+        "--replay",
+        str(inspected / "capture.json"),
+        "--set",
+        "algo.beta=0",
+        "--set",
+        "algo.aggregation=token_mean",
+        "--set",
+        "algo.algorithm=gspo",
+    )
     assert done.returncode == 0, done.stderr
     assert "cosine" in done.stdout and "|g_new - g_captured|" in done.stdout
     result = json.loads((inspected / "replay.json").read_text())
@@ -67,8 +93,17 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
 
 
 def test_replay_refuses_settings_that_made_the_batch(base_model_dir, tmp_path):
-    done = rlvr("inspect", "--config", "configs/smoke.yaml", "--set", f"model.name={base_model_dir}",
-                "--set", "train.threads=1", "--out", str(tmp_path))
+    done = rlvr(
+        "inspect",
+        "--config",
+        "configs/smoke.yaml",
+        "--set",
+        f"model.name={base_model_dir}",
+        "--set",
+        "train.threads=1",
+        "--out",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     capture = str(tmp_path / "capture.json")
     done = rlvr("inspect", "--replay", capture, "--set", "rollout.group_size=8")
@@ -79,9 +114,24 @@ def test_replay_refuses_settings_that_made_the_batch(base_model_dir, tmp_path):
 
 def test_grad_variance_writes_a_row_per_group_size(base_model_dir, tmp_path):
     out = tmp_path / "gv.json"
-    done = rlvr("grad-variance", "--set", f"model.name={base_model_dir}", "--set", "train.batch_queries=3",
-                "--set", "train.threads=1", "--set", "algo.beta=0", "--group-sizes", "2,4", "--batches", "1",
-                "--out", str(out), "--quiet")
+    done = rlvr(
+        "grad-variance",
+        "--set",
+        f"model.name={base_model_dir}",
+        "--set",
+        "train.batch_queries=3",
+        "--set",
+        "train.threads=1",
+        "--set",
+        "algo.beta=0",
+        "--group-sizes",
+        "2,4",
+        "--batches",
+        "1",
+        "--out",
+        str(out),
+        "--quiet",
+    )
     assert done.returncode == 0, done.stderr
     assert "B_simple" in done.stdout
     rows = json.loads(out.read_text())["rows"]

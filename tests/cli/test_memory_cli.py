@@ -16,8 +16,29 @@ def test_table_names_every_component_with_units(capsys):
 
 
 def test_json_matches_the_flags(capsys):
-    assert main(["memory", "--model", "tiny-arith", "--precision", "fp32", "--beta", "0", "--json",
-                 "--prompt-len", "8", "--completion-len", "16", "--batch", "4", "--micro-batch", "8"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "--model",
+                "tiny-arith",
+                "--precision",
+                "fp32",
+                "--beta",
+                "0",
+                "--json",
+                "--prompt-len",
+                "8",
+                "--completion-len",
+                "16",
+                "--batch",
+                "4",
+                "--micro-batch",
+                "8",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     components = report["components"]
     assert "reference_weights" not in components  # GRPO with beta = 0
@@ -30,13 +51,16 @@ def test_dpo_defaults_to_pairs(capsys):
     assert json.loads(capsys.readouterr().out)["setup"]["group"] == 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--model", "gpt-17"], "presets: tiny-arith"),
-    (["--model", "/no/such/config.json"], "no such file"),
-    (["--gpus", "3"], "evenly over 3 GPUs"),
-    (["--sharding", "zero5"], "--sharding zero5: unknown"),
-    (["--optimizer", "lion"], "unknown optimizer"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model", "gpt-17"], "presets: tiny-arith"),
+        (["--model", "/no/such/config.json"], "no such file"),
+        (["--gpus", "3"], "evenly over 3 GPUs"),
+        (["--sharding", "zero5"], "--sharding zero5: unknown"),
+        (["--optimizer", "lion"], "unknown optimizer"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, message):
     assert main(["memory", *argv]) == 2
     err = capsys.readouterr().err

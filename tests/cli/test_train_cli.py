@@ -14,8 +14,20 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
 RLVR = [sys.executable, "-m", "rlvr.cli"]
-SMALL = ["--set", "train.batch_queries=4", "--set", "rollout.group_size=4", "--set", "task.num_eval=8",
-         "--set", "train.eval_samples=2", "--set", "task.num_train=40", "--set", "train.threads=1"]
+SMALL = [
+    "--set",
+    "train.batch_queries=4",
+    "--set",
+    "rollout.group_size=4",
+    "--set",
+    "task.num_eval=8",
+    "--set",
+    "train.eval_samples=2",
+    "--set",
+    "task.num_train=40",
+    "--set",
+    "train.threads=1",
+]
 
 
 def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -24,8 +36,19 @@ def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path):
     out = tmp_path / "run"
-    done = rlvr("train", "--set", f"model.name={base_model_dir}", "--set", "train.steps=3", *SMALL,
-                "--seed", "5", "--out", str(out), "--quiet")
+    done = rlvr(
+        "train",
+        "--set",
+        f"model.name={base_model_dir}",
+        "--set",
+        "train.steps=3",
+        *SMALL,
+        "--seed",
+        "5",
+        "--out",
+        str(out),
+        "--quiet",
+    )
     assert done.returncode == 0, done.stderr
     assert "held-out pass@1" in done.stdout
     cfg = yaml.safe_load((out / "config.yaml").read_text())
@@ -33,9 +56,23 @@ def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path):
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train_rows = [r for r in rows if "reward" in r]
     assert [r["step"] for r in train_rows] == [1, 2, 3]
-    for key in ("reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "clip_ratio/low_mean",
-                "clip_ratio/high_mean", "clip_ratio/region_mean", "completions/mean_length", "grad_norm",
-                "learning_rate", "time/generate", "time/verify", "time/forward_backward", "time/optimizer"):
+    for key in (
+        "reward",
+        "reward_std",
+        "frac_reward_zero_std",
+        "kl",
+        "entropy",
+        "clip_ratio/low_mean",
+        "clip_ratio/high_mean",
+        "clip_ratio/region_mean",
+        "completions/mean_length",
+        "grad_norm",
+        "learning_rate",
+        "time/generate",
+        "time/verify",
+        "time/forward_backward",
+        "time/optimizer",
+    ):
         assert key in train_rows[0], key
     assert all(r["grad_norm"] is not None and r["grad_norm"] >= 0 for r in train_rows)
     summary = json.loads((out / "summary.json").read_text())
@@ -58,8 +95,10 @@ def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path):
         (["--set", "optim.micro_batch_size=5"], "does not divide"),
         (["--config", "nope.yaml"], "config file not found"),
         (["--set", "model.name=/nonexistent"], "neither 'tiny-arith' nor a directory"),
-        (["--set", "task.name=jsonl", "--set", "task.train_path=/no.jsonl", "--set", "task.eval_path=/no.jsonl"],
-         "dataset file not found"),
+        (
+            ["--set", "task.name=jsonl", "--set", "task.train_path=/no.jsonl", "--set", "task.eval_path=/no.jsonl"],
+            "dataset file not found",
+        ),
         (["--resume", "/nonexistent"], "no run with a checkpoint"),
     ],
 )
@@ -77,9 +116,20 @@ def test_asking_for_cuda_without_one_is_a_user_error(tmp_path):
 
 def test_dataset_row_without_criteria_is_named(tmp_path):
     rows = tmp_path / "rows.jsonl"
-    rows.write_text('{"id": "a", "prompt": "1+1", "verifier": {"type": "math", "answer": "2"}}\n{"id": "b", "prompt": "2+2"}\n')
-    done = rlvr("train", "--set", "task.name=jsonl", "--set", f"task.train_path={rows}",
-                "--set", f"task.eval_path={rows}", "--out", str(tmp_path / "r"))
+    rows.write_text(
+        '{"id": "a", "prompt": "1+1", "verifier": {"type": "math", "answer": "2"}}\n{"id": "b", "prompt": "2+2"}\n'
+    )
+    done = rlvr(
+        "train",
+        "--set",
+        "task.name=jsonl",
+        "--set",
+        f"task.train_path={rows}",
+        "--set",
+        f"task.eval_path={rows}",
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert done.returncode == 2 and "rows.jsonl:2: missing 'verifier'" in done.stderr
 
 
@@ -99,16 +149,20 @@ def test_resume_after_kill_loses_no_step_and_matches_an_uninterrupted_run(base_m
     assert rlvr("train", *common, "--out", str(straight)).returncode == 0
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([*RLVR, "train", *common, "--out", str(killed)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*RLVR, "train", *common, "--out", str(killed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     _wait_for_steps(killed / "metrics.jsonl", 2, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (killed / "summary.json").exists()
     done = rlvr("train", "--resume", str(killed), "--quiet")
     assert done.returncode == 0, done.stderr
-    steps = [json.loads(line)["step"] for line in (killed / "metrics.jsonl").read_text().splitlines()
-             if "reward" in json.loads(line)]
+    steps = [
+        json.loads(line)["step"]
+        for line in (killed / "metrics.jsonl").read_text().splitlines()
+        if "reward" in json.loads(line)
+    ]
     assert steps == [1, 2, 3, 4, 5]  # none lost, none twice
     # optimizer and RNG state came back: the resumed run ends where the uninterrupted one does
     a = load_file(straight / "final" / "model.safetensors")
@@ -124,7 +178,18 @@ def _has_tensorboard() -> bool:
 
 @pytest.mark.skipif(_has_tensorboard(), reason="tensorboard is installed")
 def test_tensorboard_without_the_extra_says_how_to_install_it(base_model_dir, tmp_path):
-    done = rlvr("train", "--set", f"model.name={base_model_dir}", "--set", "train.tensorboard=true",
-                "--set", "train.steps=1", *SMALL, "--out", str(tmp_path / "r"), "--quiet")
+    done = rlvr(
+        "train",
+        "--set",
+        f"model.name={base_model_dir}",
+        "--set",
+        "train.tensorboard=true",
+        "--set",
+        "train.steps=1",
+        *SMALL,
+        "--out",
+        str(tmp_path / "r"),
+        "--quiet",
+    )
     assert done.returncode == 2 and "pip install -e '.[tensorboard]'" in done.stderr
     assert "Traceback" not in done.stderr

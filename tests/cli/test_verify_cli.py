@@ -14,22 +14,35 @@ from rlvr.sandbox import bwrap
 
 pytestmark = [
     pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
     pytest.mark.skipif(shutil.which("gcc", path=bwrap.TOOL_PATH) is None, reason="gcc is not installed"),
 ]
 
 ADD_TESTS = [{"stdin": "1 2\n", "stdout": "3\n"}]
 ROWS = [
-    {"query": {"id": "add-py", "prompt": "", "verifier": {"type": "stdio", "tests": ADD_TESTS}},
-     "completion": "```python\na, b = map(int, input().split())\nprint(a + b)\n```"},
-    {"query": {"id": "add-py", "prompt": "", "verifier": {"type": "stdio", "tests": ADD_TESTS}},
-     "completion": "```python\nprint(4)\n```"},
-    {"query": {"id": "add-c", "prompt": "", "verifier": {"type": "c", "flags": ["-O2", "-Wall", "-Werror"],
-                                                          "tests": ADD_TESTS}},
-     "completion": "```c\nint main(void) { int unused; return 0; }\n```"},
-    {"query": {"id": "m", "prompt": "", "verifier": {"type": "math", "answer": "42"}},
-     "completion": "<think>6*7</think><answer>42</answer>"},
+    {
+        "query": {"id": "add-py", "prompt": "", "verifier": {"type": "stdio", "tests": ADD_TESTS}},
+        "completion": "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
+    },
+    {
+        "query": {"id": "add-py", "prompt": "", "verifier": {"type": "stdio", "tests": ADD_TESTS}},
+        "completion": "```python\nprint(4)\n```",
+    },
+    {
+        "query": {
+            "id": "add-c",
+            "prompt": "",
+            "verifier": {"type": "c", "flags": ["-O2", "-Wall", "-Werror"], "tests": ADD_TESTS},
+        },
+        "completion": "```c\nint main(void) { int unused; return 0; }\n```",
+    },
+    {
+        "query": {"id": "m", "prompt": "", "verifier": {"type": "math", "answer": "42"}},
+        "completion": "<think>6*7</think><answer>42</answer>",
+    },
 ]
 
 
@@ -39,14 +52,21 @@ def write_rows(path: Path, bad_lines: list[str]) -> None:
 
 
 def rlvr_verify(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlvr.cli", "verify", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rlvr.cli", "verify", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_verify_counts_verdicts_writes_results_and_names_bad_rows(tmp_path: Path) -> None:
     rows, out = tmp_path / "rows.jsonl", tmp_path / "results.jsonl"
-    write_rows(rows, ["{not json", json.dumps({"query": {"id": "nv", "prompt": "p"}, "completion": "x"}),
-                      json.dumps({"query": {"id": "z", "verifier": {"type": "nope"}}, "completion": "x"})])
+    write_rows(
+        rows,
+        [
+            "{not json",
+            json.dumps({"query": {"id": "nv", "prompt": "p"}, "completion": "x"}),
+            json.dumps({"query": {"id": "z", "verifier": {"type": "nope"}}, "completion": "x"}),
+        ],
+    )
     done = rlvr_verify("--input", str(rows), "--out", str(out))
     assert done.returncode == 2, done.stderr  # some rows were bad
     assert "7 rows" in done.stdout and "4 checked, 3 bad" in done.stdout
@@ -78,9 +98,16 @@ def test_verify_missing_input_is_one_line_exit_2(tmp_path: Path) -> None:
 
 
 def test_verify_json_summary_runs_python_rows_in_the_pool(tmp_path: Path) -> None:
-    query = {"id": "sq", "prompt": "", "verifier": {"type": "python", "entry_point": "f",
-                                                    "tests": [{"args": [3], "expected": 9}],
-                                                    "hidden_tests": [{"args": [4], "expected": 16}]}}
+    query = {
+        "id": "sq",
+        "prompt": "",
+        "verifier": {
+            "type": "python",
+            "entry_point": "f",
+            "tests": [{"args": [3], "expected": 9}],
+            "hidden_tests": [{"args": [4], "expected": 16}],
+        },
+    }
     honest = {"query": query, "completion": "<answer>def f(x):\n    return x * x</answer>"}
     table = {"query": query, "completion": "<answer>def f(x):\n    return {3: 9}[x]</answer>"}
     rows = tmp_path / "rows.jsonl"

@@ -18,12 +18,23 @@ from rlvr.diagnostics.inspector import inspect_run
 from rlvr.train.loop import train
 
 PRESETS = sorted(path.name for path in Path("configs").glob("*.yaml"))
-EXTRA = {"kl_in_reward": ("smoke.yaml", ["algo.kl_placement=reward", "algo.beta=0.1"]),
-         "tis_bf16_sampler": ("smoke.yaml", ["rollout.dtype=bfloat16", "algo.tis_cap=2"])}
+EXTRA = {
+    "kl_in_reward": ("smoke.yaml", ["algo.kl_placement=reward", "algo.beta=0.1"]),
+    "tis_bf16_sampler": ("smoke.yaml", ["rollout.dtype=bfloat16", "algo.tis_cap=2"]),
+}
 CASES = {name: (name, []) for name in PRESETS} | EXTRA
-SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_eval=4", "train.eval_samples=1",
-         "task.num_train=24", "rollout.max_new_tokens=48", "train.threads=1", "optim.micro_batch_size=8",
-         "train.eval_every=0", "train.save_every=1"]
+SMALL = [
+    "train.batch_queries=4",
+    "rollout.group_size=4",
+    "task.num_eval=4",
+    "train.eval_samples=1",
+    "task.num_train=24",
+    "rollout.max_new_tokens=48",
+    "train.threads=1",
+    "optim.micro_batch_size=8",
+    "train.eval_every=0",
+    "train.save_every=1",
+]
 
 
 @pytest.mark.slow

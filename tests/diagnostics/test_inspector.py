@@ -16,8 +16,14 @@ from rlvr.diagnostics.html import render_capture
 from rlvr.diagnostics.inspector import inspect_config, write_capture
 from rlvr.diagnostics.replay import replay
 
-SMALL = ["train.batch_queries=3", "rollout.group_size=4", "task.num_train=30", "task.num_eval=8",
-         "optim.micro_batch_size=4", "train.threads=1"]
+SMALL = [
+    "train.batch_queries=3",
+    "rollout.group_size=4",
+    "task.num_train=30",
+    "task.num_eval=8",
+    "optim.micro_batch_size=4",
+    "train.threads=1",
+]
 # two passes over the batch with a tight clip range, so that ratios move off 1 and some tokens clip
 MOVED = ["algo.num_iterations=2", "optim.lr=5e-4", "algo.epsilon=0.05", "algo.beta=0.04"]
 
@@ -39,8 +45,14 @@ def test_schema_and_shapes(captured):
     capture, _ = captured
     b, g = 3, 4
     n, t = b * g, len(capture["mask"][0])
-    assert capture["config"] == capture["config"] | {"algorithm": "grpo", "epsilon": 0.05, "epsilon_high": 0.05,
-                                                     "beta": 0.04, "group_size": 4, "aggregation": "sequence_mean"}
+    assert capture["config"] == capture["config"] | {
+        "algorithm": "grpo",
+        "epsilon": 0.05,
+        "epsilon_high": 0.05,
+        "beta": 0.04,
+        "group_size": 4,
+        "aggregation": "sequence_mean",
+    }
     assert len(capture["prompts"]) == b and len(capture["completions"]) == n
     for key in ("rewards", "advantages"):
         assert [len(row) for row in capture[key]] == [g] * b, key
@@ -65,10 +77,19 @@ def test_loss_recomputed_from_the_exported_tensors_with_the_shipped_loss(capture
     capture, _ = captured
     c, mask = capture["config"], _tensor(capture["mask"], torch.long)  # [N, T]
     loss, stats = ALGORITHMS[c["algorithm"]].loss(
-        _tensor(capture["logp"]), _tensor(capture["old_logp"]), _tensor(capture["advantages"]).flatten(), mask,
-        ref_logp=_tensor(capture["ref_logp"]), epsilon_low=c["epsilon"], epsilon_high=c["epsilon_high"],
-        beta=c["beta"], aggregation=c["aggregation"], kl_estimator=c["kl_estimator"],
-        num_sequences=len(capture["completions"]), num_tokens=int(mask.sum()), max_tokens=c["max_new_tokens"],
+        _tensor(capture["logp"]),
+        _tensor(capture["old_logp"]),
+        _tensor(capture["advantages"]).flatten(),
+        mask,
+        ref_logp=_tensor(capture["ref_logp"]),
+        epsilon_low=c["epsilon"],
+        epsilon_high=c["epsilon_high"],
+        beta=c["beta"],
+        aggregation=c["aggregation"],
+        kl_estimator=c["kl_estimator"],
+        num_sequences=len(capture["completions"]),
+        num_tokens=int(mask.sum()),
+        max_tokens=c["max_new_tokens"],
     )
     assert float(loss) == pytest.approx(capture["loss"], rel=1e-5, abs=1e-7)  # the trainer's micro-batched loss
     assert sum(capture["row_loss"]) == pytest.approx(capture["loss"], abs=1e-6)
@@ -76,7 +97,9 @@ def test_loss_recomputed_from_the_exported_tensors_with_the_shipped_loss(capture
     ratio = _tensor(capture["ratio"])[mask.bool()]
     assert (ratio - 1).abs().max() > 1e-3 and stats["kl"] > 0
     assert stats["clip_ratio/region_mean"] == pytest.approx(capture["stats"]["clip_ratio/region_mean"], abs=1e-6)
-    assert torch.allclose(ratio, (_tensor(capture["logp"]) - _tensor(capture["old_logp"])).exp()[mask.bool()], atol=1e-6)
+    assert torch.allclose(
+        ratio, (_tensor(capture["logp"]) - _tensor(capture["old_logp"])).exp()[mask.bool()], atol=1e-6
+    )
 
 
 def test_replay_without_a_change_reproduces_the_capture(captured):
@@ -91,9 +114,18 @@ def test_replay_under_other_settings_matches_the_shipped_loss(captured):
     changed = replay(capture, out, ["algo.beta=0", "algo.aggregation=token_mean", "algo.epsilon=0.1"])
     mask = _tensor(capture["mask"], torch.long)  # [N, T]
     loss, _ = ALGORITHMS["grpo"].loss(
-        _tensor(capture["logp"]), _tensor(capture["old_logp"]), _tensor(capture["advantages"]).flatten(), mask,
-        ref_logp=None, epsilon_low=0.1, epsilon_high=0.1, beta=0.0, aggregation="token_mean",
-        num_sequences=len(capture["completions"]), num_tokens=int(mask.sum()), max_tokens=40,
+        _tensor(capture["logp"]),
+        _tensor(capture["old_logp"]),
+        _tensor(capture["advantages"]).flatten(),
+        mask,
+        ref_logp=None,
+        epsilon_low=0.1,
+        epsilon_high=0.1,
+        beta=0.0,
+        aggregation="token_mean",
+        num_sequences=len(capture["completions"]),
+        num_tokens=int(mask.sum()),
+        max_tokens=40,
     )
     assert changed["loss_after"] == pytest.approx(float(loss), abs=1e-6)
     assert changed["loss_difference"] == pytest.approx(float(loss) - capture["loss"], abs=1e-6)

@@ -15,8 +15,17 @@ from rlvr.diagnostics.memory_model import ModelSpec, load_model_spec, spec_from_
 from rlvr.errors import UserError
 
 # h=4, L=1, a=2 heads, k=1 kv head, d=2, I=8, V=10, untied
-HAND = ModelSpec(name="hand", hidden_size=4, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=2,
-                 intermediate_size=8, vocab_size=10, tie_embeddings=False)
+HAND = ModelSpec(
+    name="hand",
+    hidden_size=4,
+    num_layers=1,
+    num_heads=2,
+    num_kv_heads=1,
+    head_dim=2,
+    intermediate_size=8,
+    vocab_size=10,
+    tie_embeddings=False,
+)
 
 
 def test_parameter_count_of_a_hand_model():
@@ -44,8 +53,9 @@ def test_activation_bytes_of_a_hand_model():
     assert activation_bytes(HAND, sequences=1, prompt_len=1, completion_len=1, act_bytes=4) == 832
     assert activation_bytes(HAND, sequences=3, prompt_len=1, completion_len=1, act_bytes=4) == 3 * 832
     # checkpointing stores the layer input (e*h = 16) and recomputes one layer: 2*(16+312+76) + 56
-    assert activation_bytes(HAND, sequences=1, prompt_len=1, completion_len=1, act_bytes=4,
-                            grad_checkpointing=True) == 864
+    assert (
+        activation_bytes(HAND, sequences=1, prompt_len=1, completion_len=1, act_bytes=4, grad_checkpointing=True) == 864
+    )
 
 
 def test_kv_cache_is_two_times_layers_kv_heads_head_dim_bytes_per_token():
@@ -56,14 +66,17 @@ def test_kv_cache_is_two_times_layers_kv_heads_head_dim_bytes_per_token():
 SMALL = TrainingSetup(prompt_len=4, completion_len=4, batch=4, group=2, micro_batch=2)
 
 
-@pytest.mark.parametrize("precision, optimizer, weights, grads, opt", [
-    ("fp32", "adamw", 4, 4, 8),  # 16 bytes per parameter, all fp32
-    ("bf16-mixed", "adamw", 2, 2, 12),  # ZeRO paper section 3.1: 2 + 2 + (4 master + 4 m + 4 v) = 16
-    ("bf16", "adamw", 2, 2, 4),  # pure bf16: m and v in bf16
-    ("bf16-mixed", "adam8bit", 2, 2, 4 + 2 * (1 + 4 / 2048)),  # 1-byte states + fp32 absmax per 2048
-    ("fp32", "sgd", 4, 4, 0),
-    ("fp32", "sgd-momentum", 4, 4, 4),
-])
+@pytest.mark.parametrize(
+    "precision, optimizer, weights, grads, opt",
+    [
+        ("fp32", "adamw", 4, 4, 8),  # 16 bytes per parameter, all fp32
+        ("bf16-mixed", "adamw", 2, 2, 12),  # ZeRO paper section 3.1: 2 + 2 + (4 master + 4 m + 4 v) = 16
+        ("bf16", "adamw", 2, 2, 4),  # pure bf16: m and v in bf16
+        ("bf16-mixed", "adam8bit", 2, 2, 4 + 2 * (1 + 4 / 2048)),  # 1-byte states + fp32 absmax per 2048
+        ("fp32", "sgd", 4, 4, 0),
+        ("fp32", "sgd-momentum", 4, 4, 4),
+    ],
+)
 def test_bytes_per_parameter(precision, optimizer, weights, grads, opt):
     c = estimate(HAND, replace(SMALL, precision=precision, optimizer=optimizer)).components
     p = HAND.num_params
@@ -76,8 +89,12 @@ def test_zero_stages_divide_exactly_what_the_paper_says():
     full = estimate(HAND, replace(SMALL, gpus=4)).components
     stage = {s: estimate(HAND, replace(SMALL, gpus=4, zero_stage=s)).components for s in range(4)}
     for s in range(4):
-        for name, min_stage in (("policy_optimizer", 1), ("policy_gradients", 2),
-                                ("policy_weights", 3), ("reference_weights", 3)):
+        for name, min_stage in (
+            ("policy_optimizer", 1),
+            ("policy_gradients", 2),
+            ("policy_weights", 3),
+            ("reference_weights", 3),
+        ):
             divisor = 4 if s >= min_stage else 1
             assert stage[s][name].bytes == full[name].bytes / divisor, (s, name)
         assert stage[s]["activations"].bytes == full["activations"].bytes  # ZeRO does not shard activations
@@ -143,20 +160,27 @@ def test_a_bf16_sampler_holds_a_bf16_copy_of_the_policy_and_a_bf16_kv_cache():
     assert "sampler_weights" not in plain  # float32 samples with the policy itself
     bf16 = estimate(HAND, replace(fp32, rollout_dtype="bfloat16")).components
     assert bf16["sampler_weights"].bytes == 236 * 2
-    assert estimate(HAND, replace(fp32, rollout_dtype="bfloat16", gpus=2, zero_stage=3)).components[
-        "sampler_weights"].bytes == 236 * 2
+    assert (
+        estimate(HAND, replace(fp32, rollout_dtype="bfloat16", gpus=2, zero_stage=3))
+        .components["sampler_weights"]
+        .bytes
+        == 236 * 2
+    )
     # its KV cache is bf16 too: 4*2 sequences x 8 tokens x 2*L=1*k=1*d=2 x 2 B, against 4 B in fp32
     assert bf16["kv_cache"].bytes == 8 * 8 * 2 * 1 * 1 * 2 * 2 == plain["kv_cache"].bytes / 2
     assert bf16["peak_total"].bytes == plain["peak_total"].bytes + 236 * 2  # persistent; backward > KV here
-    assert "sampler_weights" not in estimate(HAND, replace(SMALL, algorithm="dpo", group=2,
-                                                           rollout_dtype="bfloat16")).components  # no sampling
+    assert (
+        "sampler_weights"
+        not in estimate(HAND, replace(SMALL, algorithm="dpo", group=2, rollout_dtype="bfloat16")).components
+    )  # no sampling
 
 
 def test_vllm_reserves_its_share_of_the_gpu_for_weights_and_kv_cache():
     # vLLM holds u x M for good: 0.25 x 1 GiB = 268,435,456 B, of which its bf16 weights are 236 x 2 B
     # and the rest KV cache blocks; the trainer then keeps no sampling KV cache of its own.
-    setup = replace(SMALL, rollout_backend="vllm", rollout_dtype="bfloat16", vllm_gpu_memory_utilization=0.25,
-                    gpu_memory_gib=1.0)
+    setup = replace(
+        SMALL, rollout_backend="vllm", rollout_dtype="bfloat16", vllm_gpu_memory_utilization=0.25, gpu_memory_gib=1.0
+    )
     c = {k: v.bytes for k, v in estimate(HAND, setup).components.items()}
     assert c["vllm_weights"] == 236 * 2
     assert c["vllm_kv_cache"] == 2**28 - 236 * 2
@@ -176,10 +200,15 @@ def test_a_vllm_share_smaller_than_its_weights_is_a_user_error():
 
 
 # Parameter counts published on each model's Hugging Face page (safetensors metadata).
-@pytest.mark.parametrize("preset, published", [
-    ("Qwen2.5-0.5B", 494_032_768), ("Qwen2.5-1.5B", 1_543_714_304),
-    ("Qwen2.5-7B", 7_615_616_512), ("Llama-3-8B", 8_030_261_248),
-])
+@pytest.mark.parametrize(
+    "preset, published",
+    [
+        ("Qwen2.5-0.5B", 494_032_768),
+        ("Qwen2.5-1.5B", 1_543_714_304),
+        ("Qwen2.5-7B", 7_615_616_512),
+        ("Llama-3-8B", 8_030_261_248),
+    ],
+)
 def test_presets_have_the_published_parameter_counts(preset, published):
     assert load_model_spec(preset).num_params == published
     assert load_model_spec(preset.lower()).name == preset
@@ -195,8 +224,16 @@ def test_tiny_arith_preset_counts_the_shipped_models_parameters():
 
 
 def test_config_json_parsing(tmp_path):
-    config = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
-              "intermediate_size": 96, "vocab_size": 50, "head_dim": 32, "tie_word_embeddings": True}
+    config = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "intermediate_size": 96,
+        "vocab_size": 50,
+        "head_dim": 32,
+        "tie_word_embeddings": True,
+    }
     (tmp_path / "config.json").write_text(json.dumps(config))
     spec = load_model_spec(str(tmp_path))  # a directory holding config.json
     assert (spec.num_kv_heads, spec.head_dim, spec.tie_embeddings, spec.qkv_bias) == (4, 32, True, False)
@@ -217,18 +254,21 @@ def test_bad_models_are_user_errors(tmp_path):
         load_model_spec(str(tmp_path / "missing" / "config.json"))
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"gpus": 3}, "evenly over 3 GPUs"),
-    ({"gpus": 0}, "gpus must be >= 1"),
-    ({"zero_stage": 4}, "ZeRO stage"),
-    ({"micro_batch": 9}, "micro-batch 9 exceeds"),
-    ({"algorithm": "a2c"}, "unknown algorithm 'a2c'"),
-    ({"precision": "fp8"}, "unknown precision"),
-    ({"algorithm": "dpo", "group": 4}, "group must be 2"),
-    ({"rollout_backend": "sglang"}, "unknown rollout backend"),
-    ({"rollout_dtype": "float16"}, "unknown rollout dtype"),
-    ({"vllm_gpu_memory_utilization": 1.5}, "must be in"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"gpus": 3}, "evenly over 3 GPUs"),
+        ({"gpus": 0}, "gpus must be >= 1"),
+        ({"zero_stage": 4}, "ZeRO stage"),
+        ({"micro_batch": 9}, "micro-batch 9 exceeds"),
+        ({"algorithm": "a2c"}, "unknown algorithm 'a2c'"),
+        ({"precision": "fp8"}, "unknown precision"),
+        ({"algorithm": "dpo", "group": 4}, "group must be 2"),
+        ({"rollout_backend": "sglang"}, "unknown rollout backend"),
+        ({"rollout_dtype": "float16"}, "unknown rollout dtype"),
+        ({"vllm_gpu_memory_utilization": 1.5}, "must be in"),
+    ],
+)
 def test_impossible_setups_are_user_errors(change, message):
     with pytest.raises(UserError, match=message):
         estimate(HAND, replace(SMALL, **change))

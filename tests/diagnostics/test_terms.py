@@ -45,6 +45,8 @@ def test_weights_and_row_shares(algorithm, aggregation):
     for sign in (1, -1):
         logp = x.logp.clone()
         logp[i, t] += sign * h
-        bumped.append(float(loss_terms(algo, LossInputs(logp, x.old_logp, x.ref_logp, x.advantages, x.mask, 8))["loss"]))
+        bumped.append(
+            float(loss_terms(algo, LossInputs(logp, x.old_logp, x.ref_logp, x.advantages, x.mask, 8))["loss"])
+        )
     assert float(terms["token_weight"][i, t]) == pytest.approx((bumped[0] - bumped[1]) / (2 * h), rel=1e-5, abs=1e-9)
     assert not terms["token_weight"][~x.mask.bool()].any()  # padding gets no push

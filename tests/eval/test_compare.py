@@ -3,8 +3,15 @@
 import math
 
 from rlvr.algos import ALGORITHMS
-from rlvr.eval.compare import (NOT_MEASURED, final_reward, format_table, peak_memory, reward_jitter,
-                               step_rewards, summarize_algorithm)
+from rlvr.eval.compare import (
+    NOT_MEASURED,
+    final_reward,
+    format_table,
+    peak_memory,
+    reward_jitter,
+    step_rewards,
+    summarize_algorithm,
+)
 from rlvr.train.compare import DEFAULT_ALGORITHMS, known_algorithms, resolve_algorithms
 
 
@@ -36,10 +43,22 @@ def test_memory_is_the_logged_peak_or_not_measured():
 
 
 def _run(seed, rewards, memory=None, passk=(0.5, 0.75), cot=(0.25, 0.5)):
-    rows = [{"step": i + 1, "reward": r, "explore/distinct_correct": 3 * (i + 1), "explore/queries_solved": i + 1,
-             **(memory or {})} for i, r in enumerate(rewards)]
-    return {"seed": seed, "rows": rows, "wall_s": 10.0 + seed,
-            "passk": {"pass@k": list(passk), "cot_pass@k": list(cot)}}
+    rows = [
+        {
+            "step": i + 1,
+            "reward": r,
+            "explore/distinct_correct": 3 * (i + 1),
+            "explore/queries_solved": i + 1,
+            **(memory or {}),
+        }
+        for i, r in enumerate(rewards)
+    ]
+    return {
+        "seed": seed,
+        "rows": rows,
+        "wall_s": 10.0 + seed,
+        "passk": {"pass@k": list(passk), "cot_pass@k": list(cot)},
+    }
 
 
 def test_summary_over_seeds_by_hand():
@@ -57,8 +76,9 @@ def test_summary_over_seeds_by_hand():
 
 def test_table_says_not_measured_and_shows_logged_memory():
     plain = summarize_algorithm([_run(0, [0.1, 0.2]), _run(1, [0.2, 0.3])])
-    measured = summarize_algorithm([_run(s, [0.1, 0.2], memory={"memory/policy_weights": (1 + s) * 2**20})
-                                    for s in (0, 1)])
+    measured = summarize_algorithm(
+        [_run(s, [0.1, 0.2], memory={"memory/policy_weights": (1 + s) * 2**20}) for s in (0, 1)]
+    )
     report = {"k": [1, 2], "algorithms": {"grpo": plain, "dpo": measured}, "base": None}
     table = format_table(report)
     lines = table.splitlines()

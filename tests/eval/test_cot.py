@@ -7,8 +7,12 @@ from rlvr.tasks.arith import make_queries
 from rlvr.types import Query
 
 # (7*8)-5: 7*8=56, 56-5=51
-Q = Query(id="q", prompt="(7*8)-5", verifier={"type": "math", "answer": "51"},
-          meta={"task": "arith", "operands": [7, 8, 5], "ops": ["*", "-"]})
+Q = Query(
+    id="q",
+    prompt="(7*8)-5",
+    verifier={"type": "math", "answer": "51"},
+    meta={"task": "arith", "operands": [7, 8, 5], "ops": ["*", "-"]},
+)
 # the same query without meta: the checker must read the prompt
 Q_NO_META = Query(id="q", prompt="(7*8)-5", verifier={"type": "math", "answer": "51"})
 

@@ -15,8 +15,24 @@ def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def test_eval_writes_json_and_png(base_model_dir, tmp_path):
     out = tmp_path / "ev"
-    done = rlvr("eval", "--model", str(base_model_dir), "--base", "tiny-arith", "--n", "4", "--k", "1,2,4",
-                "--num-queries", "6", "--seed", "3", "--out", str(out), "--quiet")
+    done = rlvr(
+        "eval",
+        "--model",
+        str(base_model_dir),
+        "--base",
+        "tiny-arith",
+        "--n",
+        "4",
+        "--k",
+        "1,2,4",
+        "--num-queries",
+        "6",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+        "--quiet",
+    )
     assert done.returncode == 0, done.stderr
     assert "CoT-pass@k" in done.stdout and "pass@k:" in done.stdout
     report = json.loads((out / "eval.json").read_text())

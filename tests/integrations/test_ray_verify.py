@@ -28,8 +28,12 @@ SLOW_ADD = "import time\n\ndef add(a, b):\n    time.sleep(1.5)\n    return a {op
 @pytest.fixture(scope="module")
 def ray_cluster():
     source_root = str(Path(rlvr.__file__).parents[1])  # workers import this tree's rlvr, as the driver does
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": source_root, "OMP_NUM_THREADS": "1"}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": source_root, "OMP_NUM_THREADS": "1"}},
+    )
     yield
     ray.shutdown()
 
@@ -38,8 +42,11 @@ def _items(n: int) -> tuple[list[tuple[Query, str]], list[bool]]:
     """n python completions; every third one is wrong (returns a - b)."""
     items, correct = [], []
     for i in range(n):
-        query = Query(f"q{i}", "write add", {"type": "python", "entry_point": "add",
-                                             "tests": [{"args": [i, 2], "expected": i + 2}]})
+        query = Query(
+            f"q{i}",
+            "write add",
+            {"type": "python", "entry_point": "add", "tests": [{"args": [i, 2], "expected": i + 2}]},
+        )
         right = i % 3 != 2
         items.append((query, f"```python\n{SLOW_ADD.format(op='+' if right else '-')}```"))
         correct.append(right)
@@ -86,9 +93,11 @@ def test_killed_worker_is_retried_and_nothing_is_lost_or_counted_twice(ray_clust
 
 
 def test_reward_function_on_ray_matches_local_verdicts(ray_cluster):
-    math_rows = [(Query("m1", "2+2=", {"type": "math", "answer": "4"}), "<answer>4</answer>"),
-                 (Query("m2", "half", {"type": "math", "answer": "1/2"}), "<answer>0.5</answer>"),
-                 (Query("m3", "bad", {"type": "math", "answer": ""}), "<answer>1</answer>")]
+    math_rows = [
+        (Query("m1", "2+2=", {"type": "math", "answer": "4"}), "<answer>4</answer>"),
+        (Query("m2", "half", {"type": "math", "answer": "1/2"}), "<answer>0.5</answer>"),
+        (Query("m3", "bad", {"type": "math", "answer": ""}), "<answer>1</answer>"),
+    ]
     python_rows = _items(3)[0]
     items = [*math_rows, *python_rows]
     on_ray = RewardFunction(verifier_for=RayVerifiers(chunk_size=2)).score_batch(items)
@@ -113,9 +122,18 @@ def test_training_step_verifies_on_ray_with_the_backend_setting(ray_cluster, bas
     from rlvr.config import load_config
     from rlvr.train.loop import Trainer
 
-    cfg = load_config(None, [f"model.name={base_model_dir}", "train.batch_queries=2", "rollout.group_size=4",
-                             "task.num_train=20", "task.num_eval=4", "rollout.max_new_tokens=24",
-                             "reward.backend=ray"])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={base_model_dir}",
+            "train.batch_queries=2",
+            "rollout.group_size=4",
+            "task.num_train=20",
+            "task.num_eval=4",
+            "rollout.max_new_tokens=24",
+            "reward.backend=ray",
+        ],
+    )
     trainer = Trainer(cfg, tmp_path)
     metrics = trainer.step(0)
     verifier = trainer.reward_fn._verifier_for("math")

@@ -30,8 +30,8 @@ def read_wandb_records(path: Path) -> list:
         if block - position % block < 7:  # a block's tail too short for a header is padding
             position += block - position % block
             continue
-        length, kind = int.from_bytes(data[position + 4:position + 6], "little"), data[position + 6]
-        chunk, position = data[position + 7:position + 7 + length], position + 7 + length
+        length, kind = int.from_bytes(data[position + 4 : position + 6], "little"), data[position + 6]
+        chunk, position = data[position + 7 : position + 7 + length], position + 7 + length
         if kind in (1, 2):
             pending = chunk
         elif kind in (3, 4):
@@ -62,11 +62,14 @@ def test_tracker_config_parses_and_rejects_unknown_names():
         load_config(None, ["train.trackers=3"])
 
 
-@pytest.mark.parametrize("package, overrides, asker", [
-    ("wandb", ["train.trackers=[jsonl, wandb]"], "train.trackers includes 'wandb', which"),
-    ("tensorboard", ["train.trackers=[tensorboard]"], "train.trackers includes 'tensorboard', which"),
-    ("tensorboard", ["train.tensorboard=true"], "train.tensorboard=true"),
-])
+@pytest.mark.parametrize(
+    "package, overrides, asker",
+    [
+        ("wandb", ["train.trackers=[jsonl, wandb]"], "train.trackers includes 'wandb', which"),
+        ("tensorboard", ["train.trackers=[tensorboard]"], "train.trackers includes 'tensorboard', which"),
+        ("tensorboard", ["train.tensorboard=true"], "train.tensorboard=true"),
+    ],
+)
 def test_missing_tracker_package_is_a_config_error_with_the_install_command(monkeypatch, package, overrides, asker):
     monkeypatch.setitem(sys.modules, package, None)  # what Python does for a package that is not there
     with pytest.raises(ConfigError) as error:
@@ -82,18 +85,47 @@ def test_train_writes_tensorboard_and_offline_wandb_from_an_hf_parquet_task(base
 
     for split, count in (("train", 40), ("test", 8)):  # arith queries, stored as a HF dataset would
         queries = make_queries(count, split="train" if split == "train" else "heldout", seed=0)
-        pd.DataFrame({"question": [q.prompt for q in queries], "solution": [q.verifier["answer"] for q in queries]}
-                     ).to_parquet(tmp_path / f"{split}.parquet")
+        pd.DataFrame(
+            {"question": [q.prompt for q in queries], "solution": [q.verifier["answer"] for q in queries]}
+        ).to_parquet(tmp_path / f"{split}.parquet")
     out = tmp_path / "run"
     monkeypatch.delenv("WANDB_MODE", raising=False)  # offline must come from rlvr's default, not the env
-    done = subprocess.run([*RLVR, "train", "--set", f"model.name={base_model_dir}", "--set", "train.steps=2",
-                           "--set", "train.batch_queries=4", "--set", "rollout.group_size=4", "--set", "train.threads=1",
-                           "--set", "train.eval_samples=2", "--set", "task.name=hf",
-                           "--set", f"task.hf_path={tmp_path / 'train.parquet'}",
-                           "--set", f"task.hf_eval_path={tmp_path / 'test.parquet'}",
-                           "--set", "task.hf_prompt_column=question", "--set", "task.hf_answer_column=solution",
-                           "--set", "train.trackers=[jsonl, tensorboard, wandb]", "--out", str(out), "--quiet"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            *RLVR,
+            "train",
+            "--set",
+            f"model.name={base_model_dir}",
+            "--set",
+            "train.steps=2",
+            "--set",
+            "train.batch_queries=4",
+            "--set",
+            "rollout.group_size=4",
+            "--set",
+            "train.threads=1",
+            "--set",
+            "train.eval_samples=2",
+            "--set",
+            "task.name=hf",
+            "--set",
+            f"task.hf_path={tmp_path / 'train.parquet'}",
+            "--set",
+            f"task.hf_eval_path={tmp_path / 'test.parquet'}",
+            "--set",
+            "task.hf_prompt_column=question",
+            "--set",
+            "task.hf_answer_column=solution",
+            "--set",
+            "train.trackers=[jsonl, tensorboard, wandb]",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = {row["step"]: row for row in rows if "reward" in row}

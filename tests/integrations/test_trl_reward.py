@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlvr.tasks.criteria import CriteriaError
 from rlvr.integrations.trl import TrlReward, TrlRewardError, message_text
 from rlvr.models import load_policy
 from rlvr.tasks.arith import make_queries
+from rlvr.tasks.criteria import CriteriaError
 from rlvr.types import Query, Verdict
 from rlvr.verifiers import RewardFunction, get_verifier
 
@@ -53,17 +53,39 @@ def _run_grpo(model_dir: Path, out: Path, *, conversational: bool, steps: int):
             row["prompt"] = [{"role": "user", "content": row["prompt"].removeprefix(tokenizer.bos_token)}]
             row["verifier"] = json.dumps(row["verifier"])
     args = GRPOConfig(
-        output_dir=str(out), use_cpu=True, bf16=False, fp16=False, seed=0,
-        per_device_train_batch_size=len(rows) * G, gradient_accumulation_steps=1, steps_per_generation=1,
-        num_generations=G, max_completion_length=40, temperature=1.0, top_k=0, beta=0.04,
-        learning_rate=5e-4, gradient_checkpointing=False, max_steps=steps, logging_steps=1,
-        log_completions=True, save_strategy="no", eval_strategy="no", report_to="none",
-        disable_tqdm=True, dataloader_num_workers=0,
+        output_dir=str(out),
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        seed=0,
+        per_device_train_batch_size=len(rows) * G,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        num_generations=G,
+        max_completion_length=40,
+        temperature=1.0,
+        top_k=0,
+        beta=0.04,
+        learning_rate=5e-4,
+        gradient_checkpointing=False,
+        max_steps=steps,
+        logging_steps=1,
+        log_completions=True,
+        save_strategy="no",
+        eval_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = GRPOTrainer(model=model, reward_funcs=TrlReward(), args=args,
-                              train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer)
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=TrlReward(),
+            args=args,
+            train_dataset=datasets.Dataset.from_list(rows),
+            processing_class=tokenizer,
+        )
         trainer.remove_callback(PrinterCallback)
         trainer.train()
     logged = pd.concat([pd.read_parquet(path) for path in sorted((out / "completions").glob("*.parquet"))])
@@ -76,8 +98,9 @@ def _prompt_text(prompt) -> str:
 
 
 def _completion_text(completion) -> str:
-    return completion if isinstance(completion, str) else message_text([dict(m) for m in completion],
-                                                                        roles=("assistant",))
+    return (
+        completion if isinstance(completion, str) else message_text([dict(m) for m in completion], roles=("assistant",))
+    )
 
 
 def _check_against_rlvr(queries: list[Query], logged, history, steps: int) -> None:
@@ -86,7 +109,7 @@ def _check_against_rlvr(queries: list[Query], logged, history, steps: int) -> No
     verdicts, unscorable_groups = set(), 0
     assert len(logged) == steps * len(queries) * G
     for start in range(0, len(logged), G):  # TRL samples each prompt G times in a row
-        group = logged.iloc[start:start + G]
+        group = logged.iloc[start : start + G]
         prompt = _prompt_text(group["prompt"].iloc[0])
         logged_rewards = group["rlvr"].tolist()
         advantages = group["advantage"].tolist()
@@ -107,7 +130,7 @@ def _check_against_rlvr(queries: list[Query], logged, history, steps: int) -> No
     assert {Verdict.PASS, Verdict.FAIL} <= verdicts, "a run with one verdict would not test much"
     assert len(history) == steps
     for step, entry in enumerate(history):
-        rows = logged.iloc[step * len(queries) * G:(step + 1) * len(queries) * G]["rlvr"]
+        rows = logged.iloc[step * len(queries) * G : (step + 1) * len(queries) * G]["rlvr"]
         assert entry["reward"] == pytest.approx(rows.dropna().mean(), abs=1e-6)  # NaN rows left out
         assert entry["verifier/unscorable"] == G  # the broken row's completions, per call
 
@@ -132,7 +155,7 @@ def test_criteria_column_missing_or_malformed_names_the_row():
         reward(prompts=["1+1="], completions=["<answer>2</answer>"], answer=["2"])
     with pytest.raises(CriteriaError, match="completion 1, column 'verifier': not valid JSON"):
         reward(prompts=["a", "b"], completions=["x", "y"], verifier=['{"type": "math", "answer": "1"}', "{oops"])
-    with pytest.raises(CriteriaError, match="completion 0.*criteria object with a \"type\""):
+    with pytest.raises(CriteriaError, match='completion 0.*criteria object with a "type"'):
         reward(prompts=["a"], completions=["x"], verifier=[{"answer": "1"}])
 
 
@@ -141,18 +164,33 @@ def test_mixed_types_as_json_strings_and_a_single_verifier():
     """Math and python rows in one call (the python one runs in the real sandbox), conversational
     completions, and a bare Verifier as scorer (reward = its score, None when unscorable)."""
     python = {"type": "python", "entry_point": "add", "tests": [{"args": [2, 3], "expected": 5}]}
-    columns = {"verifier": [json.dumps({"type": "math", "answer": "7"}), json.dumps(python),
-                            {"type": "math", "answer": "7", "entry_point": None}, {"type": "math", "answer": " "}]}
-    completions = [[{"role": "assistant", "content": "<think>3+4</think><answer>7</answer>"}],
-                   [{"role": "assistant", "content": "```python\ndef add(a, b):\n    return a + b\n```"}],
-                   "<answer>8</answer>", "<answer>7</answer>"]
+    columns = {
+        "verifier": [
+            json.dumps({"type": "math", "answer": "7"}),
+            json.dumps(python),
+            {"type": "math", "answer": "7", "entry_point": None},
+            {"type": "math", "answer": " "},
+        ]
+    }
+    completions = [
+        [{"role": "assistant", "content": "<think>3+4</think><answer>7</answer>"}],
+        [{"role": "assistant", "content": "```python\ndef add(a, b):\n    return a + b\n```"}],
+        "<answer>8</answer>",
+        "<answer>7</answer>",
+    ]
     extra: dict[str, list] = {}
     metrics: dict[str, float] = {}
-    rewards = TrlReward()(prompts=["p"] * 4, completions=completions, **columns,
-                          log_extra=extra.__setitem__, log_metric=metrics.__setitem__)
+    rewards = TrlReward()(
+        prompts=["p"] * 4,
+        completions=completions,
+        **columns,
+        log_extra=extra.__setitem__,
+        log_metric=metrics.__setitem__,
+    )
     assert rewards == [1.0, 1.0, 0.0, None]
     assert extra["rlvr/verdict"] == ["pass", "pass", "fail", "error"]
     assert metrics == {"verifier/unscorable": 1.0}
     only_math = TrlReward(get_verifier("math"), name="math")
-    assert only_math(prompts=["p"] * 2, completions=["<answer>7</answer>", "<answer>7</answer>"],
-                     verifier=columns["verifier"][2:]) == [1.0, None]
+    assert only_math(
+        prompts=["p"] * 2, completions=["<answer>7</answer>", "<answer>7</answer>"], verifier=columns["verifier"][2:]
+    ) == [1.0, None]

@@ -17,8 +17,22 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two finished 2-step runs that differ only in beta (0.0 and 0.04), nested as a sweep nests them."""
     root = tmp_path_factory.mktemp("lab-runs")
     for beta in ("0.0", "0.04"):
-        code = main(["train", "--config", SMOKE, "--set", "train.steps=2", "--set", f"algo.beta={beta}",
-                     "--set", "train.threads=1", "--out", str(root / "sweep" / f"beta{beta}"), "--quiet"])
+        code = main(
+            [
+                "train",
+                "--config",
+                SMOKE,
+                "--set",
+                "train.steps=2",
+                "--set",
+                f"algo.beta={beta}",
+                "--set",
+                "train.threads=1",
+                "--out",
+                str(root / "sweep" / f"beta{beta}"),
+                "--quiet",
+            ]
+        )
         assert code == 0
     return root
 
@@ -27,8 +41,24 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def eval_json(runs_root: Path) -> Path:
     """A real `rlvr eval` of the beta=0.04 run against the shipped base (n=4, k=1,2,4, 8 queries)."""
     out = runs_root / "sweep" / "beta0.04" / "eval"
-    code = main(["eval", "--model", str(runs_root / "sweep" / "beta0.04" / "final"), "--base", "tiny-arith",
-                 "--n", "4", "--k", "1,2,4", "--num-queries", "8", "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "eval",
+            "--model",
+            str(runs_root / "sweep" / "beta0.04" / "final"),
+            "--base",
+            "tiny-arith",
+            "--n",
+            "4",
+            "--k",
+            "1,2,4",
+            "--num-queries",
+            "8",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     return out / "eval.json"
 
@@ -48,8 +78,26 @@ def compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     In its own folder, so the knob tests' run list stays the two sweep runs.
     """
     out = tmp_path_factory.mktemp("lab-compare") / "compare"
-    code = main(["compare", "--config", SMOKE, "--set", "train.threads=1", "--seeds", "0,1", "--steps", "8",
-                 "--n", "2", "--num-queries", "4", "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "compare",
+            "--config",
+            SMOKE,
+            "--set",
+            "train.threads=1",
+            "--seeds",
+            "0,1",
+            "--steps",
+            "8",
+            "--n",
+            "2",
+            "--num-queries",
+            "4",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     return out
 
@@ -58,8 +106,23 @@ def compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def hacked_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real 2-step run against a noisy verifier that passes half of the gold fails (its own folder)."""
     out = tmp_path_factory.mktemp("lab-hacked") / "noisy"
-    code = main(["train", "--config", SMOKE, "--set", "train.steps=2", "--set", "train.threads=1",
-                 "--set", "reward.fidelity=noisy", "--set", "reward.false_positive_rate=0.5",
-                 "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "train",
+            "--config",
+            SMOKE,
+            "--set",
+            "train.steps=2",
+            "--set",
+            "train.threads=1",
+            "--set",
+            "reward.fidelity=noisy",
+            "--set",
+            "reward.false_positive_rate=0.5",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     return out

@@ -10,11 +10,18 @@ import pytest
 from rlvr.lab.breaks import COLUMNS, HOSTILE, judge_hostile
 from rlvr.sandbox import bwrap
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                                reason="bubblewrap is not installed (apt-get install bubblewrap)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+    reason="bubblewrap is not installed (apt-get install bubblewrap)",
+)
 
-WHY = {"busy_loop": "timeout", "memory_bomb": "memory", "stdout_flood": "output_limit",
-       "always_equal_object": "wrong_answer", "exit_0_at_import": "protocol_violation"}
+WHY = {
+    "busy_loop": "timeout",
+    "memory_bomb": "memory",
+    "stdout_flood": "output_limit",
+    "always_equal_object": "wrong_answer",
+    "exit_0_at_import": "protocol_violation",
+}
 """Error classes the verifier gives these attacks (as tests/sandbox/test_hostile.py classifies them)."""
 
 
@@ -58,7 +65,9 @@ def test_hacked_examples_are_training_passes_that_gold_fails(hacked_run, runs_ro
     counts, frame = hacked_examples(hacked_run)
     assert counts["sampled"] == 32 and list(frame.columns) == HACK_COLUMNS
     assert len(frame) == counts["hacked"] > 0  # half of the tiny model's gold fails are flipped to passes
-    assert counts["hacked"] <= counts["training passes"] and counts["gold passes"] + counts["hacked"] <= counts["judged"]
+    assert (
+        counts["hacked"] <= counts["training passes"] and counts["gold passes"] + counts["hacked"] <= counts["judged"]
+    )
     gold = RewardFunction({"correctness": 1.0})
     by_prompt = {q.prompt: q for q in load_task(load_config(hacked_run / "config.yaml").task)[0]}
     for prompt, completion in zip(frame["query"], frame["completion"]):

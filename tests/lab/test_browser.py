@@ -10,8 +10,10 @@ import pytest
 playwright = pytest.importorskip("playwright.sync_api", reason="browser tests need rlvr[dev] (playwright)")
 pytest.importorskip("gradio", reason="the lab needs rlvr[lab]")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(CHROMIUM is None, reason="needs the system chromium (setup.sh: apt-get install chromium)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs the system chromium (setup.sh: apt-get install chromium)"),
+]
 
 from rlvr.lab import run_lab  # noqa: E402
 from rlvr.lab.runs import measured, read_run  # noqa: E402
@@ -23,8 +25,9 @@ def _pass_at_1(runs_root: Path, beta: str) -> str:
     return f"{100 * measured(read_run(runs_root / 'sweep' / f'beta{beta}'))['pass@1'][1]:.1f}%"
 
 
-def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path, compare_dir: Path,
-                            tmp_path: Path) -> None:
+def test_views_in_a_browser(
+    runs_root: Path, eval_json: Path, capture_html: Path, compare_dir: Path, tmp_path: Path
+) -> None:
     root = tmp_path / "runs"
     shutil.copytree(runs_root, root)  # the live run lands here, not among the shared runs
     (root / "compare").mkdir()  # the comparison's outputs only: its runs would add knob values
@@ -59,12 +62,14 @@ def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path
             playwright.expect(page.locator("#passk-answer")).to_contain_text("n=4 samples", timeout=30_000)
             page.screenshot(path=str(tmp_path / "passk.png"), full_page=True)
             page.get_by_role("tab", name="One step").click()
-            playwright.expect(page.frame_locator("#capture-frame").locator("body")).to_contain_text("advantage",
-                                                                                                   timeout=30_000)
+            playwright.expect(page.frame_locator("#capture-frame").locator("body")).to_contain_text(
+                "advantage", timeout=30_000
+            )
             page.locator("#replay-button").click()  # the chosen capture, replayed with the default controls
             playwright.expect(page.locator("#replay-text")).to_contain_text("gradient norm", timeout=60_000)
-            playwright.expect(page.frame_locator("#replay-frame").locator("body")).to_contain_text("advantage",
-                                                                                                  timeout=30_000)
+            playwright.expect(page.frame_locator("#replay-frame").locator("body")).to_contain_text(
+                "advantage", timeout=30_000
+            )
             page.screenshot(path=str(tmp_path / "one-step.png"), full_page=True)
             page.get_by_role("tab", name="Paradigms compared").click()
             playwright.expect(page.locator("#compare-answer")).to_contain_text("grpo, ppo, dpo", timeout=30_000)
@@ -77,7 +82,18 @@ def test_views_in_a_browser(runs_root: Path, eval_json: Path, capture_html: Path
             browser.close()
     finally:
         app.close()
-    assert all((tmp_path / name).stat().st_size > 10_000 for name in ("knobs-beta0.0.png", "knobs-beta0.04.png", "live.png", "memory.png", "passk.png", "one-step.png",
-                                                               "paradigms.png", "verifiers.png"))
+    assert all(
+        (tmp_path / name).stat().st_size > 10_000
+        for name in (
+            "knobs-beta0.0.png",
+            "knobs-beta0.04.png",
+            "live.png",
+            "memory.png",
+            "passk.png",
+            "one-step.png",
+            "paradigms.png",
+            "verifiers.png",
+        )
+    )
     [live_run] = [path for path in root.glob("lab-*") if (path / "summary.json").is_file()]
     assert "beta: 0.04" in (live_run / "config.yaml").read_text()

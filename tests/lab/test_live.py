@@ -84,8 +84,14 @@ def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, st
 
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    lab = subprocess.Popen([sys.executable, "-m", "rlvr.cli", "lab", "--runs", str(tmp_path), "--port", str(port)],
-                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lab = subprocess.Popen(
+        [sys.executable, "-m", "rlvr.cli", "lab", "--runs", str(tmp_path), "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         assert "http://127.0.0.1:" in lab.stdout.readline()  # the address, printed once it serves
         client = gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)

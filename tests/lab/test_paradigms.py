@@ -77,7 +77,9 @@ def test_view_serves_table_figure_and_memory(lab: str, compare_dir: Path) -> Non
     client = gradio_client.Client(lab, verbose=False)
     text, table, figure, measured = client.predict(str(compare_dir / "compare.json"), api_name="/paradigms")
     assert "grpo, ppo, dpo" in text and "8 steps x seeds [0, 1]" in text
-    assert [row[0] for row in table["data"]] == compare_frame(read_compare(compare_dir / "compare.json"))["quantity"].tolist()
+    assert [row[0] for row in table["data"]] == compare_frame(read_compare(compare_dir / "compare.json"))[
+        "quantity"
+    ].tolist()
     assert Path(figure).read_bytes() == (compare_dir / "compare.png").read_bytes()
     assert {row[0] for row in measured["data"]} == {"grpo", "ppo", "dpo"}
     text, *_ = client.predict("", api_name="/paradigms")

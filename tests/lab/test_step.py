@@ -34,8 +34,23 @@ def step_lab(tmp_path_factory: pytest.TempPathFactory):
 def trained(step_lab) -> Path:
     """A real 1-step run in the lab's folder: its checkpoint is a policy that differs from the reference."""
     out = step_lab[0] / "run"
-    assert main(["train", "--config", "configs/smoke.yaml", "--set", "train.steps=1", "--set", "train.threads=1",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                "configs/smoke.yaml",
+                "--set",
+                "train.steps=1",
+                "--set",
+                "train.threads=1",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -68,7 +83,9 @@ def test_replay_with_beta_changed_shows_what_replay_returns(step_lab, trained: P
     text, difference, frame = client.predict(str(captured), 0.2, 0.5, "grpo", "sequence_mean", api_name="/replay")
     overrides = replay_overrides(0.2, 0.5, "grpo", "sequence_mean")
     expected = replay(read_capture(captured.with_name("capture.json")), captured.parent, overrides)
-    assert expected["loss_difference"] != 0  # the policy has moved off the reference, so beta 0.04 -> 0.5 moves the KL term
+    assert (
+        expected["loss_difference"] != 0
+    )  # the policy has moved off the reference, so beta 0.04 -> 0.5 moves the KL term
     assert difference == pytest.approx(expected["loss_difference"], rel=1e-9, abs=1e-12)
     shown = float(re.search(r"\(difference ([-+0-9.]+);", text).group(1))
     assert shown == round(expected["loss_difference"], 6)

@@ -71,14 +71,31 @@ def test_micro_batch_hook_matches_separate_backward_passes(base_policy):
     algo = AlgoConfig(beta=0.0)
     noise = MicroBatchNoise(model)
     seen = []
-    accumulate_policy_gradient(model, batch, advantages, None, algo, temperature=1.0, max_new_tokens=40,
-                               micro_batch_size=4, on_micro_batch=lambda mb, logp: (noise(mb, logp), seen.append(mb)))
+    accumulate_policy_gradient(
+        model,
+        batch,
+        advantages,
+        None,
+        algo,
+        temperature=1.0,
+        max_new_tokens=40,
+        micro_batch_size=4,
+        on_micro_batch=lambda mb, logp: (noise(mb, logp), seen.append(mb)),
+    )
     reader = GradientReader(model)
     own = []
     for mb in seen:  # each micro-batch's gradient alone, with the same whole-batch counts
         model.zero_grad(set_to_none=True)
-        accumulate_policy_gradient(model, batch, advantages * _indicator(mb.rows, 16), None, algo,
-                                   temperature=1.0, max_new_tokens=40, micro_batch_size=4)
+        accumulate_policy_gradient(
+            model,
+            batch,
+            advantages * _indicator(mb.rows, 16),
+            None,
+            algo,
+            temperature=1.0,
+            max_new_tokens=40,
+            micro_batch_size=4,
+        )
         own.append(4 * reader.read())  # G_j = M · g_j
     expected = estimate_from_batches(torch.stack(own), b_small=4)
     found = noise.estimate()
@@ -100,8 +117,17 @@ def test_one_micro_batch_logs_null(base_policy):
     torch.manual_seed(0)
     batch = sample_completions(model, tok, make_queries(2, split="heldout", seed=0), group_size=4, max_new_tokens=40)
     noise = MicroBatchNoise(model)
-    accumulate_policy_gradient(model, batch, torch.linspace(-1, 1, 8), None, AlgoConfig(beta=0.0),
-                               temperature=1.0, max_new_tokens=40, micro_batch_size=0, on_micro_batch=noise)
+    accumulate_policy_gradient(
+        model,
+        batch,
+        torch.linspace(-1, 1, 8),
+        None,
+        AlgoConfig(beta=0.0),
+        temperature=1.0,
+        max_new_tokens=40,
+        micro_batch_size=0,
+        on_micro_batch=noise,
+    )
     assert noise.estimate() is None
     assert all(math.isnan(v) for v in noise.metrics().values())
 
@@ -110,8 +136,14 @@ def test_the_trainer_logs_both_metrics_every_step(base_model_dir, tmp_path):
     from rlvr.config import load_config
     from rlvr.train.loop import Trainer
 
-    small = [f"model.name={base_model_dir}", "train.batch_queries=4", "rollout.group_size=4", "task.num_train=40",
-             "task.num_eval=8", "algo.beta=0"]
+    small = [
+        f"model.name={base_model_dir}",
+        "train.batch_queries=4",
+        "rollout.group_size=4",
+        "task.num_train=40",
+        "task.num_eval=8",
+        "algo.beta=0",
+    ]
     metrics = Trainer(load_config(None, [*small, "optim.micro_batch_size=4"]), tmp_path).step(0)
     assert metrics["grad/variance"] > 0 and math.isfinite(metrics["grad/variance"])
     assert metrics["grad/trace_cov"] == pytest.approx(16 * metrics["grad/variance"])  # tr Σ / N, N = 16

@@ -9,11 +9,11 @@ import pytest
 
 from rlvr.config import RewardConfig, load_config
 from rlvr.meters.hacking import HackingMonitor, hacking_shares
-from rlvr.verifiers.fidelity import training_verifier_for
 from rlvr.sandbox import SandboxLimits, bwrap
 from rlvr.train.loop import train
 from rlvr.types import Query, Verdict, VerifierResult
 from rlvr.verifiers.base import BaseVerifier
+from rlvr.verifiers.fidelity import training_verifier_for
 from rlvr.verifiers.python import PythonVerifier
 from rlvr.verifiers.registry import get_verifier
 from rlvr.verifiers.reward import RewardFunction, ScoredCompletion
@@ -34,23 +34,31 @@ def judged_pairs(*pairs: str) -> tuple[list[ScoredCompletion], list[ScoredComple
     """(training, gold) scores of completions "TRAINING GOLD", through RewardFunction as in training:
     an error, unavailable or unknown verdict gives reward None."""
     items = [(Query(f"q{i}", "", {"type": "stub"}), pair) for i, pair in enumerate(pairs)]
-    trained, gold = (RewardFunction({"correctness": 1.0}, verifier_for=lambda _, w=word: VerdictInText(w))
-                     .score_batch(items) for word in (0, 1))
+    trained, gold = (
+        RewardFunction({"correctness": 1.0}, verifier_for=lambda _, w=word: VerdictInText(w)).score_batch(items)
+        for word in (0, 1)
+    )
     return trained, gold
 
 
 def test_rate_counts_training_passes_that_gold_fails_among_judged_pairs():
     shares = hacking_shares(*judged_pairs("pass pass", "pass fail", "pass fail", "fail fail", "error pass"))
     # the fifth pair got no training reward, so it is left out; of 4, 2 pass training and fail gold; 1 passes gold
-    assert shares == {"hacking/rate": 0.5, "hacking/gold_accuracy": 0.25, "hacking/gold_unscorable_rate": 0.0,
-                      "hacking/gold_unscorable": 0, "hacking/sampled": 4}
+    assert shares == {
+        "hacking/rate": 0.5,
+        "hacking/gold_accuracy": 0.25,
+        "hacking/gold_unscorable_rate": 0.0,
+        "hacking/gold_unscorable": 0,
+        "hacking/sampled": 4,
+    }
     empty = hacking_shares(*judged_pairs("error pass"))
     assert math.isnan(empty["hacking/rate"]) and empty["hacking/sampled"] == 0
 
 
 def test_a_training_pass_gold_cannot_judge_is_hacked_and_counted_on_its_own():
-    trained, gold = judged_pairs("pass pass", "pass fail", "pass error", "pass unavailable", "pass unknown",
-                                 "fail error", "unavailable error")
+    trained, gold = judged_pairs(
+        "pass pass", "pass fail", "pass error", "pass unavailable", "pass unknown", "fail error", "unavailable error"
+    )
     assert [g.reward for g in gold] == [1.0, 0.0, None, None, None, None, None]
     shares = hacking_shares(trained, gold)
     # 6 pairs have a training reward (the last has none). Hacked: the gold fail and the 3 training
@@ -63,8 +71,13 @@ def test_a_training_pass_gold_cannot_judge_is_hacked_and_counted_on_its_own():
 
 def test_a_gold_verifier_that_judges_nothing_makes_every_training_pass_hacked():
     shares = hacking_shares(*judged_pairs("pass error", "pass error", "fail error", "pass unavailable"))
-    assert shares == {"hacking/rate": 0.75, "hacking/gold_accuracy": 0.0, "hacking/gold_unscorable_rate": 0.75,
-                      "hacking/gold_unscorable": 3, "hacking/sampled": 4}
+    assert shares == {
+        "hacking/rate": 0.75,
+        "hacking/gold_accuracy": 0.0,
+        "hacking/gold_unscorable_rate": 0.75,
+        "hacking/gold_unscorable": 3,
+        "hacking/sampled": 4,
+    }
     warning = HackingMonitor(gold_fn=None, sample=0, warn_above=0.2).warning(shares)
     assert "hacking/rate 0.75 > 0.2" in warning
     assert "hacking/gold_unscorable_rate 0.75: passes gold could not judge" in warning
@@ -84,10 +97,16 @@ def test_the_monitor_counts_a_lookup_table_whose_gold_check_errors_under_visible
     reward_cfg = RewardConfig(fidelity="visible_only", hacking_sample=0)
     training_for = training_verifier_for(reward_cfg, gold_for=gold_for)
     monitor = HackingMonitor.for_run(reward_cfg, {"correctness": 1.0}, training_for, seed=0)
-    good = Query("good", "", {"type": "python", "entry_point": "f", "tests": VISIBLE,
-                              "hidden_tests": [{"args": [3], "expected": 6}]})
-    broken = Query("broken", "", {"type": "python", "entry_point": "f", "tests": VISIBLE,
-                                  "hidden_tests": [{"args": 3, "expected": 6}]})
+    good = Query(
+        "good",
+        "",
+        {"type": "python", "entry_point": "f", "tests": VISIBLE, "hidden_tests": [{"args": [3], "expected": 6}]},
+    )
+    broken = Query(
+        "broken",
+        "",
+        {"type": "python", "entry_point": "f", "tests": VISIBLE, "hidden_tests": [{"args": 3, "expected": 6}]},
+    )
     honest = "```python\ndef f(x):\n    return 2 * x\n```"
     table = "```python\ndef f(x):\n    return {1: 2, 2: 4}[x]\n```"
     items = [(good, honest), (good, table), (broken, table)]
@@ -112,12 +131,24 @@ def test_warns_once_when_the_rate_rises_above_the_threshold():
 def test_a_short_real_run_against_a_noisy_verifier_logs_hacking(random_model_dir, tmp_path, capsys):
     # Every gold fail is reported as a pass (false-positive rate 1): an untrained model's answers are
     # nearly all wrong, so nearly every completion is "hacked", and gold accuracy stays near 0.
-    cfg = load_config(None, [
-        f"model.name={random_model_dir}", "reward.fidelity=noisy", "reward.false_positive_rate=1.0",
-        "reward.hacking_sample=6", "train.steps=2", "train.batch_queries=2", "rollout.group_size=4",
-        "rollout.max_new_tokens=8", "task.num_train=20", "task.num_eval=4", "train.eval_samples=2",
-        "train.threads=1", "algo.beta=0",
-    ])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={random_model_dir}",
+            "reward.fidelity=noisy",
+            "reward.false_positive_rate=1.0",
+            "reward.hacking_sample=6",
+            "train.steps=2",
+            "train.batch_queries=2",
+            "rollout.group_size=4",
+            "rollout.max_new_tokens=8",
+            "task.num_train=20",
+            "task.num_eval=4",
+            "train.eval_samples=2",
+            "train.threads=1",
+            "algo.beta=0",
+        ],
+    )
     summary = train(cfg, tmp_path / "run", progress=True)
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "reward" in r]
@@ -135,11 +166,21 @@ def test_a_short_real_run_against_a_noisy_verifier_logs_hacking(random_model_dir
 
 
 def test_a_gold_run_has_no_monitor_and_reports_gold_pass_at_1_as_its_own(random_model_dir, tmp_path):
-    cfg = load_config(None, [
-        f"model.name={random_model_dir}", "train.steps=1", "train.batch_queries=2", "rollout.group_size=2",
-        "rollout.max_new_tokens=8", "task.num_train=20", "task.num_eval=4", "train.eval_samples=2",
-        "train.threads=1", "algo.beta=0",
-    ])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={random_model_dir}",
+            "train.steps=1",
+            "train.batch_queries=2",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=8",
+            "task.num_train=20",
+            "task.num_eval=4",
+            "train.eval_samples=2",
+            "train.threads=1",
+            "algo.beta=0",
+        ],
+    )
     summary = train(cfg, tmp_path / "run", progress=False)
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
     assert not any(key.startswith("hacking/") for key in row)
@@ -150,13 +191,42 @@ def test_the_train_command_reports_gold_pass_at_1_and_the_hacking_rate(random_mo
     import subprocess
     import sys
 
-    done = subprocess.run([
-        sys.executable, "-m", "rlvr.cli", "train", "--set", f"model.name={random_model_dir}",
-        "--set", "reward.fidelity=noisy", "--set", "reward.false_positive_rate=1.0", "--set", "train.steps=1",
-        "--set", "train.batch_queries=2", "--set", "rollout.group_size=2", "--set", "rollout.max_new_tokens=8",
-        "--set", "task.num_train=20", "--set", "task.num_eval=4", "--set", "train.eval_samples=2",
-        "--set", "train.threads=1", "--out", str(tmp_path / "run"), "--quiet",
-    ], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlvr.cli",
+            "train",
+            "--set",
+            f"model.name={random_model_dir}",
+            "--set",
+            "reward.fidelity=noisy",
+            "--set",
+            "reward.false_positive_rate=1.0",
+            "--set",
+            "train.steps=1",
+            "--set",
+            "train.batch_queries=2",
+            "--set",
+            "rollout.group_size=2",
+            "--set",
+            "rollout.max_new_tokens=8",
+            "--set",
+            "task.num_train=20",
+            "--set",
+            "task.num_eval=4",
+            "--set",
+            "train.eval_samples=2",
+            "--set",
+            "train.threads=1",
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     final = summary["final"]
@@ -167,10 +237,17 @@ def test_the_train_command_reports_gold_pass_at_1_and_the_hacking_rate(random_mo
 def test_a_short_funcsynth_run_against_visible_tests_sees_the_base_hack(tmp_path):
     # tiny-funcsynth writes lookup tables of the shown examples in ~45% of its answers (docs/hacking.md):
     # the visible-only verifier passes them, the gold verifier (hidden tests) fails them.
-    cfg = load_config("configs/funcsynth-visible.yaml", [
-        "train.steps=1", "train.batch_queries=4", "rollout.group_size=4", "task.num_eval=8",
-        "reward.hacking_sample=0", "train.save_every=0",
-    ])
+    cfg = load_config(
+        "configs/funcsynth-visible.yaml",
+        [
+            "train.steps=1",
+            "train.batch_queries=4",
+            "rollout.group_size=4",
+            "task.num_eval=8",
+            "reward.hacking_sample=0",
+            "train.save_every=0",
+        ],
+    )
     summary = train(cfg, tmp_path / "run", progress=False)
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
     assert row["hacking/sampled"] == 16 and row["hacking/rate"] > 0

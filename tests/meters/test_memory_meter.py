@@ -6,14 +6,14 @@ import torch
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
+from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
+from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.meters.memory import (
     SavedTensorCounter,
     model_bytes,
     optimizer_state_bytes,
     tensor_bytes,
 )
-from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
-from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.rollout.hf import encode_prompts
 from rlvr.train.context import batch_queries
 from rlvr.train.loop import Trainer
@@ -31,7 +31,9 @@ def test_shared_storages_count_once():
 
 def test_saved_tensor_counter_takes_the_peak_over_micro_batches():
     layer = torch.nn.Linear(3, 4, bias=False)
-    counter = SavedTensorCounter(layer, exclude={(str(p.device), p.untyped_storage().data_ptr()) for p in layer.parameters()})
+    counter = SavedTensorCounter(
+        layer, exclude={(str(p.device), p.untyped_storage().data_ptr()) for p in layer.parameters()}
+    )
     with counter.counting():
         for rows in (2, 5, 1):
             # linear saves its input [rows, 3] (the weight is excluded), relu its output [rows, 4]: 28 bytes a row
@@ -59,8 +61,15 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded):
     from rlvr.models.lean import use_forward
     from rlvr.models.logprobs import token_logprobs
 
-    config = LlamaConfig(vocab_size=50, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to(dtype)
     use_forward(model, "hf")  # the formula is HF's forward; rlvr.models.lean shares prompts
@@ -72,23 +81,43 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded):
     exclude = {(str(p.device), p.untyped_storage().data_ptr()) for p in model.parameters()}
     counter = SavedTensorCounter(model, exclude)
     with counter.counting():
-        token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0,
-                       with_entropy=True)
-    expected = activation_bytes(spec_from_config(config.to_dict(), "gqa"), sequences=n, prompt_len=prompt_len,
-                                completion_len=completion_len, act_bytes=torch.finfo(dtype).bits // 8,
-                                padding_free=not padded)
+        token_logprobs(
+            model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0, with_entropy=True
+        )
+    expected = activation_bytes(
+        spec_from_config(config.to_dict(), "gqa"),
+        sequences=n,
+        prompt_len=prompt_len,
+        completion_len=completion_len,
+        act_bytes=torch.finfo(dtype).bits // 8,
+        padding_free=not padded,
+    )
     assert counter.peak == expected
 
 
-SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
-         "rollout.max_new_tokens=16", "optim.micro_batch_size=8"]
+SMALL = [
+    "train.batch_queries=4",
+    "rollout.group_size=4",
+    "task.num_train=40",
+    "task.num_eval=8",
+    "rollout.max_new_tokens=16",
+    "optim.micro_batch_size=8",
+]
 
 
 def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="hf"):
     # The estimator describes HF's forward (model.forward=hf, the default on GPUs); on the CPU the
     # default lean forward (rlvr.models.lean) runs each distinct prompt once and holds less.
-    cfg = load_config(None, [f"model.name={base_model_dir}", *SMALL, f"algo.algorithm={algorithm}",
-                             f"algo.beta={beta}", f"model.forward={forward}"])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={base_model_dir}",
+            *SMALL,
+            f"algo.algorithm={algorithm}",
+            f"algo.beta={beta}",
+            f"model.forward={forward}",
+        ],
+    )
     trainer = Trainer(cfg, tmp_path)
     metrics = trainer.step(0)
     measured = {k.removeprefix("memory/"): v for k, v in metrics.items() if k.startswith("memory/")}
@@ -96,9 +125,15 @@ def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="
     queries = batch_queries(trainer.train_queries, 0, cfg.train.batch_queries, cfg.train.seed)
     prompt_len = encode_prompts(trainer.tokenizer, [q.prompt for q in queries])[0].shape[1]
     setup = TrainingSetup(
-        algorithm=algorithm, precision="fp32", optimizer="adamw", prompt_len=prompt_len,
-        completion_len=cfg.rollout.max_new_tokens, batch=cfg.train.batch_queries, group=cfg.rollout.group_size,
-        micro_batch=cfg.optim.micro_batch_size, beta=beta,
+        algorithm=algorithm,
+        precision="fp32",
+        optimizer="adamw",
+        prompt_len=prompt_len,
+        completion_len=cfg.rollout.max_new_tokens,
+        batch=cfg.train.batch_queries,
+        group=cfg.rollout.group_size,
+        micro_batch=cfg.optim.micro_batch_size,
+        beta=beta,
         online_pairs=int(metrics["dpo/pairs"]) if algorithm == "dpo" else 0,  # the pairs this step formed
     )
     estimated = {k: c.bytes for k, c in estimate(load_model_spec("tiny-arith"), setup).components.items()}

@@ -7,8 +7,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
-from rlvr.models import load_policy, resolve_model_path
-from rlvr.models import funcsynth_base
+from rlvr.models import funcsynth_base, load_policy, resolve_model_path
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.funcsynth import answer_kind, make_queries
 
@@ -42,6 +41,10 @@ def test_build_base_for_funcsynth_refuses_a_non_empty_folder(tmp_path):
     import sys
 
     (tmp_path / "keep.txt").write_text("x")
-    done = subprocess.run([sys.executable, "-m", "rlvr.cli", "build-base", "--task", "funcsynth", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlvr.cli", "build-base", "--task", "funcsynth", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "exists and is not empty" in done.stderr

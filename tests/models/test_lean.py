@@ -85,10 +85,17 @@ def test_greedy_samples_equal_hf_generate(base_policy):
 def test_sampled_logprobs_are_the_trainers_and_rows_end_at_eos(base_policy):
     model, tok = base_policy
     torch.manual_seed(0)
-    batch = sample_completions(model, tok, make_queries(6, split="train", seed=2), group_size=8,
-                               max_new_tokens=40, temperature=0.8)
-    twin_logp, _ = token_logprobs(hf_twin(model), batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                  batch.completion_mask, temperature=0.8)
+    batch = sample_completions(
+        model, tok, make_queries(6, split="train", seed=2), group_size=8, max_new_tokens=40, temperature=0.8
+    )
+    twin_logp, _ = token_logprobs(
+        hf_twin(model),
+        batch.prompt_ids,
+        batch.prompt_mask,
+        batch.completion_ids,
+        batch.completion_mask,
+        temperature=0.8,
+    )
     assert torch.allclose(batch.old_logp, twin_logp, atol=2e-5)
     ends = batch.completion_mask.sum(dim=1) - 1  # [N] index of the last kept token
     stopped = torch.tensor([r == "stop" for r in batch.finish_reasons])
@@ -107,8 +114,9 @@ def test_top_p_cut_matches_transformers_warper():
 def test_top_p_sampling_never_leaves_the_nucleus(base_policy):
     model, tok = base_policy
     torch.manual_seed(0)
-    batch = sample_completions(model, tok, make_queries(4, split="train", seed=0), group_size=8,
-                               max_new_tokens=40, temperature=1.0, top_p=0.5)
+    batch = sample_completions(
+        model, tok, make_queries(4, split="train", seed=0), group_size=8, max_new_tokens=40, temperature=1.0, top_p=0.5
+    )
     logits = LeanLlama(model).completion_logits(batch.prompt_ids, batch.prompt_mask, batch.completion_ids)
     kept = ~top_p_filter(logits.reshape(-1, logits.shape[-1]), 0.5).isinf()  # [N*T, V]
     chosen = kept.gather(1, batch.completion_ids.reshape(-1, 1))[:, 0].view_as(batch.completion_mask)
@@ -118,19 +126,45 @@ def test_top_p_sampling_never_leaves_the_nucleus(base_policy):
 def test_other_architectures_and_the_hf_setting_take_hf_forward(base_policy):
     model, _ = base_policy
     assert supports(model) and not supports(hf_twin(model))
-    qwen = Qwen2ForCausalLM(Qwen2Config(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                        num_attention_heads=2, num_key_value_heads=1))
+    qwen = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=50,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+        )
+    )
     assert not supports(qwen)  # q/k/v biases: not this module's math
-    scaled = LlamaForCausalLM(LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                          num_attention_heads=2, rope_scaling={"rope_type": "linear", "factor": 2.0}))
+    scaled = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=50,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            rope_scaling={"rope_type": "linear", "factor": 2.0},
+        )
+    )
     assert not supports(scaled)
 
 
 def test_grouped_query_attention_matches_hf():
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                                         num_attention_heads=4, num_key_value_heads=2, bos_token_id=1,
-                                         eos_token_id=2, pad_token_id=0)).eval()
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=40,
+            hidden_size=32,
+            intermediate_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+        )
+    ).eval()
     assert supports(model)
     prompt_ids = torch.tensor([[0, 0, 1, 5, 6], [1, 7, 8, 9, 10]])
     prompt_mask = (prompt_ids != 0).long()
@@ -140,8 +174,23 @@ def test_grouped_query_attention_matches_hf():
     lean_logp, _ = token_logprobs(model, *args, temperature=1.0)
     hf_logp, _ = token_logprobs(hf_twin(model), *args, temperature=1.0)
     assert torch.allclose(lean_logp, hf_logp, atol=2e-5)
-    ids, logp = LeanLlama(model).sample(prompt_ids, prompt_mask, group_size=2, max_new_tokens=6, temperature=1.0,
-                                        top_p=1.0, greedy=True, eos_id=2, pad_id=0)
-    out = hf_twin(model).generate(input_ids=prompt_ids, attention_mask=prompt_mask, do_sample=False,
-                                  max_new_tokens=6, eos_token_id=2, pad_token_id=0)
-    assert torch.equal(ids[::2], out[:, 5:5 + ids.shape[1]]) and torch.equal(ids[::2], ids[1::2])
+    ids, logp = LeanLlama(model).sample(
+        prompt_ids,
+        prompt_mask,
+        group_size=2,
+        max_new_tokens=6,
+        temperature=1.0,
+        top_p=1.0,
+        greedy=True,
+        eos_id=2,
+        pad_id=0,
+    )
+    out = hf_twin(model).generate(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        do_sample=False,
+        max_new_tokens=6,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
+    assert torch.equal(ids[::2], out[:, 5 : 5 + ids.shape[1]]) and torch.equal(ids[::2], ids[1::2])

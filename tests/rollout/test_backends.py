@@ -18,16 +18,37 @@ from rlvr.tasks.arith import make_queries
 from rlvr.train.loop import Trainer
 
 NO_VLLM = importlib.util.find_spec("vllm") is None or not torch.cuda.is_available()
-SMALL = ["train.batch_queries=2", "rollout.group_size=4", "task.num_train=20", "task.num_eval=4",
-         "train.eval_samples=1", "train.threads=1", "rollout.max_new_tokens=24"]
+SMALL = [
+    "train.batch_queries=2",
+    "rollout.group_size=4",
+    "task.num_train=20",
+    "task.num_eval=4",
+    "train.eval_samples=1",
+    "train.threads=1",
+    "rollout.max_new_tokens=24",
+]
 
 
 @pytest.mark.skipif(not NO_VLLM, reason="this machine has vLLM and a GPU")
 def test_vllm_backend_without_vllm_or_gpu_exits_2_before_loading_a_model(tmp_path):
     # model.name points nowhere: had a model been loaded first, the error would be about the model
     done = subprocess.run(
-        [sys.executable, "-m", "rlvr.cli", "train", "--set", "rollout.backend=vllm", "--set", "model.name=/nonexistent",
-         "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "rlvr.cli",
+            "train",
+            "--set",
+            "rollout.backend=vllm",
+            "--set",
+            "model.name=/nonexistent",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "rollout.backend=vllm" in done.stderr and "rollout.backend=hf" in done.stderr
@@ -35,13 +56,16 @@ def test_vllm_backend_without_vllm_or_gpu_exits_2_before_loading_a_model(tmp_pat
     assert not (tmp_path / "run" / "config.yaml").exists()
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["rollout.backend=vllm", "model.device=cpu"], "model.device=cpu"),
-    (["algo.tis_cap=-1"], "algo.tis_cap must be >= 0"),
-    (["algo.tis_cap=2", "algo.algorithm=gspo"], "algo.tis_cap is not available with algo.algorithm=gspo"),
-    (["rollout.vllm_gpu_memory_utilization=0"], "vllm_gpu_memory_utilization"),
-    (["rollout.dtype=float16"], "rollout.dtype must be one of float32, bfloat16"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["rollout.backend=vllm", "model.device=cpu"], "model.device=cpu"),
+        (["algo.tis_cap=-1"], "algo.tis_cap must be >= 0"),
+        (["algo.tis_cap=2", "algo.algorithm=gspo"], "algo.tis_cap is not available with algo.algorithm=gspo"),
+        (["rollout.vllm_gpu_memory_utilization=0"], "vllm_gpu_memory_utilization"),
+        (["rollout.dtype=float16"], "rollout.dtype must be one of float32, bfloat16"),
+    ],
+)
 def test_sampling_settings_are_validated(overrides, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, overrides)
@@ -74,8 +98,9 @@ def test_float32_sampler_is_the_policy_and_its_mismatch_is_rounding(base_model_d
     assert metrics["sampling/sampling_logp_difference/max"] < 1e-4
     assert metrics["sampling/importance_sampling_ratio/min"] == pytest.approx(1.0, abs=1e-5)
     assert metrics["sampling/importance_sampling_ratio/max"] == pytest.approx(1.0, abs=1e-5)
-    assert "sampling/mismatch_kl" not in Trainer(load_config(None, [*SMALL, f"model.name={base_model_dir}"]),
-                                                 tmp_path / "off").step(0)  # tis_cap = 0: no extra forward
+    assert "sampling/mismatch_kl" not in Trainer(
+        load_config(None, [*SMALL, f"model.name={base_model_dir}"]), tmp_path / "off"
+    ).step(0)  # tis_cap = 0: no extra forward
 
 
 def test_vllm_samples_become_the_hf_batch_layout(random_policy):

@@ -23,8 +23,13 @@ def test_dry_run_trains_with_the_bf16_sampler_and_verifies_the_sync(tmp_path):
     result = json.loads(out.read_text())
     assert result["dry_run"] is True and result["backend"] == "hf" and result["sampler_dtype"] == "bfloat16"
     assert [s["step"] for s in result["steps"]] == [1, 2] and result["ok"] is True
-    assert set(result["checks"]) == {"synced_after_every_update", "sampler_moved_more_than_gap", "loss_finite",
-                                     "tis_metrics_logged", "stopped_rows_end_with_eos"}
+    assert set(result["checks"]) == {
+        "synced_after_every_update",
+        "sampler_moved_more_than_gap",
+        "loss_finite",
+        "tis_metrics_logged",
+        "stopped_rows_end_with_eos",
+    }
     for step in result["steps"]:
         assert 0 < step["probe_gap"] <= result["tolerance"] < step["probe_moved"]  # bf16 noise < the update's change
         assert step["sampling/sampling_logp_difference/mean"] > 0
@@ -38,8 +43,10 @@ def test_a_tight_tolerance_fails_the_check_and_bad_arguments_are_refused(tmp_pat
     assert run("--steps", "0").returncode == 2
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None and torch.cuda.is_available(),
-                    reason="this machine has vLLM and a GPU: the script would run for real")
+@pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is not None and torch.cuda.is_available(),
+    reason="this machine has vLLM and a GPU: the script would run for real",
+)
 def test_without_vllm_the_gpu_mode_says_what_is_missing(tmp_path):
     done = run("--out", str(tmp_path / "never.json"))
     assert done.returncode == 2 and "rollout.backend=vllm" in done.stderr and "Traceback" not in done.stderr

@@ -1,8 +1,8 @@
 import torch
 
+from rlvr.models.logprobs import token_logprobs
 from rlvr.rollout.hf import completion_mask, encode_prompts, sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.models.logprobs import token_logprobs
 
 
 def test_completion_mask_keeps_tokens_through_the_first_eos():
@@ -29,8 +29,15 @@ def test_samples_come_back_grouped_with_the_samplers_logprobs(base_policy):
     assert (batch.old_logp[batch.completion_mask == 0] == 0).all()
     assert (batch.old_logp[batch.completion_mask == 1] < 0).all()
     # The trainer's forward pass recomputes the same numbers: the first ratio is 1 up to rounding.
-    logp, entropy = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                   batch.completion_mask, temperature=1.0, with_entropy=True)
+    logp, entropy = token_logprobs(
+        model,
+        batch.prompt_ids,
+        batch.prompt_mask,
+        batch.completion_ids,
+        batch.completion_mask,
+        temperature=1.0,
+        with_entropy=True,
+    )
     assert torch.allclose(logp, batch.old_logp, atol=1e-4)
     assert (entropy >= 0).all()
     # a finished completion's text ends with its answer, the EOS itself is stripped
@@ -44,11 +51,13 @@ def test_temperature_scales_the_logprobs(base_policy):
     queries = make_queries(2, split="heldout", seed=0)
     torch.manual_seed(1)
     batch = sample_completions(model, tok, queries, group_size=2, max_new_tokens=40, temperature=0.7)
-    logp, _ = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                             batch.completion_mask, temperature=0.7)
+    logp, _ = token_logprobs(
+        model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=0.7
+    )
     assert torch.allclose(logp, batch.old_logp, atol=1e-4)
-    logp_t1, _ = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                batch.completion_mask, temperature=1.0)
+    logp_t1, _ = token_logprobs(
+        model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
+    )
     assert not torch.allclose(logp_t1, batch.old_logp, atol=1e-3)
 
 

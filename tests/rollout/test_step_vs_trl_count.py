@@ -40,8 +40,10 @@ def test_counts_the_matrix_multiplies_of_a_forward_and_backward(bench):
 
 def test_floor_lines_follow_from_the_counts(bench, capsys):
     summary = {
-        "matmul_per_step": {"rlvr": {"gflop": 20.0, "calls": 10, "self_s": 0.4},
-                            "trl": {"gflop": 40.0, "calls": 5, "self_s": 0.7}},
+        "matmul_per_step": {
+            "rlvr": {"gflop": 20.0, "calls": 10, "self_s": 0.4},
+            "trl": {"gflop": 40.0, "calls": 5, "self_s": 0.7},
+        },
         "gemm_peak_gflops": 50.0,
         "sides": {"rlvr": {"median_s": 1.0}, "trl": {"median_s": 1.2}},
     }

@@ -30,24 +30,26 @@ TABLE = [secrets.randbelow(30000) + 1000 for _ in range(8)]
 _SYSCALLS = {"x86_64": {"add_key": 248, "keyctl": 250}, "aarch64": {"add_key": 217, "keyctl": 219}}
 SYSCALL = _SYSCALLS.get(platform.machine(), _SYSCALLS["x86_64"])
 
-_LIBC = ("import ctypes, json, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-         "def _value(x):\n    return x['value'] if type(x) is dict else x\n")
+_LIBC = (
+    "import ctypes, json, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "def _value(x):\n    return x['value'] if type(x) is dict else x\n"
+)
 
 # What a writer does with its table (``DATA`` is its JSON text, bytes); each must not raise.
 STASH = {
     "sysv_shm": "libc.shmat.restype = ctypes.c_void_p\n"
-                "sid = libc.shmget(0x5151, 4096, 0o1666)\n"
-                "addr = libc.shmat(sid, None, 0) if sid >= 0 else None\n"
-                "if addr not in (None, ctypes.c_void_p(-1).value): ctypes.memmove(addr, DATA, len(DATA))\n",
+    "sid = libc.shmget(0x5151, 4096, 0o1666)\n"
+    "addr = libc.shmat(sid, None, 0) if sid >= 0 else None\n"
+    "if addr not in (None, ctypes.c_void_p(-1).value): ctypes.memmove(addr, DATA, len(DATA))\n",
     "sysv_msg": "qid = libc.msgget(0x5152, 0o1666)\n"
-                "buf = ctypes.create_string_buffer(bytes([1, 0, 0, 0, 0, 0, 0, 0]) + DATA)\n"
-                "qid >= 0 and libc.msgsnd(qid, buf, len(DATA), 0o4000)\n",
+    "buf = ctypes.create_string_buffer(bytes([1, 0, 0, 0, 0, 0, 0, 0]) + DATA)\n"
+    "qid >= 0 and libc.msgsnd(qid, buf, len(DATA), 0o4000)\n",
     "sysv_sem": "sid = libc.semget(0x5153, 8, 0o1666)\n"
-                "for i, v in enumerate(TABLE):\n    sid >= 0 and libc.semctl(sid, i, 16, v)\n",
+    "for i, v in enumerate(TABLE):\n    sid >= 0 and libc.semctl(sid, i, 16, v)\n",
     "posix_mq": "mqd = libc.mq_open(b'/rlvr-leak', os.O_CREAT | os.O_RDWR, 0o666, None)\n"
-                "mqd >= 0 and libc.mq_send(mqd, DATA, len(DATA), 0)\n",
+    "mqd >= 0 and libc.mq_send(mqd, DATA, len(DATA), 0)\n",
     "keyring": f"key = libc.syscall({SYSCALL['add_key']}, b'user', b'rlvr-leak', DATA, len(DATA), -4)\n"
-               f"key > 0 and libc.syscall({SYSCALL['keyctl']}, 5, key, 0x3f3f3f3f)\n",
+    f"key > 0 and libc.syscall({SYSCALL['keyctl']}, 5, key, 0x3f3f3f3f)\n",
     "dev_shm": "try: open('/dev/shm/rlvr-leak', 'wb').write(DATA)\nexcept OSError: pass\n",
     "tmp": "try: open('/tmp/rlvr-leak', 'wb').write(DATA)\nexcept OSError: pass\n",
 }
@@ -55,45 +57,45 @@ STASH = {
 # What a reader does to find a table: sets ``FOUND`` to the JSON text, or leaves it None.
 FIND = {
     "frames": "import base64, sys\n"
-              "frame = sys._getframe()\n"
-              "while frame is not None:\n"
-              "    for value in list(frame.f_locals.values()):\n"
-              "        if type(value) is dict and type(value.get('channel')) is str:\n"
-              "            try: FOUND = json.dumps(json.loads(base64.b64decode(value['channel']))['results'])\n"
-              "            except Exception: pass\n"
-              "    frame = frame.f_back\n",
-    "heap": "marker = b'{\"status\": \"ok\", \"results\": '\n"
-            "for line in open('/proc/self/maps'):\n"
-            "    span, perms = line.split()[:2]\n"
-            "    start, end = (int(x, 16) for x in span.split('-'))\n"
-            "    if not perms.startswith('r') or end - start > 1 << 28 or '[v' in line: continue\n"
-            "    data = ctypes.string_at(start, end - start)\n"
-            "    at = data.find(marker)\n"
-            "    while at >= 0 and FOUND is None:\n"
-            "        try: results = json.JSONDecoder().raw_decode(data[at:at + 65536].decode('latin-1'))[0]['results']\n"
-            "        except Exception: results = []\n"
-            "        if len(results) == 8: FOUND = json.dumps(results)\n"
-            "        at = data.find(marker, at + 1)\n",
+    "frame = sys._getframe()\n"
+    "while frame is not None:\n"
+    "    for value in list(frame.f_locals.values()):\n"
+    "        if type(value) is dict and type(value.get('channel')) is str:\n"
+    "            try: FOUND = json.dumps(json.loads(base64.b64decode(value['channel']))['results'])\n"
+    "            except Exception: pass\n"
+    "    frame = frame.f_back\n",
+    "heap": 'marker = b\'{"status": "ok", "results": \'\n'
+    "for line in open('/proc/self/maps'):\n"
+    "    span, perms = line.split()[:2]\n"
+    "    start, end = (int(x, 16) for x in span.split('-'))\n"
+    "    if not perms.startswith('r') or end - start > 1 << 28 or '[v' in line: continue\n"
+    "    data = ctypes.string_at(start, end - start)\n"
+    "    at = data.find(marker)\n"
+    "    while at >= 0 and FOUND is None:\n"
+    "        try: results = json.JSONDecoder().raw_decode(data[at:at + 65536].decode('latin-1'))[0]['results']\n"
+    "        except Exception: results = []\n"
+    "        if len(results) == 8: FOUND = json.dumps(results)\n"
+    "        at = data.find(marker, at + 1)\n",
     "sysv_shm": "libc.shmat.restype = ctypes.c_void_p\n"
-                "sid = libc.shmget(0x5151, 0, 0)\n"
-                "addr = libc.shmat(sid, None, 0) if sid >= 0 else None\n"
-                "if addr not in (None, ctypes.c_void_p(-1).value): FOUND = ctypes.string_at(addr).decode()\n",
+    "sid = libc.shmget(0x5151, 0, 0)\n"
+    "addr = libc.shmat(sid, None, 0) if sid >= 0 else None\n"
+    "if addr not in (None, ctypes.c_void_p(-1).value): FOUND = ctypes.string_at(addr).decode()\n",
     "sysv_msg": "qid = libc.msgget(0x5152, 0)\n"
-                "buf = ctypes.create_string_buffer(4096)\n"
-                "n = libc.msgrcv(qid, buf, 4000, 0, 0o4000) if qid >= 0 else -1\n"
-                "if n > 0: FOUND = buf.raw[8:8 + n].decode()\n",
+    "buf = ctypes.create_string_buffer(4096)\n"
+    "n = libc.msgrcv(qid, buf, 4000, 0, 0o4000) if qid >= 0 else -1\n"
+    "if n > 0: FOUND = buf.raw[8:8 + n].decode()\n",
     "sysv_sem": "sid = libc.semget(0x5153, 0, 0)\n"
-                "if sid >= 0: FOUND = json.dumps([libc.semctl(sid, i, 12) for i in range(8)])\n",
+    "if sid >= 0: FOUND = json.dumps([libc.semctl(sid, i, 12) for i in range(8)])\n",
     "posix_mq": "mqd = libc.mq_open(b'/rlvr-leak', os.O_RDONLY | os.O_NONBLOCK)\n"
-                "buf = ctypes.create_string_buffer(1 << 16)\n"
-                "n = libc.mq_receive(mqd, buf, 1 << 16, None) if mqd >= 0 else -1\n"
-                "if n > 0: FOUND = buf.raw[:n].decode()\n",
+    "buf = ctypes.create_string_buffer(1 << 16)\n"
+    "n = libc.mq_receive(mqd, buf, 1 << 16, None) if mqd >= 0 else -1\n"
+    "if n > 0: FOUND = buf.raw[:n].decode()\n",
     "keyring": "try: lines = open('/proc/keys').read().splitlines()\nexcept OSError: lines = []\n"
-               "for line in lines:\n"
-               "    if 'rlvr-leak' in line:\n"
-               "        buf = ctypes.create_string_buffer(4096)\n"
-               f"        n = libc.syscall({SYSCALL['keyctl']}, 11, int(line.split()[0], 16), buf, 4096)\n"
-               "        if n > 0: FOUND = buf.raw[:n].decode()\n",
+    "for line in lines:\n"
+    "    if 'rlvr-leak' in line:\n"
+    "        buf = ctypes.create_string_buffer(4096)\n"
+    f"        n = libc.syscall({SYSCALL['keyctl']}, 11, int(line.split()[0], 16), buf, 4096)\n"
+    "        if n > 0: FOUND = buf.raw[:n].decode()\n",
     "dev_shm": "try: FOUND = open('/dev/shm/rlvr-leak').read()\nexcept OSError: pass\n",
     "tmp": "try: FOUND = open('/tmp/rlvr-leak').read()\nexcept OSError: pass\n",
 }
@@ -105,7 +107,9 @@ CHANNELS = sorted(FIND)
 def python_query(name: str) -> Query:
     """f(i) = TABLE[i]; the second half of the tests are hidden."""
     tests = [{"args": [i], "expected": value} for i, value in enumerate(TABLE)]
-    return Query(f"leak-{name}", "", {"type": "python", "entry_point": "f", "tests": tests[:4], "hidden_tests": tests[4:]})
+    return Query(
+        f"leak-{name}", "", {"type": "python", "entry_point": "f", "tests": tests[:4], "hidden_tests": tests[4:]}
+    )
 
 
 def python_writer(channel: str) -> str:
@@ -113,8 +117,9 @@ def python_writer(channel: str) -> str:
 
 
 def python_reader(channel: str) -> str:
-    return (f"{_LIBC}FOUND = None\n{FIND[channel]}\n"
-            "def f(i):\n    return _value(json.loads(FOUND)[i]) if FOUND else -1\n")
+    return (
+        f"{_LIBC}FOUND = None\n{FIND[channel]}\ndef f(i):\n    return _value(json.loads(FOUND)[i]) if FOUND else -1\n"
+    )
 
 
 def stdio_query(name: str) -> Query:
@@ -123,7 +128,9 @@ def stdio_query(name: str) -> Query:
 
 
 def stdio_writer(channel: str) -> str:
-    return f"{_LIBC}TABLE = {TABLE!r}\nDATA = json.dumps(TABLE).encode()\n{STASH[channel]}\nprint(TABLE[int(input())])\n"
+    return (
+        f"{_LIBC}TABLE = {TABLE!r}\nDATA = json.dumps(TABLE).encode()\n{STASH[channel]}\nprint(TABLE[int(input())])\n"
+    )
 
 
 def stdio_reader(channel: str) -> str:

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.sandbox import bwrap
-from rlvr.sandbox import SandboxLimits, SandboxUnavailable, run_untrusted, sandbox_python
+from rlvr.sandbox import SandboxLimits, SandboxUnavailable, bwrap, run_untrusted, sandbox_python
 
 pytestmark = [
     pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
 ]
 
 QUICK = SandboxLimits(wall_s=3.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=64 * 1024)
@@ -169,7 +170,8 @@ def test_output_cap_kills_and_truncates() -> None:
 
 
 def test_fork_bomb_is_bounded_by_the_process_limit() -> None:
-    run = run_python("""
+    run = run_python(
+        """
         import os
         children, refused = 0, 0
         for _ in range(200):
@@ -181,7 +183,9 @@ def test_fork_bomb_is_bounded_by_the_process_limit() -> None:
                 refused += 1
         print(children, refused, flush=True)
         os._exit(0)
-    """, SandboxLimits(wall_s=3.0, processes=16))
+    """,
+        SandboxLimits(wall_s=3.0, processes=16),
+    )
     children, refused = map(int, run.stdout.split())
     assert children < 16 and refused > 0
     assert not run.timed_out  # the sleeping children died with the namespace, not at the deadline
@@ -189,7 +193,8 @@ def test_fork_bomb_is_bounded_by_the_process_limit() -> None:
 
 def test_fork_bomb_that_never_stops_is_killed_whole() -> None:
     marker = f"rlvr-bomb-{secrets.token_hex(6)}"
-    run = run_python(f"""
+    run = run_python(
+        f"""
         import os
         # {marker}
         while True:
@@ -197,7 +202,9 @@ def test_fork_bomb_that_never_stops_is_killed_whole() -> None:
                 os.fork()
             except OSError:
                 pass
-    """, SandboxLimits(wall_s=1.5, processes=16))
+    """,
+        SandboxLimits(wall_s=1.5, processes=16),
+    )
     assert run.timed_out
     assert host_processes_with(marker) == []
 
@@ -205,7 +212,8 @@ def test_fork_bomb_that_never_stops_is_killed_whole() -> None:
 @pytest.mark.parametrize("main_waits", [False, True], ids=["main-exits", "main-times-out"])
 def test_setsid_double_fork_daemon_dies_with_the_run(main_waits: bool) -> None:
     marker = f"rlvr-daemon-{secrets.token_hex(6)}"
-    run = run_python(f"""
+    run = run_python(
+        f"""
         import os, sys, time
         if os.fork() == 0:
             os.setsid()
@@ -216,19 +224,25 @@ def test_setsid_double_fork_daemon_dies_with_the_run(main_waits: bool) -> None:
         time.sleep(0.5)
         if {main_waits}:
             time.sleep(60)
-    """, SandboxLimits(wall_s=1.5))
+    """,
+        SandboxLimits(wall_s=1.5),
+    )
     assert b"daemon alive" in run.stdout  # it really ran, detached, before the run ended
     assert run.timed_out == main_waits
     assert host_processes_with(marker) == []
 
 
 def test_files_arrive_and_channel_returns_data() -> None:
-    run = run_python("""
+    run = run_python(
+        """
         import os
         data = open('/sandbox/in.txt').read()
         os.write(int(os.environ['RLVR_CHANNEL_FD']), data.upper().encode())
         print(sorted(os.listdir('/proc/self/fd')))
-    """, files={"/sandbox/in.txt": b"hello"}, channel=True)
+    """,
+        files={"/sandbox/in.txt": b"hello"},
+        channel=True,
+    )
     assert run.exit_code == 0, run.stderr
     assert run.channel == b"HELLO"
     # stdin/out/err, the listdir handle and the channel: the host's file-passing fds are closed.

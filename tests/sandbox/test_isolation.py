@@ -13,19 +13,22 @@ import shutil
 import pytest
 
 from rlvr.sandbox import SandboxLimits, bwrap
-from rlvr.types import Verdict
 from rlvr.verifiers.python import PythonVerifier
 from rlvr.verifiers.stdio import StdioVerifier
+
 from . import leaks
 
 pytestmark = [
     pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
 ]
 
-LIMITS = SandboxLimits(wall_s=5.0, cpu_s=3, memory_mb=512, processes=16, file_size_mb=4, open_files=64,
-                       tmpfs_mb=16, output_bytes=64 * 1024)
+LIMITS = SandboxLimits(
+    wall_s=5.0, cpu_s=3, memory_mb=512, processes=16, file_size_mb=4, open_files=64, tmpfs_mb=16, output_bytes=64 * 1024
+)
 
 
 def _verdicts(results, names):
@@ -39,8 +42,10 @@ def test_a_reader_after_a_writer_finds_nothing(isolation: str) -> None:
     try:
         items, names = [], []
         for channel in leaks.CHANNELS:
-            items += [(leaks.python_query(channel), leaks.python_writer(channel)),
-                      (leaks.python_query(channel), leaks.python_reader(channel))]
+            items += [
+                (leaks.python_query(channel), leaks.python_writer(channel)),
+                (leaks.python_query(channel), leaks.python_reader(channel)),
+            ]
             names += [f"{channel} writer", f"{channel} reader"]
         got = _verdicts(verifier.verify_batch(items), names)
     finally:
@@ -58,8 +63,10 @@ def test_a_stdio_reader_after_a_writer_finds_nothing() -> None:
     channels = ["keyring", "sysv_shm", "posix_mq", "dev_shm", "tmp"]
     items, names = [], []
     for channel in channels:
-        items += [(leaks.stdio_query(channel), leaks.stdio_writer(channel)),
-                  (leaks.stdio_query(channel), leaks.stdio_reader(channel))]
+        items += [
+            (leaks.stdio_query(channel), leaks.stdio_writer(channel)),
+            (leaks.stdio_query(channel), leaks.stdio_reader(channel)),
+        ]
         names += [f"{channel} writer", f"{channel} reader"]
     got = _verdicts(verifier.verify_batch(items), names)
     writers = {name: v for name, v in got.items() if name.endswith("writer") and v[0] != "pass"}

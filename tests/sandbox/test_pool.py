@@ -19,8 +19,10 @@ from rlvr.verifiers.python import PythonVerifier
 
 pytestmark = [
     pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
 ]
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("python_driver.py").read_bytes()
@@ -54,13 +56,17 @@ def test_results_in_job_order_each_job_its_own_uid(pool: SandboxPool) -> None:
 
 
 def test_job_has_no_capabilities_and_no_new_privs(pool: SandboxPool) -> None:
-    run = pool.run_batch([job("""
+    run = pool.run_batch(
+        [
+            job("""
         import os
         def f():
             status = open('/proc/self/status').read()
             fields = ('CapEff', 'CapPrm', 'CapBnd', 'CapAmb', 'CapInh', 'NoNewPrivs')
             return [os.getgroups(), [l.split()[1] for l in status.splitlines() if l.startswith(fields)]]
-    """)])[0]
+    """)
+        ]
+    )[0]
     zero = "0000000000000000"
     assert value(run) == [[], [zero] * 5 + ["1"]]
 
@@ -68,7 +74,9 @@ def test_job_has_no_capabilities_and_no_new_privs(pool: SandboxPool) -> None:
 def test_nothing_of_one_job_reaches_the_next() -> None:
     pool = SandboxPool({"python": DRIVER}, slots=1)  # one slot: the second job runs where the first did
     try:
-        leave = pool.run_batch([job("""
+        leave = pool.run_batch(
+            [
+                job("""
             import os, time
             def f():
                 open('mine', 'w').write('x')
@@ -80,15 +88,21 @@ def test_nothing_of_one_job_reaches_the_next() -> None:
                         time.sleep(60)
                     os._exit(0)
                 return os.getpid()
-        """)])[0]
+        """)
+            ]
+        )[0]
         first_pid = value(leave)
-        look = pool.run_batch([job("""
+        look = pool.run_batch(
+            [
+                job("""
             import os
             def f():
                 pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
                 shm = os.listdir('/dev/shm') if os.path.isdir('/dev/shm') else []
                 return [os.listdir('.'), os.listdir('/tmp'), shm, pids]
-        """)])[0]
+        """)
+            ]
+        )[0]
         cwd, tmp, shm, pids = value(look)
         assert cwd == ["solution.py"] and tmp == [] and shm == []  # its own file only (the driver deleted job.json)
         # init, supervisor, zygote, this job

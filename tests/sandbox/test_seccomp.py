@@ -14,7 +14,7 @@ KILL, ALLOW, EPERM, ENOSYS = 0x80000000, 0x7FFF0000, 0x00050001, 0x00050026
 
 def run_filter(program: bytes, arch: int, nr: int) -> int:
     """Evaluate the filter on struct seccomp_data {nr, arch}: only the opcodes the filter uses."""
-    code = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     data = {0: nr & 0xFFFFFFFF, 4: arch}
     pc, accumulator = 0, 0
     while True:

@@ -6,7 +6,15 @@ import pytest
 from rlvr.config import load_config
 from rlvr.tasks import DatasetError, load_task
 from rlvr.tasks.funcsynth import (
-    WarmupMix, all_queries, answer, answer_kind, evaluate, formula, lookup_table, make_queries, warmup_completion,
+    WarmupMix,
+    all_queries,
+    answer,
+    answer_kind,
+    evaluate,
+    formula,
+    lookup_table,
+    make_queries,
+    warmup_completion,
 )
 from rlvr.types import Verdict
 from rlvr.verifiers.python import PythonCriteria
@@ -47,8 +55,10 @@ def test_warmup_mix_has_the_three_kinds_in_their_shares():
     texts = [warmup_completion(q, rng=rng) for q in queries for _ in range(10)]  # 2000 targets
     kinds = Counter(answer_kind(t) for t in texts)
     assert abs(kinds["lookup"] / 2000 - WarmupMix().lookup) < 0.04  # sd of the share ~ 0.011
-    honest = sum(t == answer(formula(q.meta["shape"], q.meta["a"], q.meta["b"]))
-                 for q, t in zip([q for q in queries for _ in range(10)], texts, strict=True))
+    honest = sum(
+        t == answer(formula(q.meta["shape"], q.meta["a"], q.meta["b"]))
+        for q, t in zip([q for q in queries for _ in range(10)], texts, strict=True)
+    )
     assert abs(honest / 2000 - WarmupMix().honest) < 0.04
     assert answer_kind("<answer>def f(x): return 7</answer>") == "other"
 

@@ -8,8 +8,8 @@ import pytest
 
 from rlvr.config import load_config
 from rlvr.errors import UserError
-from rlvr.tasks.hf import ColumnMap, load_hf_queries
 from rlvr.tasks import load_task
+from rlvr.tasks.hf import ColumnMap, load_hf_queries
 from rlvr.verifiers import RewardFunction
 
 pd = pytest.importorskip("pandas")
@@ -51,8 +51,15 @@ def test_task_config_selects_a_directory_with_train_and_test_splits(tmp_path):
     data.mkdir(parents=True)
     _parquet(data / "train-00000-of-00001.parquet", RECORDS[:2])
     _parquet(data / "test-00000-of-00001.parquet", RECORDS[2:])
-    cfg = load_config(None, ["task.name=hf", f"task.hf_path={tmp_path / 'ds'}", "task.hf_prompt_column=question",
-                             "task.hf_answer_column=solution"])
+    cfg = load_config(
+        None,
+        [
+            "task.name=hf",
+            f"task.hf_path={tmp_path / 'ds'}",
+            "task.hf_prompt_column=question",
+            "task.hf_answer_column=solution",
+        ],
+    )
     train, heldout = load_task(cfg.task)
     assert [q.prompt for q in train] == ["2+3=", "7-4="] and [q.id for q in train] == ["train-0", "train-1"]
     assert [(q.id, q.verifier["answer"]) for q in heldout] == [("test-0", "1")]
@@ -60,10 +67,11 @@ def test_task_config_selects_a_directory_with_train_and_test_splits(tmp_path):
 
 def test_verifier_column_with_json_criteria_of_mixed_types(tmp_path):
     python = {"type": "python", "entry_point": "add", "tests": [{"args": [1, 2], "expected": 3}]}
-    records = [{"prompt": "write add", "criteria": json.dumps(python)},
-               {"prompt": "2+2=", "criteria": json.dumps({"type": "math", "answer": "4"})}]
-    queries = load_hf_queries(_parquet(tmp_path / "mixed.parquet", records), "train",
-                              ColumnMap(verifier="criteria"))
+    records = [
+        {"prompt": "write add", "criteria": json.dumps(python)},
+        {"prompt": "2+2=", "criteria": json.dumps({"type": "math", "answer": "4"})},
+    ]
+    queries = load_hf_queries(_parquet(tmp_path / "mixed.parquet", records), "train", ColumnMap(verifier="criteria"))
     assert [q.verifier for q in queries] == [python, {"type": "math", "answer": "4"}]
 
 
@@ -79,18 +87,33 @@ def test_single_train_file_needs_an_eval_file(tmp_path):
         load_config(None, ["task.name=hf"])
 
 
-@pytest.mark.parametrize("records, columns, words", [
-    (RECORDS, ColumnMap(prompt="question", answer="answer"),
-     ["no column 'answer'", "task.hf_answer_column", "columns: question, solution, uid"]),
-    (RECORDS, ColumnMap(prompt="text", answer="solution"), ["no column 'text'", "task.hf_prompt_column"]),
-    ([*RECORDS, {"question": "9+9=", "solution": None, "uid": "q4"}], ColumnMap(prompt="question", answer="solution"),
-     ["row index 3", "column 'solution'", "non-empty answer"]),
-    ([{"question": None, "solution": "1", "uid": "a"}], ColumnMap(prompt="question", answer="solution"),
-     ["row index 0", "column 'question'", "non-empty text"]),
-    ([{"q": "x", "c": '{"type": "math", "answer": "1"}'}, {"q": "y", "c": "{broken"}], ColumnMap(prompt="q", verifier="c"),
-     ["row index 1", "column 'c'", "not valid JSON"]),
-    ([{"q": "x", "c": '{"answer": "1"}'}], ColumnMap(prompt="q", verifier="c"), ["row index 0", "\"type\""]),
-])
+@pytest.mark.parametrize(
+    "records, columns, words",
+    [
+        (
+            RECORDS,
+            ColumnMap(prompt="question", answer="answer"),
+            ["no column 'answer'", "task.hf_answer_column", "columns: question, solution, uid"],
+        ),
+        (RECORDS, ColumnMap(prompt="text", answer="solution"), ["no column 'text'", "task.hf_prompt_column"]),
+        (
+            [*RECORDS, {"question": "9+9=", "solution": None, "uid": "q4"}],
+            ColumnMap(prompt="question", answer="solution"),
+            ["row index 3", "column 'solution'", "non-empty answer"],
+        ),
+        (
+            [{"question": None, "solution": "1", "uid": "a"}],
+            ColumnMap(prompt="question", answer="solution"),
+            ["row index 0", "column 'question'", "non-empty text"],
+        ),
+        (
+            [{"q": "x", "c": '{"type": "math", "answer": "1"}'}, {"q": "y", "c": "{broken"}],
+            ColumnMap(prompt="q", verifier="c"),
+            ["row index 1", "column 'c'", "not valid JSON"],
+        ),
+        ([{"q": "x", "c": '{"answer": "1"}'}], ColumnMap(prompt="q", verifier="c"), ["row index 0", '"type"']),
+    ],
+)
 def test_bad_columns_and_rows_are_named(tmp_path, records, columns, words):
     path = _jsonl(tmp_path / "rows.jsonl", records)
     with pytest.raises(UserError) as error:

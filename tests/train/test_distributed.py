@@ -44,14 +44,23 @@ def _one_update(model, batch, rewards, *, global_counts=None, micro_batch_size=0
     for aggregation in MODES:
         m = copy.deepcopy(model)
         result = accumulate_policy_gradient(
-            m, batch, advantages.flatten(), ref_logp, _algo(aggregation), temperature=1.0,
-            max_new_tokens=MAX_NEW_TOKENS, micro_batch_size=micro_batch_size, global_counts=global_counts)
+            m,
+            batch,
+            advantages.flatten(),
+            ref_logp,
+            _algo(aggregation),
+            temperature=1.0,
+            max_new_tokens=MAX_NEW_TOKENS,
+            micro_batch_size=micro_batch_size,
+            global_counts=global_counts,
+        )
         yield aggregation, m, result
 
 
 def _worker(rank: int, world_size: int, port: int, data_path: str, out_dir: str) -> None:
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+    )
     torch.set_num_threads(1)
     here = world()  # the launcher's environment, as accelerate/torchrun set it
     data = torch.load(data_path, weights_only=False)
@@ -59,14 +68,17 @@ def _worker(rank: int, world_size: int, port: int, data_path: str, out_dir: str)
     model = model.double()
     groups = here.shard(list(range(len(data["batch"].queries))))  # whole query groups
     batch, _ = select_groups(data["batch"], [None] * data["batch"].num_completions, groups)
-    for aggregation, m, result in _one_update(model, batch, data["rewards"][groups],
-                                              global_counts=here.global_counts, micro_batch_size=4):
+    for aggregation, m, result in _one_update(
+        model, batch, data["rewards"][groups], global_counts=here.global_counts, micro_batch_size=4
+    ):
         here.sum_gradients(m)
         grads = [p.grad.clone() for p in m.parameters()]
         optimizer_step(m, torch.optim.AdamW(m.parameters(), lr=1e-3), max_grad_norm=1.0)
         metrics = here.reduce_metrics({"loss": result.loss, **result.stats}, summed={"loss", *result.stats})
-        torch.save({"grads": grads, "params": [p.detach() for p in m.parameters()], "metrics": metrics},
-                   Path(out_dir) / f"{aggregation}-rank{rank}.pt")
+        torch.save(
+            {"grads": grads, "params": [p.detach() for p in m.parameters()], "metrics": metrics},
+            Path(out_dir) / f"{aggregation}-rank{rank}.pt",
+        )
     here.close()
 
 
@@ -79,11 +91,13 @@ def _free_port() -> int:
 def test_two_processes_make_the_single_process_update_for_each_aggregation(base_policy, tmp_path):
     model, tok = base_policy
     torch.manual_seed(0)
-    batch = sample_completions(model, tok, make_queries(4, split="heldout", seed=2), group_size=4,
-                               max_new_tokens=MAX_NEW_TOKENS)  # N = 16 rows, 8 per process
+    batch = sample_completions(
+        model, tok, make_queries(4, split="heldout", seed=2), group_size=4, max_new_tokens=MAX_NEW_TOKENS
+    )  # N = 16 rows, 8 per process
     # Rewards with signal in every group and one unscorable completion (NaN, out of the baseline).
-    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, float("nan"), 0.0],
-                            [1.0, 1.0, 0.0, 1.0], [0.0, 0.5, 1.0, 0.0]])  # [B, G]
+    rewards = torch.tensor(
+        [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, float("nan"), 0.0], [1.0, 1.0, 0.0, 1.0], [0.0, 0.5, 1.0, 0.0]]
+    )  # [B, G]
     lengths = batch.completion_mask.sum(dim=1).view(2, 8).sum(dim=1)  # tokens per process's shard
     assert lengths[0] != lengths[1]  # unequal shards: token_mean needs the summed token count
     torch.save({"batch": batch, "rewards": rewards}, tmp_path / "data.pt")
@@ -112,8 +126,9 @@ def test_local_counts_would_not_be_exact(base_policy):
     # shard's tokens, so its gradient is not its share of the step's (here: 2 shards of 2 groups).
     model, tok = base_policy
     torch.manual_seed(0)
-    batch = sample_completions(model, tok, make_queries(4, split="heldout", seed=2), group_size=4,
-                               max_new_tokens=MAX_NEW_TOKENS)
+    batch = sample_completions(
+        model, tok, make_queries(4, split="heldout", seed=2), group_size=4, max_new_tokens=MAX_NEW_TOKENS
+    )
     rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0]] * 4)  # [B, G]
     first, _ = select_groups(batch, [None] * 16, [0, 1])
     total = int(batch.completion_mask.sum())
@@ -150,12 +165,31 @@ def test_a_batch_that_does_not_split_is_a_user_error():
 def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-               "-m", "rlvr.cli", "train", "--config", str(ROOT / "configs/smoke.yaml"), "--quiet",
-               "--set", "train.steps=2", "--set", "task.num_eval=4", "--set", "train.eval_samples=1",
-               "--set", "train.threads=1", "--out", str(out)]
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
-                          check=False)
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "rlvr.cli",
+        "train",
+        "--config",
+        str(ROOT / "configs/smoke.yaml"),
+        "--quiet",
+        "--set",
+        "train.steps=2",
+        "--set",
+        "task.num_eval=4",
+        "--set",
+        "train.eval_samples=1",
+        "--set",
+        "train.threads=1",
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # one run directory, no second one
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -11,8 +11,7 @@ from rlvr.rollout.hf import sample_completions
 from rlvr.train.dpo import accumulate_dpo_gradient, reference_sequence_logprobs, verdict_tensor
 from rlvr.train.loop import Trainer
 
-SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
-         "algo.algorithm=dpo"]
+SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8", "algo.algorithm=dpo"]
 
 
 def _trainer(base_model_dir, tmp_path, *overrides):
@@ -45,8 +44,9 @@ def test_dpo_steps_have_finite_loss_and_move_the_policy_not_the_reference(base_m
 def test_micro_batched_pairs_give_the_full_batch_gradient(base_model_dir, tmp_path):
     trainer = _trainer(base_model_dir, tmp_path)
     torch.manual_seed(3)
-    batch = sample_completions(trainer.policy, trainer.tokenizer, trainer.train_queries[:6], group_size=4,
-                               max_new_tokens=40)
+    batch = sample_completions(
+        trainer.policy, trainer.tokenizer, trainer.train_queries[:6], group_size=4, max_new_tokens=40
+    )
     scored = trainer.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
     chosen, rejected, stats = preference_pairs(verdict_tensor(scored, 6, 4))
     assert stats["pairs"] >= 3, "need a few pairs to split"
@@ -54,14 +54,23 @@ def test_micro_batched_pairs_give_the_full_batch_gradient(base_model_dir, tmp_pa
     with torch.no_grad():
         for p in trainer.policy.parameters():
             p.add_(0.01 * torch.randn_like(p))
-    ref = reference_sequence_logprobs(trainer.reference, batch, torch.cat([chosen, rejected]),
-                                      temperature=1.0, micro_batch_size=0)
+    ref = reference_sequence_logprobs(
+        trainer.reference, batch, torch.cat([chosen, rejected]), temperature=1.0, micro_batch_size=0
+    )
     grads, losses = [], []
     for micro in (0, 2):  # all pairs at once; one pair per micro-batch
         trainer.policy.zero_grad(set_to_none=True)
-        update = accumulate_dpo_gradient(trainer.policy, batch, chosen, rejected, ref[: len(chosen)],
-                                         ref[len(chosen):], trainer.cfg.algo, temperature=1.0,
-                                         micro_batch_size=micro)
+        update = accumulate_dpo_gradient(
+            trainer.policy,
+            batch,
+            chosen,
+            rejected,
+            ref[: len(chosen)],
+            ref[len(chosen) :],
+            trainer.cfg.algo,
+            temperature=1.0,
+            micro_batch_size=micro,
+        )
         grads.append([p.grad.clone() for p in trainer.policy.parameters()])
         losses.append(update.loss)
     assert math.isclose(losses[0], losses[1], rel_tol=1e-5)
@@ -69,8 +78,13 @@ def test_micro_batched_pairs_give_the_full_batch_gradient(base_model_dir, tmp_pa
         assert torch.allclose(full, split, atol=1e-6, rtol=1e-4)
 
 
-@pytest.mark.parametrize("override, message", [("algo.dpo_beta=0", "algo.dpo_beta must be > 0"),
-                                               ("algo.dpo_pairs_per_group=-1", "algo.dpo_pairs_per_group must be >= 0")])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("algo.dpo_beta=0", "algo.dpo_beta must be > 0"),
+        ("algo.dpo_pairs_per_group=-1", "algo.dpo_pairs_per_group must be >= 0"),
+    ],
+)
 def test_dpo_fields_are_validated(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, ["algo.algorithm=dpo", override])

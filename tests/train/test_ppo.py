@@ -7,8 +7,8 @@ import torch
 from rlvr.config import load_config
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.train.loop import Trainer
 from rlvr.train.critic import ValueModel, explained_variance
+from rlvr.train.loop import Trainer
 from rlvr.train.update import micro_batches
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
@@ -28,7 +28,9 @@ def test_value_model_reads_the_state_before_each_token_and_starts_at_zero(base_p
     assert torch.allclose(values[0, 0], values[1, 0])
     # a copy, not a view: the policy's backbone is untouched by the critic
     assert critic.backbone is not model.base_model
-    assert all(a.data_ptr() != b.data_ptr() for a, b in zip(critic.backbone.parameters(), model.base_model.parameters()))
+    assert all(
+        a.data_ptr() != b.data_ptr() for a, b in zip(critic.backbone.parameters(), model.base_model.parameters())
+    )
 
 
 def test_explained_variance_by_hand():
@@ -58,9 +60,9 @@ def test_a_short_real_ppo_run_changes_policy_and_critic(base_model_dir, tmp_path
 def test_critic_fits_the_returns_of_a_fixed_batch(base_model_dir, tmp_path):
     # Repeated value updates on one batch (fixed returns) must lower the value loss: the critic
     # and its own optimizer really learn.
+    from rlvr.algos import gae, token_rewards
     from rlvr.train.context import Timer, batch_queries
     from rlvr.train.rollouts import collect_rollouts
-    from rlvr.algos import gae, token_rewards
 
     cfg = load_config("configs/ppo.yaml", [f"model.name={base_model_dir}", *SMALL, "algo.beta=0", "ppo.value_clip=0"])
     trainer = Trainer(cfg, tmp_path)
@@ -68,8 +70,10 @@ def test_critic_fits_the_returns_of_a_fixed_batch(base_model_dir, tmp_path):
     batch, mask = rollouts.batch, rollouts.batch.completion_mask
     values = trainer.critic.values(batch, 0)
     _, returns = gae(token_rewards(rollouts.rewards.flatten(), mask), values, mask, gamma=1.0, lam=1.0)
-    losses = [trainer.critic.update(batch, values, returns, mask, micro_batch_size=0, max_grad_norm=1.0)
-              ["critic/value_loss"] for _ in range(15)]
+    losses = [
+        trainer.critic.update(batch, values, returns, mask, micro_batch_size=0, max_grad_norm=1.0)["critic/value_loss"]
+        for _ in range(15)
+    ]
     assert losses[-1] < 0.5 * losses[0]
 
 
@@ -90,7 +94,9 @@ def test_micro_batched_critic_update_equals_the_full_batch_one(base_policy):
     critics = [copy.deepcopy(critic) for _ in range(2)]
     for c, micro_batch_size in zip(critics, (0, 3)):
         c.optimizer = torch.optim.SGD(c.model.parameters(), lr=0.1)
-        c.update(batch, old_values, returns, batch.completion_mask, micro_batch_size=micro_batch_size, max_grad_norm=0.0)
+        c.update(
+            batch, old_values, returns, batch.completion_mask, micro_batch_size=micro_batch_size, max_grad_norm=0.0
+        )
     for a, b in zip(critics[0].model.parameters(), critics[1].model.parameters()):
         assert torch.allclose(a, b, atol=1e-12)
     assert any(not torch.equal(a, b) for a, b in zip(critic.model.parameters(), critics[0].model.parameters()))

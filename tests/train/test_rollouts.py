@@ -37,8 +37,9 @@ def test_concatenated_batches_keep_every_row_exactly(base_policy):
 
 
 def test_dynamic_sampling_keeps_only_groups_with_signal(base_model_dir, tmp_path):
-    cfg = load_config(None, [f"model.name={base_model_dir}", *SMALL, "algo.dynamic_sampling=true",
-                             "algo.max_sampling_rounds=4"])
+    cfg = load_config(
+        None, [f"model.name={base_model_dir}", *SMALL, "algo.dynamic_sampling=true", "algo.max_sampling_rounds=4"]
+    )
     trainer = Trainer(cfg, tmp_path)
     queries = batch_queries(trainer.train_queries, 0, 4, 0)
     rollouts = collect_rollouts(trainer.context, 0, queries, Timer())
@@ -60,8 +61,17 @@ def test_dynamic_sampling_keeps_only_groups_with_signal(base_model_dir, tmp_path
 
 def test_overlong_penalty_lowers_the_reward_of_long_completions(base_model_dir, tmp_path):
     # L_max = 16 and L_cache = 16: every token counts, so reward = correctness − |y| / 16 exactly.
-    cfg = load_config(None, [f"model.name={base_model_dir}", *SMALL, "rollout.max_new_tokens=16",
-                             "algo.overlong_penalty=true", "algo.overlong_cache=16", "algo.beta=0"])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={base_model_dir}",
+            *SMALL,
+            "rollout.max_new_tokens=16",
+            "algo.overlong_penalty=true",
+            "algo.overlong_cache=16",
+            "algo.beta=0",
+        ],
+    )
     trainer = Trainer(cfg, tmp_path)
     rollouts = collect_rollouts(trainer.context, 0, batch_queries(trainer.train_queries, 0, 4, 0), Timer())
     lengths = rollouts.batch.completion_mask.sum(1).float()  # [N]
@@ -90,7 +100,15 @@ def test_overlong_filter_removes_truncated_samples_from_the_loss(base_policy):
     algo = AlgoConfig(beta=0.0)
     for filtered in (False, True):
         model.zero_grad(set_to_none=True)
-        accumulate_policy_gradient(model, batch, advantages, None, algo, temperature=1.0, max_new_tokens=40,
-                                   loss_mask=mask if filtered else None)
+        accumulate_policy_gradient(
+            model,
+            batch,
+            advantages,
+            None,
+            algo,
+            temperature=1.0,
+            max_new_tokens=40,
+            loss_mask=mask if filtered else None,
+        )
         grad = sum(float(p.grad.abs().sum()) for p in model.parameters() if p.grad is not None)
         assert (grad == 0.0) is filtered

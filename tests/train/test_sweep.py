@@ -9,9 +9,24 @@ import pytest
 from rlvr.train.sweep import SweepError, format_table, parse_grid, parse_seeds
 
 RLVR = [sys.executable, "-m", "rlvr.cli"]
-TINY = ["--set", "train.steps=1", "--set", "train.batch_queries=2", "--set", "rollout.group_size=2",
-        "--set", "task.num_train=20", "--set", "task.num_eval=4", "--set", "train.eval_samples=2",
-        "--set", "train.threads=1", "--set", "rollout.max_new_tokens=24"]
+TINY = [
+    "--set",
+    "train.steps=1",
+    "--set",
+    "train.batch_queries=2",
+    "--set",
+    "rollout.group_size=2",
+    "--set",
+    "task.num_train=20",
+    "--set",
+    "task.num_eval=4",
+    "--set",
+    "train.eval_samples=2",
+    "--set",
+    "train.threads=1",
+    "--set",
+    "rollout.max_new_tokens=24",
+]
 
 
 def rlvr(*args: str) -> subprocess.CompletedProcess:
@@ -21,8 +36,19 @@ def rlvr(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp_path):
     out = tmp_path / "sweep"
-    args = ["sweep", "--config", "configs/smoke.yaml", "--grid", "reward.fidelity=gold,lenient",
-            "--seeds", "0", "--out", str(out), "--quiet", *TINY]
+    args = [
+        "sweep",
+        "--config",
+        "configs/smoke.yaml",
+        "--grid",
+        "reward.fidelity=gold,lenient",
+        "--seeds",
+        "0",
+        "--out",
+        str(out),
+        "--quiet",
+        *TINY,
+    ]
     done = rlvr(*args)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "sweep.json").read_text())
@@ -52,13 +78,16 @@ def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp
     assert changed.returncode == 2 and "finished run of a different config" in changed.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--grid", "reward.fidelity"], "expected section.key=v1,v2"),
-    (["--grid", "reward.fidelity="], "no values after '='"),
-    (["--grid", "reward.fidelity=gold,bogus"], "reward.fidelity must be one of"),
-    (["--grid", "task.name=funcsynth", "--grid", "reward.fidelity=lenient"], "weakens math rows"),
-    (["--grid", "train.steps=1", "--seeds", "a"], "--seeds 'a'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--grid", "reward.fidelity"], "expected section.key=v1,v2"),
+        (["--grid", "reward.fidelity="], "no values after '='"),
+        (["--grid", "reward.fidelity=gold,bogus"], "reward.fidelity must be one of"),
+        (["--grid", "task.name=funcsynth", "--grid", "reward.fidelity=lenient"], "weakens math rows"),
+        (["--grid", "train.steps=1", "--seeds", "a"], "--seeds 'a'"),
+    ],
+)
 def test_bad_grids_fail_before_any_run_with_one_line(tmp_path, args, message):
     done = rlvr("sweep", "--out", str(tmp_path / "s"), *args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
@@ -70,7 +99,15 @@ def test_parsers_and_table():
     with pytest.raises(SweepError, match="given twice"):
         parse_grid(["a.b=1", "a.b=2"])
     assert parse_seeds("0, 2") == [0, 2]
-    row = {"label": "p-seed0", "base_gold_pass@1": 0.25, "gold_pass@1": 0.5, "base_pass@1": 0.5, "pass@1": 1.0,
-           "base_hacking_rate": 0.25, "hacking_rate": 0.5, "wall_s": 12.0}
+    row = {
+        "label": "p-seed0",
+        "base_gold_pass@1": 0.25,
+        "gold_pass@1": 0.5,
+        "base_pass@1": 0.5,
+        "pass@1": 1.0,
+        "base_hacking_rate": 0.25,
+        "hacking_rate": 0.5,
+        "wall_s": 12.0,
+    }
     table = format_table({"runs": [row]})
     assert "25.0% -> 50.0%" in table and "50.0% -> 100.0%" in table and "12s" in table

@@ -40,7 +40,7 @@ def test_later_passes_over_one_batch_have_ratios_off_one(base_model_dir, tmp_pat
 
 
 def test_each_algorithm_runs_a_real_step(base_model_dir, tmp_path):
-    from rlvr.algos import ALGORITHMS, Algorithm
+    from rlvr.algos import ALGORITHMS
 
     for name in [n for n, a in ALGORITHMS.items() if a.update != "preference"]:  # DPO: test_dpo_step.py
         metrics = _trainer(base_model_dir, tmp_path / name, f"algo.algorithm={name}").step(0)
@@ -51,8 +51,14 @@ def test_each_algorithm_runs_a_real_step(base_model_dir, tmp_path):
 def test_kl_as_a_reward_penalty_with_an_entropy_bonus_runs_real_steps(base_model_dir, tmp_path):
     import math
 
-    trainer = _trainer(base_model_dir, tmp_path, "algo.kl_placement=reward", "algo.beta=0.04",
-                       "algo.entropy_coef=0.01", "optim.lr=1e-3")
+    trainer = _trainer(
+        base_model_dir,
+        tmp_path,
+        "algo.kl_placement=reward",
+        "algo.beta=0.04",
+        "algo.entropy_coef=0.01",
+        "optim.lr=1e-3",
+    )
     first, second = trainer.step(0), trainer.step(1)
     assert abs(first["kl"]) < 1e-5 and second["kl"] > 0  # KL is still measured and logged
     assert math.isfinite(second["loss"]) and second["entropy"] > 0

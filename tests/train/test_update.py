@@ -42,8 +42,9 @@ def test_micro_batched_gradient_equals_full_batch_for_each_aggregation(base_poli
         full = copy.deepcopy(model)
         accumulate_policy_gradient(full, batch, advantages, ref_logp, algo, temperature=1.0, max_new_tokens=40)
         micro = copy.deepcopy(model)
-        result = accumulate_policy_gradient(micro, batch, advantages, ref_logp, algo, temperature=1.0,
-                                            max_new_tokens=40, micro_batch_size=4)
+        result = accumulate_policy_gradient(
+            micro, batch, advantages, ref_logp, algo, temperature=1.0, max_new_tokens=40, micro_batch_size=4
+        )
         for g_full, g_micro in zip(_grads(full), _grads(micro)):
             assert torch.allclose(g_full, g_micro, atol=1e-10), aggregation
         assert abs(result.stats["ratio_mean"] - 1.0) < 1e-6  # first pass: π_θ = π_old
@@ -61,8 +62,9 @@ def test_an_update_moves_the_policy_toward_positive_advantage(base_policy):
     from rlvr.models.logprobs import token_logprobs
 
     def seq_logp():
-        logp, _ = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                 batch.completion_mask, temperature=1.0)
+        logp, _ = token_logprobs(
+            model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
+        )
         return logp.sum(1)
 
     before = seq_logp().detach()
@@ -90,9 +92,19 @@ def test_micro_batching_stays_exact_with_per_token_advantages_entropy_bonus_and_
         models, results = [], []
         for micro_batch_size in (0, 4):
             m = copy.deepcopy(model)
-            results.append(accumulate_policy_gradient(
-                m, batch, advantages, batch.old_logp.double() - 0.05 * batch.completion_mask, algo,
-                temperature=1.0, max_new_tokens=40, micro_batch_size=micro_batch_size, loss_mask=loss_mask))
+            results.append(
+                accumulate_policy_gradient(
+                    m,
+                    batch,
+                    advantages,
+                    batch.old_logp.double() - 0.05 * batch.completion_mask,
+                    algo,
+                    temperature=1.0,
+                    max_new_tokens=40,
+                    micro_batch_size=micro_batch_size,
+                    loss_mask=loss_mask,
+                )
+            )
             optimizer_step(m, torch.optim.AdamW(m.parameters(), lr=1e-3), max_grad_norm=0.0)
             models.append(m)
         assert abs(results[0].loss - results[1].loss) < 1e-10, aggregation
@@ -132,8 +144,9 @@ def test_gspo_clip_fractions_count_sequences_across_micro_batches(base_policy):
     torch.manual_seed(0)
     batch = sample_completions(model, tok, make_queries(3, split="heldout", seed=0), group_size=4, max_new_tokens=40)
     with torch.no_grad():
-        logp, _ = token_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                 batch.completion_mask, temperature=1.0)  # [N, T]
+        logp, _ = token_logprobs(
+            model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
+        )  # [N, T]
     shift = torch.tensor([0.01] * 4 + [-0.01] * 4 + [0.0] * 4, dtype=torch.float64)  # [N] c
     batch = replace(batch, old_logp=(logp - shift[:, None]) * batch.completion_mask)  # [N, T]
     advantages = torch.tensor([1, 1, -1, -1, -1, -1, 1, 1, 1, -1, 1, -1], dtype=torch.float64)  # [N]
@@ -141,8 +154,16 @@ def test_gspo_clip_fractions_count_sequences_across_micro_batches(base_policy):
     assert lengths[:2].sum() / lengths.sum() != 2 / 12  # a token-weighted fraction would differ
     algo = AlgoConfig(algorithm="gspo", epsilon=3e-4, epsilon_high=4e-4, beta=0.0)
     for micro_batch_size in (0, 4, 5):
-        stats = accumulate_policy_gradient(copy.deepcopy(model), batch, advantages, None, algo, temperature=1.0,
-                                           max_new_tokens=40, micro_batch_size=micro_batch_size).stats
+        stats = accumulate_policy_gradient(
+            copy.deepcopy(model),
+            batch,
+            advantages,
+            None,
+            algo,
+            temperature=1.0,
+            max_new_tokens=40,
+            micro_batch_size=micro_batch_size,
+        ).stats
         assert stats["clip_ratio/high_mean"] == pytest.approx(2 / 12), micro_batch_size
         assert stats["clip_ratio/low_mean"] == pytest.approx(2 / 12), micro_batch_size
         assert stats["clip_ratio/region_mean"] == pytest.approx(4 / 12), micro_batch_size
@@ -178,8 +199,9 @@ def test_update_norm_equals_the_full_copy_and_copies_one_tensor_at_a_time(base_p
 
     opt.step = recording_step
     for _ in range(2):
-        accumulate_policy_gradient(model, batch, advantages, None, AlgoConfig(beta=0.0), temperature=1.0,
-                                   max_new_tokens=40)
+        accumulate_policy_gradient(
+            model, batch, advantages, None, AlgoConfig(beta=0.0), temperature=1.0, max_new_tokens=40
+        )
         for p, q in zip(model.parameters(), reference.parameters()):
             q.grad = p.grad.clone()
         _, update_norm = optimizer_step(model, opt, max_grad_norm=0.5)

@@ -21,14 +21,26 @@ def _answer(text: str) -> str:
 def math_rows() -> list[Row]:
     """Several values, relations, chains, cases and rounded decimals for one-value golds."""
     forty_two = [
-        ("disjunction_lor", r"x = 43 \lor x = 42"), ("disjunction_or_text", r"43 \text{ or } 42"),
-        ("disjunction_vee", r"43 \vee 42"), ("conjunction_land", r"x = 43 \land x = 42"),
-        ("conjunction_wedge", r"x=43 \wedge x=42"), ("conjunction_and_word", "43 and 42"),
-        ("equation_chain", "x = 43 = 42"), ("relation_lt", "x < 43"), ("relation_le", r"x \le 42"),
-        ("relation_ne", r"42 \ne x"), ("relation_ge", r"x \geq 42"), ("set_lbrace", r"\lbrace 43, 42 \rbrace"),
-        ("set_braces", r"\{43, 42\}"), ("comma_list", "43, 42"), ("semicolon_list", "43; 42"),
-        ("cases_env", r"\begin{cases} 43 & a \\ 42 & b \end{cases}"), ("latex_line_break", r"43 \\ 42"),
-        ("newline", "43\n42"), ("pm", r"42 \pm 1"), ("boxed_two", r"\boxed{43} \boxed{42}"),
+        ("disjunction_lor", r"x = 43 \lor x = 42"),
+        ("disjunction_or_text", r"43 \text{ or } 42"),
+        ("disjunction_vee", r"43 \vee 42"),
+        ("conjunction_land", r"x = 43 \land x = 42"),
+        ("conjunction_wedge", r"x=43 \wedge x=42"),
+        ("conjunction_and_word", "43 and 42"),
+        ("equation_chain", "x = 43 = 42"),
+        ("relation_lt", "x < 43"),
+        ("relation_le", r"x \le 42"),
+        ("relation_ne", r"42 \ne x"),
+        ("relation_ge", r"x \geq 42"),
+        ("set_lbrace", r"\lbrace 43, 42 \rbrace"),
+        ("set_braces", r"\{43, 42\}"),
+        ("comma_list", "43, 42"),
+        ("semicolon_list", "43; 42"),
+        ("cases_env", r"\begin{cases} 43 & a \\ 42 & b \end{cases}"),
+        ("latex_line_break", r"43 \\ 42"),
+        ("newline", "43\n42"),
+        ("pm", r"42 \pm 1"),
+        ("boxed_two", r"\boxed{43} \boxed{42}"),
     ]
     rows = [(f"math_{name}", {"type": "math", "answer": "42"}, _answer(text)) for name, text in forty_two]
     two_thirds = [("rounded_7_digits", "0.6666667"), ("rounded_4_digits", "0.6667"), ("truncated", "0.666666")]
@@ -49,15 +61,27 @@ def smt_rows() -> list[Row]:
         ("rem_contradiction", xy, "(assert (= (rem x y) 3)) (assert (< (rem x y) 3))", "x = 7, y = 0"),
         ("forall_div", x, "(assert (forall ((k Int)) (= (div k x) 7)))", "x = 0"),
     ]
-    rows = [(f"smt_zero_divisor_{name}", {"type": "smt", "mode": "model", "declarations": decls, "constraints": asserts},
-             _answer(claim)) for name, decls, asserts, claim in traps]
+    rows = [
+        (
+            f"smt_zero_divisor_{name}",
+            {"type": "smt", "mode": "model", "declarations": decls, "constraints": asserts},
+            _answer(claim),
+        )
+        for name, decls, asserts, claim in traps
+    ]
     equivalent = {"type": "smt", "mode": "equivalent", "declarations": xy, "reference": "(* 2 x)"}
     rows += [
-        ("smt_out_of_memory_raise", equivalent,
-         _answer("(bv2int ((_ extract 7 0) ((_ repeat 100000000) ((_ int2bv 8) x))))")),
+        (
+            "smt_out_of_memory_raise",
+            equivalent,
+            _answer("(bv2int ((_ extract 7 0) ((_ repeat 100000000) ((_ int2bv 8) x))))"),
+        ),
         ("smt_out_of_memory_exit", equivalent, _answer("(bv2int ((_ int2bv 100000000) x))")),
-        ("smt_equivalent_zero_divisor", {**equivalent, "reference": "0", "constraints": "(assert (= y 0))"},
-         _answer("(div x y)")),
+        (
+            "smt_equivalent_zero_divisor",
+            {**equivalent, "reference": "0", "constraints": "(assert (= y 0))"},
+            _answer("(div x y)"),
+        ),
     ]
     return rows
 
@@ -66,49 +90,77 @@ def checklist_rows() -> list[Row]:
     short = {"type": "checklist", "items": [{"check": "max_words", "value": 3}]}
     forbidden = {"type": "checklist", "items": [{"check": "not_contains", "value": "forbidden"}]}
     many_words = "one two three four five six"
-    separators = {"braille_blank": "\u2800", "hangul_filler": "\u3164", "halfwidth_filler": "\uffa0",
-                  "zero_width_space": "\u200b", "word_joiner": "\u2060", "ideographic_space": "\u3000"}
-    rows = [(f"checklist_max_words_{name}", short, _answer(many_words.replace(" ", sep)))
-            for name, sep in separators.items()]
-    disguises = {"zero_width_space": "for\u200bbidden", "soft_hyphen": "forbid\u00adden",
-                 "cyrillic_o": "f\u043erbidden", "greek_omicron": "f\u03bfrbidden", "fullwidth": "ｆｏｒｂｉｄｄｅｎ",
-                 "math_bold": "\U0001d41f\U0001d428\U0001d42b\U0001d41b\U0001d422\U0001d41d\U0001d41d\U0001d41e\U0001d427",
-                 "combining_joiner": "forb\u034fidden"}
-    rows += [(f"checklist_not_contains_{name}", forbidden, _answer(f"this is {text}"))
-             for name, text in disguises.items()]
+    separators = {
+        "braille_blank": "\u2800",
+        "hangul_filler": "\u3164",
+        "halfwidth_filler": "\uffa0",
+        "zero_width_space": "\u200b",
+        "word_joiner": "\u2060",
+        "ideographic_space": "\u3000",
+    }
+    rows = [
+        (f"checklist_max_words_{name}", short, _answer(many_words.replace(" ", sep)))
+        for name, sep in separators.items()
+    ]
+    disguises = {
+        "zero_width_space": "for\u200bbidden",
+        "soft_hyphen": "forbid\u00adden",
+        "cyrillic_o": "f\u043erbidden",
+        "greek_omicron": "f\u03bfrbidden",
+        "fullwidth": "ｆｏｒｂｉｄｄｅｎ",
+        "math_bold": "\U0001d41f\U0001d428\U0001d42b\U0001d41b\U0001d422\U0001d41d\U0001d41d\U0001d41e\U0001d427",
+        "combining_joiner": "forb\u034fidden",
+    }
+    rows += [
+        (f"checklist_not_contains_{name}", forbidden, _answer(f"this is {text}")) for name, text in disguises.items()
+    ]
     return rows
 
 
 def lean_rows() -> list[Row]:
     row = {"type": "lean", "statement": "theorem t : 2 + 2 = 5"}
-    proofs = {"sorry": "by sorry", "admit": "by admit", "stop": "by stop", "native_decide": "by native_decide",
-              "decide_native": "by decide +native", "axiom": "by exact absurd_axiom\naxiom absurd_axiom : 2 + 2 = 5",
-              "sorryAx": "sorryAx _ false", "set_option": "by\n  set_option debug.skipKernelTC true in rfl",
-              "elab_print": "rfl\nelab \"#print\" : command => pure ()", "exit": "by rfl\n#exit",
-              "extern_attr": "by rfl\n@[extern \"f\"] def f : Nat := 0", "import": "by rfl\nimport Mathlib"}
+    proofs = {
+        "sorry": "by sorry",
+        "admit": "by admit",
+        "stop": "by stop",
+        "native_decide": "by native_decide",
+        "decide_native": "by decide +native",
+        "axiom": "by exact absurd_axiom\naxiom absurd_axiom : 2 + 2 = 5",
+        "sorryAx": "sorryAx _ false",
+        "set_option": "by\n  set_option debug.skipKernelTC true in rfl",
+        "elab_print": 'rfl\nelab "#print" : command => pure ()',
+        "exit": "by rfl\n#exit",
+        "extern_attr": 'by rfl\n@[extern "f"] def f : Nat := 0',
+        "import": "by rfl\nimport Mathlib",
+    }
     return [(f"lean_{name}", row, f"```lean\n{proof}\n```") for name, proof in proofs.items()]
 
 
 def pytest_rows() -> list[Row]:
     tests = "import math\ndef test_root():\n    assert abs(f(2) - math.sqrt(2)) < 1e-9\n    assert len([f(4)]) == 1\n"
     row = {"type": "pytest", "test_code": tests, "expected_tests": 1}
-    attacks = {"def_abs": "def abs(x):\n    return 0\ndef f(x):\n    return 0.0",
-               "patch_builtins": "import builtins\nbuiltins.abs = lambda x: 0\ndef f(x):\n    return 0.0",
-               "patch_math": "import math\nmath.sqrt = lambda x: 0.0\ndef f(x):\n    return 0.0",
-               "replace_module": "import sys, types\nm = types.ModuleType('math')\nm.sqrt = lambda x: 0.0\n"
-                                 "sys.modules['math'] = m\ndef f(x):\n    return 0.0",
-               "globals_abs": "globals()['abs'] = lambda x: 0\ndef f(x):\n    return 0.0",
-               "assertion_error": "AssertionError = ZeroDivisionError\ndef f(x):\n    return 0.0",
-               "patch_inside_f": "def f(x):\n    import builtins\n    builtins.abs = lambda v: 0\n    return 0.0"}
+    attacks = {
+        "def_abs": "def abs(x):\n    return 0\ndef f(x):\n    return 0.0",
+        "patch_builtins": "import builtins\nbuiltins.abs = lambda x: 0\ndef f(x):\n    return 0.0",
+        "patch_math": "import math\nmath.sqrt = lambda x: 0.0\ndef f(x):\n    return 0.0",
+        "replace_module": "import sys, types\nm = types.ModuleType('math')\nm.sqrt = lambda x: 0.0\n"
+        "sys.modules['math'] = m\ndef f(x):\n    return 0.0",
+        "globals_abs": "globals()['abs'] = lambda x: 0\ndef f(x):\n    return 0.0",
+        "assertion_error": "AssertionError = ZeroDivisionError\ndef f(x):\n    return 0.0",
+        "patch_inside_f": "def f(x):\n    import builtins\n    builtins.abs = lambda v: 0\n    return 0.0",
+    }
     return [(f"pytest_{name}", row, f"```python\n{code}\n```") for name, code in attacks.items()]
 
 
 def stdio_rows() -> list[Row]:
     row = {"type": "stdio", "tests": [{"stdin": "2 3\n", "stdout": f"{SECRET}\n"}]}
-    attacks = {"print_sentinel": "print('ALL TESTS PASSED')", "exit_zero_silent": "import os\nos._exit(0)",
-               "read_host_file": "print(open('/etc/hostname').read())",
-               "keyring_lookup": "print(open('/proc/keys').read())",
-               "nested_dirs": "import os\nfor _ in range(3000):\n    os.mkdir('d'); os.chdir('d')\nprint(0)"}
+    attacks = {
+        "print_sentinel": "print('ALL TESTS PASSED')",
+        "exit_zero_silent": "import os\nos._exit(0)",
+        "read_host_file": "print(open('/etc/hostname').read())",
+        "keyring_lookup": "print(open('/proc/keys').read())",
+        "nested_dirs": "import os\nfor _ in range(3000):\n    os.mkdir('d'); os.chdir('d')\nprint(0)",
+    }
     return [(f"stdio_{name}", row, f"```python\n{code}\n```") for name, code in attacks.items()]
 
 

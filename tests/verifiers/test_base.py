@@ -24,12 +24,7 @@ def test_extract_answer(completion: str, expected: str | None) -> None:
 
 
 def test_extract_code_takes_last_fenced_block_of_the_language() -> None:
-    completion = (
-        "```python\nold = 1\n```\n"
-        "```cpp\nint cpp;\n```\n"
-        "```py\nnew = 2\n```\n"
-        "<answer>not this</answer>"
-    )
+    completion = "```python\nold = 1\n```\n```cpp\nint cpp;\n```\n```py\nnew = 2\n```\n<answer>not this</answer>"
     assert extract_code(completion, "python") == "new = 2\n"
     assert extract_code(completion, "c") == "not this"  # "cpp" is not "c": falls back to the answer
 

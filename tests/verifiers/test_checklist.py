@@ -35,8 +35,12 @@ def verifier() -> ChecklistVerifier:
 def test_every_item_passes(verifier: ChecklistVerifier) -> None:
     result = verifier.verify(row(), answered("Paris became the capital around 1190."))
     assert (result.verdict, result.score, result.error_class) == (Verdict.PASS, 1.0, ErrorClass.NONE), result
-    assert [t.name for t in result.tests] == ["items[0] contains", "items[1] regex", "items[2] max_words",
-                                             "items[3] not_contains"]
+    assert [t.name for t in result.tests] == [
+        "items[0] contains",
+        "items[1] regex",
+        "items[2] max_words",
+        "items[3] not_contains",
+    ]
 
 
 def test_partial_credit_is_passed_weight_over_total_weight(verifier: ChecklistVerifier) -> None:
@@ -63,8 +67,9 @@ def test_on_completion_reads_the_whole_text(verifier: ChecklistVerifier) -> None
 
 
 @pytest.mark.parametrize("completion", ["no tags at all, Paris 1190", answered(""), answered("   ")])
-def test_missing_or_empty_answer_earns_nothing_not_even_negative_checks(verifier: ChecklistVerifier,
-                                                                          completion: str) -> None:
+def test_missing_or_empty_answer_earns_nothing_not_even_negative_checks(
+    verifier: ChecklistVerifier, completion: str
+) -> None:
     result = verifier.verify(row(), completion)
     assert (result.verdict, result.score, result.error_class) == (Verdict.FAIL, 0.0, ErrorClass.NO_ANSWER), result
 
@@ -120,8 +125,9 @@ def test_huge_answer_fails_every_item_at_once(verifier: ChecklistVerifier) -> No
     ([{"check": "contains", "value": "x", "on": "think"}], '"on"'),
     ([{"check": "contains", "value": "x", "ignore_case": "yes"}], '"ignore_case"'),
 ])  # fmt: skip
-def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: ChecklistVerifier, items: object,
-                                                           key: str) -> None:
+def test_bad_criteria_is_an_error_naming_the_query_and_key(
+    verifier: ChecklistVerifier, items: object, key: str
+) -> None:
     criteria = {"type": "checklist"} if items is None else {"type": "checklist", "items": items}
     result = verifier.verify(Query("bad-row", "", criteria), answered("Paris"))
     assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
@@ -143,8 +149,9 @@ SEPARATORS = [
 
 
 @pytest.mark.parametrize("separator", SEPARATORS, ids=lambda c: f"U+{ord(c):04X}")
-def test_max_words_counts_words_joined_by_blank_or_invisible_characters(verifier: ChecklistVerifier,
-                                                                         separator: str) -> None:
+def test_max_words_counts_words_joined_by_blank_or_invisible_characters(
+    verifier: ChecklistVerifier, separator: str
+) -> None:
     # six words, limit five: every separator must still part them (6 > 5 fails).
     text = separator.join(["one", "two", "three", "four", "five", "six"])
     result = verifier.verify(row([{"check": "max_words", "value": 5}]), answered(text))
@@ -167,8 +174,9 @@ FORBIDDEN_SPELLINGS = [
 
 @pytest.mark.parametrize("spelling", FORBIDDEN_SPELLINGS, ids=ascii)
 @pytest.mark.parametrize("ignore_case", [False, True])
-def test_not_contains_sees_through_invisible_and_look_alike_characters(verifier: ChecklistVerifier, spelling: str,
-                                                                         ignore_case: bool) -> None:
+def test_not_contains_sees_through_invisible_and_look_alike_characters(
+    verifier: ChecklistVerifier, spelling: str, ignore_case: bool
+) -> None:
     item = {"check": "not_contains", "value": "forbidden", "ignore_case": ignore_case}
     result = verifier.verify(row([item]), answered(f"This is not {spelling} at all."))
     assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), result
@@ -214,7 +222,8 @@ def test_invisible_characters_earn_nothing(verifier: ChecklistVerifier, item: di
 
 
 def test_regex_sees_blank_looking_characters_as_spaces_and_invisible_ones_as_nothing(
-        verifier: ChecklistVerifier) -> None:
+    verifier: ChecklistVerifier,
+) -> None:
     # A pattern that allows at most three words: "a⠀b⠀c⠀d" is four words, "Par\u200bis" is Paris.
     at_most_three = {"check": "regex", "pattern": r"^\S+(\s+\S+){0,2}$"}
     assert verifier.verify(row([at_most_three]), answered("a\u2800b\u2800c\u2800d")).verdict is Verdict.FAIL
@@ -224,8 +233,9 @@ def test_regex_sees_blank_looking_characters_as_spaces_and_invisible_ones_as_not
 
 @pytest.mark.parametrize("blank", ["\u200b\u200b", "\u2800", "\u3164 \ufeff", "\u00ad"], ids=ascii)
 def test_answer_with_nothing_visible_is_no_answer(verifier: ChecklistVerifier, blank: str) -> None:
-    result = verifier.verify(row([{"check": "not_contains", "value": "x"}, {"check": "max_words", "value": 9}]),
-                             answered(blank))
+    result = verifier.verify(
+        row([{"check": "not_contains", "value": "x"}, {"check": "max_words", "value": 9}]), answered(blank)
+    )
     assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.NO_ANSWER), result
 
 

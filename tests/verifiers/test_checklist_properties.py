@@ -25,8 +25,19 @@ FILLERS = "\u2800\u3164\u115f\u1160\uffa0"
 """Braille blank and Hangul fillers: letters or symbols to ``str.split``, blank on screen."""
 SPACES = " \u00a0\u2003\u3000"
 
-CROSS_SCRIPT = {"a": "\u0430\u03b1", "c": "\u0441", "e": "\u0435", "h": "\u04bb", "i": "\u0456", "j": "\u0458",
-                "o": "\u043e\u03bf\u0585", "p": "\u0440\u03c1", "s": "\u0455", "x": "\u0445", "y": "\u0443"}
+CROSS_SCRIPT = {
+    "a": "\u0430\u03b1",
+    "c": "\u0441",
+    "e": "\u0435",
+    "h": "\u04bb",
+    "i": "\u0456",
+    "j": "\u0458",
+    "o": "\u043e\u03bf\u0585",
+    "p": "\u0440\u03c1",
+    "s": "\u0455",
+    "x": "\u0445",
+    "y": "\u0443",
+}
 """Cyrillic а с е һ і ј о р ѕ х у, Greek α ο ρ, Armenian օ."""
 LOWER_BLOCKS = (0xFF41, 0x1D41A, 0x1D5EE, 0x1D68A)
 UPPER_BLOCKS = (0xFF21, 0x1D400, 0x1D5D4, 0x1D670)
@@ -56,10 +67,16 @@ words = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=8)
 
 
 @SETTINGS
-@given(prefix=st.text(max_size=30), forbidden=st.text(alphabet=string.ascii_lowercase, min_size=2, max_size=10),
-       suffix=st.text(max_size=30), ignore_case=st.booleans(), data=st.data())
-def test_a_disguised_forbidden_word_never_passes_not_contains(prefix: str, forbidden: str, suffix: str,
-                                                             ignore_case: bool, data: st.DataObject) -> None:
+@given(
+    prefix=st.text(max_size=30),
+    forbidden=st.text(alphabet=string.ascii_lowercase, min_size=2, max_size=10),
+    suffix=st.text(max_size=30),
+    ignore_case=st.booleans(),
+    data=st.data(),
+)
+def test_a_disguised_forbidden_word_never_passes_not_contains(
+    prefix: str, forbidden: str, suffix: str, ignore_case: bool, data: st.DataObject
+) -> None:
     # Fillers may show as nothing, so they too must not hide the word.
     disguise = data.draw(disguised(forbidden, with_case=ignore_case, between=INVISIBLE + FILLERS))
     text = f"{prefix} {disguise} {suffix}"
@@ -69,12 +86,13 @@ def test_a_disguised_forbidden_word_never_passes_not_contains(prefix: str, forbi
 
 @SETTINGS
 @given(shown=st.lists(words, min_size=1, max_size=8).map(" ".join), data=st.data(), ignore_case=st.booleans())
-def test_string_items_pass_exactly_when_the_text_shows_the_value(shown: str, data: st.DataObject,
-                                                                 ignore_case: bool) -> None:
+def test_string_items_pass_exactly_when_the_text_shows_the_value(
+    shown: str, data: st.DataObject, ignore_case: bool
+) -> None:
     """What a reader sees is ``shown``; the completion is it in disguise. ``contains`` passes iff
     the value is in ``shown``, ``not_contains`` iff it is not, ``answer_equals`` iff it is all of it."""
     start = data.draw(st.integers(0, len(shown) - 1))
-    value = data.draw(st.one_of(words, st.just(shown[start:start + data.draw(st.integers(1, 12))])))
+    value = data.draw(st.one_of(words, st.just(shown[start : start + data.draw(st.integers(1, 12))])))
     if not value.strip():
         value = shown.split()[0]
     text = data.draw(disguised(shown, with_case=ignore_case, between=INVISIBLE))

@@ -5,7 +5,15 @@ import pytest
 from rlvr.config import ConfigError, load_config
 from rlvr.tasks.funcsynth import answer, formula, lookup_table, make_queries
 from rlvr.types import Query, Verdict
-from rlvr.verifiers.fidelity import Lenient, Noisy, VisibleOnly, answer_appears, gold_of, unit_draw, weakened_verifier_for
+from rlvr.verifiers.fidelity import (
+    Lenient,
+    Noisy,
+    VisibleOnly,
+    answer_appears,
+    gold_of,
+    unit_draw,
+    weakened_verifier_for,
+)
 from rlvr.verifiers.math import MathVerifier
 from rlvr.verifiers.registry import get_verifier
 
@@ -59,7 +67,9 @@ def test_noisy_flips_at_its_rates_and_is_deterministic_per_completion():
 
 def test_noisy_never_turns_an_infrastructure_error_into_a_verdict():
     broken = Query("bad", "", {"type": "math", "answer": ""})
-    result = Noisy(MathVerifier(), false_positive_rate=1.0, false_negative_rate=1.0).verify(broken, "<answer>1</answer>")
+    result = Noisy(MathVerifier(), false_positive_rate=1.0, false_negative_rate=1.0).verify(
+        broken, "<answer>1</answer>"
+    )
     assert result.verdict is Verdict.ERROR
 
 
@@ -73,14 +83,17 @@ def test_a_fidelity_weakens_only_its_row_type_and_gold_of_undoes_it():
     assert weakened_verifier_for("gold")("math") is get_verifier("math")
 
 
-@pytest.mark.parametrize("sets, message", [
-    (["task.name=funcsynth", "reward.fidelity=lenient"], "weakens math rows, but task 'funcsynth' has python rows"),
-    (["reward.fidelity=visible_only"], "weakens python rows, but task 'arith' has math rows"),
-    (["reward.fidelity=noisy"], "needs reward.false_positive_rate or reward.false_negative_rate > 0"),
-    (["reward.false_positive_rate=0.1"], "apply only with reward.fidelity=noisy"),
-    (["reward.fidelity=noisy", "reward.false_negative_rate=1.5"], "must be in [0, 1]"),
-    (["reward.hacking_sample=-1"], "reward.hacking_sample must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (["task.name=funcsynth", "reward.fidelity=lenient"], "weakens math rows, but task 'funcsynth' has python rows"),
+        (["reward.fidelity=visible_only"], "weakens python rows, but task 'arith' has math rows"),
+        (["reward.fidelity=noisy"], "needs reward.false_positive_rate or reward.false_negative_rate > 0"),
+        (["reward.false_positive_rate=0.1"], "apply only with reward.fidelity=noisy"),
+        (["reward.fidelity=noisy", "reward.false_negative_rate=1.5"], "must be in [0, 1]"),
+        (["reward.hacking_sample=-1"], "reward.hacking_sample must be >= 0"),
+    ],
+)
 def test_config_refuses_a_fidelity_that_does_not_fit(sets, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         load_config(None, sets)

@@ -105,9 +105,11 @@ def test_verify_batch_screens_every_item_and_leaves_only_screened_proofs_unavail
     items = [(ROW, f"<answer>{proof}</answer>") for proof in REFUSED + HONEST]
     items += [(ROW, "I think it is true."), (bad_row, "<answer>by trivial</answer>")]
     results = get_verifier("lean").verify_batch(items)  # the registry's instance, as the trainer gets it
-    expected = ([(Verdict.FAIL, ErrorClass.PROTOCOL_VIOLATION)] * len(REFUSED)
-                + [(Verdict.UNAVAILABLE, ErrorClass.INFRASTRUCTURE)] * len(HONEST)
-                + [(Verdict.FAIL, ErrorClass.NO_ANSWER), (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)])
+    expected = (
+        [(Verdict.FAIL, ErrorClass.PROTOCOL_VIOLATION)] * len(REFUSED)
+        + [(Verdict.UNAVAILABLE, ErrorClass.INFRASTRUCTURE)] * len(HONEST)
+        + [(Verdict.FAIL, ErrorClass.NO_ANSWER), (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)]
+    )
     assert [(r.verdict, r.error_class) for r in results] == expected, results
     assert [r.detail for r in results] == [LeanVerifier().verify(q, c).detail for q, c in items]
 
@@ -122,8 +124,12 @@ def test_rlvr_verify_fails_refused_proofs_instead_of_calling_them_unavailable(tm
     assert report.error_classes == {"protocol_violation": len(REFUSED), "infrastructure": 1}
     path = tmp_path / "rows.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    done = subprocess.run([sys.executable, "-m", "rlvr.cli", "verify", "--input", str(path), "--json"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlvr.cli", "verify", "--input", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["verdicts"] == {"fail": len(REFUSED), "unavailable": 1}
 
@@ -168,8 +174,9 @@ def test_registry_builds_the_lean_verifier() -> None:
 
 
 def _run(stdout: str, exit_code: int = 0) -> SandboxRun:
-    return SandboxRun(exit_code=exit_code, signal=None, timed_out=False, output_truncated=False,
-                      stdout=stdout.encode(), stderr=b"")
+    return SandboxRun(
+        exit_code=exit_code, signal=None, timed_out=False, output_truncated=False, stdout=stdout.encode(), stderr=b""
+    )
 
 
 @pytest.mark.parametrize(("stdout", "exit_code", "verdict", "error_class"), [

@@ -333,7 +333,11 @@ def test_what_follows_the_answer_is_its_fail_and_only_a_pool_fault_is_an_error()
 
     cases = [
         (JobOutcome("raised", detail="MemoryError", exception="MemoryError"), Verdict.FAIL, ErrorClass.MEMORY),
-        (JobOutcome("raised", detail="RecursionError", exception="RecursionError"), Verdict.FAIL, ErrorClass.RUNTIME_ERROR),
+        (
+            JobOutcome("raised", detail="RecursionError", exception="RecursionError"),
+            Verdict.FAIL,
+            ErrorClass.RUNTIME_ERROR,
+        ),
         (JobOutcome("died", detail="exit 1", exitcode=1), Verdict.FAIL, ErrorClass.RUNTIME_ERROR),
         (JobOutcome("timeout", detail="2 s"), Verdict.FAIL, ErrorClass.TIMEOUT),
         (JobOutcome("died", detail="killed", exitcode=-signal.SIGKILL), Verdict.ERROR, ErrorClass.INFRASTRUCTURE),

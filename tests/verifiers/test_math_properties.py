@@ -135,8 +135,10 @@ def test_random_text_passes_gold_42_only_when_it_is_42(verifier: MathVerifier, a
 
 
 @FAST
-@given(values=st.lists(st.integers(0, 99).map(str), min_size=2, max_size=4),  # "0 -1" would be 0 - 1
-       separator=st.sampled_from([",", ";", " \\lor ", " or ", " and ", " \\wedge ", " \\\\ ", "\n", " = ", " "]))
+@given(
+    values=st.lists(st.integers(0, 99).map(str), min_size=2, max_size=4),  # "0 -1" would be 0 - 1
+    separator=st.sampled_from([",", ";", " \\lor ", " or ", " and ", " \\wedge ", " \\\\ ", "\n", " = ", " "]),
+)
 def test_several_values_are_never_one_value(values: list[str], separator: str) -> None:
     """Whatever the values and the separator, several of them are refused before any comparison."""
     for gold in ("42", "\\frac{2}{3}"):
@@ -157,8 +159,10 @@ LATEX_BITS = ["4", "2", "x", "=", ",", "\\lor", "\\{", "\\}", "{", "}", "(", ")"
 
 
 @FAST
-@given(answer=st.one_of(st.text(max_size=16), tokens(LATEX_BITS, 10)),
-       gold=st.one_of(st.sampled_from(["42", "\\{1, 2\\}", "[0, 1)", "x = 1", "y = 2x + 3"]), tokens(LATEX_BITS, 5)))
+@given(
+    answer=st.one_of(st.text(max_size=16), tokens(LATEX_BITS, 10)),
+    gold=st.one_of(st.sampled_from(["42", "\\{1, 2\\}", "[0, 1)", "x = 1", "y = 2x + 3"]), tokens(LATEX_BITS, 5)),
+)
 def test_the_form_check_never_raises(answer: str, gold: str) -> None:
     """Any text, against any gold, is one value or a rejection with a class and a reason."""
     form = one_value(answer, gold)

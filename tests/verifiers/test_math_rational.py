@@ -13,18 +13,30 @@ from rlvr.types import ErrorClass, Query, Verdict
 from rlvr.verifiers.math import MathVerifier, exact_rational
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("3/4", Fraction(3, 4)), (" - 3 / 6 ", Fraction(-1, 2)), ("\\frac{6}{8}", Fraction(3, 4)),
-    ("-\\dfrac{1}{2}", Fraction(-1, 2)), ("\\tfrac{-2}{4}", Fraction(-1, 2)), ("+007", Fraction(7)),
-    ("0.5", Fraction(1, 2)), ("-.25", Fraction(-1, 4)), ("42.", Fraction(42)), ("42.0", Fraction(42)),
-    ("0.6666667", Fraction(6666667, 10_000_000)),  # not 2/3: the difference is 1/30,000,000
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("3/4", Fraction(3, 4)),
+        (" - 3 / 6 ", Fraction(-1, 2)),
+        ("\\frac{6}{8}", Fraction(3, 4)),
+        ("-\\dfrac{1}{2}", Fraction(-1, 2)),
+        ("\\tfrac{-2}{4}", Fraction(-1, 2)),
+        ("+007", Fraction(7)),
+        ("0.5", Fraction(1, 2)),
+        ("-.25", Fraction(-1, 4)),
+        ("42.", Fraction(42)),
+        ("42.0", Fraction(42)),
+        ("0.6666667", Fraction(6666667, 10_000_000)),  # not 2/3: the difference is 1/30,000,000
+    ],
+)
 def test_rationals_are_read_exactly(text: str, value: Fraction) -> None:
     assert exact_rational(text) == value
 
 
-@pytest.mark.parametrize("text", ["1/0", ".", "1.2.3", "1e3", "\\frac{a}{b}", "\\sqrt{2}", "1/2/3", "\\frac{1}{2}x",
-                                  "1" * 101, "0." + "3" * 101])
+@pytest.mark.parametrize(
+    "text",
+    ["1/0", ".", "1.2.3", "1e3", "\\frac{a}{b}", "\\sqrt{2}", "1/2/3", "\\frac{1}{2}x", "1" * 101, "0." + "3" * 101],
+)
 def test_anything_else_is_left_to_math_verify(text: str) -> None:
     assert exact_rational(text) is None
 

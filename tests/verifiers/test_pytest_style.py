@@ -21,8 +21,10 @@ from rlvr.verifiers.registry import get_verifier
 
 pytestmark = [
     pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
 ]
 
 LIMITS = SandboxLimits(wall_s=3.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=64 * 1024)
@@ -68,8 +70,11 @@ def assert_fails(result, error_class: ErrorClass | None = None) -> None:
 def test_correct_solution_passes_with_one_outcome_per_test(verifier: PytestVerifier) -> None:
     result = verify(verifier, "def f(x):\n    return 2 * x")
     assert (result.verdict, result.score) == (Verdict.PASS, 1.0), result
-    assert [(t.name, t.passed) for t in result.tests] == [("test_small", True), ("test_negative", True),
-                                                         ("test_zero", True)]
+    assert [(t.name, t.passed) for t in result.tests] == [
+        ("test_small", True),
+        ("test_negative", True),
+        ("test_zero", True),
+    ]
 
 
 def test_wrong_solution_fails_with_the_failing_tests(verifier: PytestVerifier) -> None:
@@ -200,8 +205,7 @@ def test_defining_extra_tests_never_passes(verifier: PytestVerifier) -> None:
     ('import os, json\nfd = int(os.environ["RLVR_CHANNEL_FD"])\n'
      'os.write(fd, json.dumps({"status": "ok", "results": []}).encode())\nos._exit(0)'),
 ])  # fmt: skip
-def test_printing_fake_summaries_or_forging_without_the_nonce_never_passes(verifier: PytestVerifier,
-                                                                          code: str) -> None:
+def test_printing_fake_summaries_or_forging_without_the_nonce_never_passes(verifier: PytestVerifier, code: str) -> None:
     result = verify(verifier, code)
     assert result.verdict is Verdict.FAIL, result
 
@@ -225,8 +229,7 @@ def test_memory_hog_is_memory(verifier: PytestVerifier) -> None:
     ({"test_code": TESTS}, '"expected_tests"'),
     ({"test_code": "import pytest\ndef test_a():\n    assert f(1) == 2\n", "expected_tests": 1}, "imports pytest"),
 ])  # fmt: skip
-def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: PytestVerifier, criteria: dict,
-                                                           key: str) -> None:
+def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: PytestVerifier, criteria: dict, key: str) -> None:
     query = Query("bad-row", "", {"type": "pytest", **criteria})
     result = verifier.verify(query, fenced("def f(x):\n    return 2 * x"))
     assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
@@ -239,12 +242,14 @@ def test_registry_builds_the_pytest_verifier() -> None:
 
 def test_patching_json_dumps_cannot_rewrite_the_frame(verifier: PytestVerifier) -> None:
     # The lazy forgery: rewrite every frame the driver sends. The driver bound dumps before import.
-    code = ("import json\n_real = json.dumps\n"
-            "def _fake(body, **kw):\n"
-            "    body['results'] = [dict(r, outcome='passed') for r in body.get('results', [])]\n"
-            "    return _real(body, **kw)\n"
-            "json.dumps = _fake\n"
-            "def f(x):\n    return x\n")
+    code = (
+        "import json\n_real = json.dumps\n"
+        "def _fake(body, **kw):\n"
+        "    body['results'] = [dict(r, outcome='passed') for r in body.get('results', [])]\n"
+        "    return _real(body, **kw)\n"
+        "json.dumps = _fake\n"
+        "def f(x):\n    return x\n"
+    )
     result = verify(verifier, code)
     assert_fails(result, ErrorClass.WRONG_ANSWER)
 
@@ -320,20 +325,26 @@ def test_shadowing_or_patching_what_the_tests_use_never_passes(verifier: PytestV
 
 def test_honest_answers_may_shadow_builtins_for_their_own_use(verifier: PytestVerifier) -> None:
     # The candidate's own `sum` and `max` serve its own code; the tests still get the real ones.
-    tests = ("import collections\n\ndef test_mean():\n    assert sum([f([1, 2, 6])]) == 3\n\n"
-             "def test_counts():\n    assert isinstance(g('aab'), collections.Counter)\n"
-             "    assert max(g('aab').values()) == 2\n")
-    code = ("import collections\n\ndef sum(values):\n    total = 0\n    for v in values:\n        total += v\n"
-            "    return total\n\ndef max(values):\n    return 'not the builtin'\n\n"
-            "def f(values):\n    return sum(values) // len(values)\n\n"
-            "def g(text):\n    return collections.Counter(text)\n")
+    tests = (
+        "import collections\n\ndef test_mean():\n    assert sum([f([1, 2, 6])]) == 3\n\n"
+        "def test_counts():\n    assert isinstance(g('aab'), collections.Counter)\n"
+        "    assert max(g('aab').values()) == 2\n"
+    )
+    code = (
+        "import collections\n\ndef sum(values):\n    total = 0\n    for v in values:\n        total += v\n"
+        "    return total\n\ndef max(values):\n    return 'not the builtin'\n\n"
+        "def f(values):\n    return sum(values) // len(values)\n\n"
+        "def g(text):\n    return collections.Counter(text)\n"
+    )
     result = verify(verifier, code, row(tests, 2))
     assert result.verdict is Verdict.PASS, result
 
 
 def test_tests_may_import_the_solution_module(verifier: PytestVerifier) -> None:
-    tests = ("import solution\nfrom solution import *\n\ndef test_module():\n    assert solution.f(5) == 10\n\n"
-             "def test_star():\n    assert f(5) == 10 and helper(1) == 1\n")
+    tests = (
+        "import solution\nfrom solution import *\n\ndef test_module():\n    assert solution.f(5) == 10\n\n"
+        "def test_star():\n    assert f(5) == 10 and helper(1) == 1\n"
+    )
     code = "def helper(x):\n    return x\n\ndef f(x):\n    return 2 * helper(x)\n"
     assert verify(verifier, code, row(tests, 2)).verdict is Verdict.PASS
 
@@ -362,7 +373,8 @@ def test_patching_the_drivers_own_helpers_never_passes(verifier: PytestVerifier,
 
 def test_an_entry_point_with_a_builtins_name_is_imported_by_name(verifier: PytestVerifier) -> None:
     # The namespace keeps the builtin `pow`; a row that means the candidate's must say so.
-    tests = ("from solution import pow\n\n"
-             "def test_pow():\n    assert pow(2, 10) == 1024 and pow.__module__ == 'solution'\n")
+    tests = (
+        "from solution import pow\n\ndef test_pow():\n    assert pow(2, 10) == 1024 and pow.__module__ == 'solution'\n"
+    )
     assert verify(verifier, "def pow(a, b):\n    return a ** b\n", row(tests, 1)).verdict is Verdict.PASS
     assert_fails(verify(verifier, "def pow(a, b):\n    return a * b\n", row(tests, 1)), ErrorClass.WRONG_ANSWER)

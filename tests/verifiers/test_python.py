@@ -13,15 +13,17 @@ import pytest
 
 from rlvr.sandbox import SandboxLimits, bwrap
 from rlvr.types import ErrorClass, Query, Verdict
-from rlvr.verifiers.python import PythonVerifier, same_value
 from rlvr.verifiers.pytest_style import PytestVerifier
+from rlvr.verifiers.python import PythonVerifier, same_value
 from rlvr.verifiers.registry import get_verifier
 from rlvr.verifiers.stdio import StdioVerifier
 
 pytestmark = [
     pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
 ]
 
 LIMITS = SandboxLimits(wall_s=3.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=64 * 1024)
@@ -33,11 +35,16 @@ def verifier() -> PythonVerifier:
 
 
 def add_query(hidden_expected: int = 30) -> Query:
-    return Query("add", "", {
-        "type": "python", "entry_point": "add",
-        "tests": [{"args": [1, 2], "expected": 3}, {"args": [5, 5], "expected": 10}],
-        "hidden_tests": [{"args": [10, 20], "expected": hidden_expected}],
-    })
+    return Query(
+        "add",
+        "",
+        {
+            "type": "python",
+            "entry_point": "add",
+            "tests": [{"args": [1, 2], "expected": 3}, {"args": [5, 5], "expected": 10}],
+            "hidden_tests": [{"args": [10, 20], "expected": hidden_expected}],
+        },
+    )
 
 
 def fenced(code: str) -> str:
@@ -81,7 +88,8 @@ def test_lookup_table_of_visible_tests_fails_hidden(verifier: PythonVerifier) ->
 
 def test_partial_credit_is_opt_in() -> None:
     result = PythonVerifier(limits=LIMITS, partial_credit=True).verify(
-        add_query(), fenced("def add(a, b):\n    return 3 if a == 1 else 0"))
+        add_query(), fenced("def add(a, b):\n    return 3 if a == 1 else 0")
+    )
     assert result.verdict is Verdict.PARTIAL and result.score == pytest.approx(1 / 3)
 
 
@@ -123,15 +131,18 @@ def test_missing_sandbox_is_unavailable_not_a_fail(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.parametrize("kind", ["python", "stdio", "pytest"])
-def test_without_a_sandbox_an_empty_answer_is_still_its_own_fail(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                                  kind: str) -> None:
+def test_without_a_sandbox_an_empty_answer_is_still_its_own_fail(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
+) -> None:
     """What the completion alone decides (no code) is decided before the sandbox is needed, in
     verify and verify_batch: a completion cannot turn its own fail into unscorable."""
     monkeypatch.setattr(bwrap, "TOOL_PATH", str(tmp_path))
     monkeypatch.setattr(bwrap, "_HOST", None)
-    rows = {"python": {"entry_point": "add", "tests": [{"args": [1, 2], "expected": 3}]},
-            "stdio": {"tests": [{"stdin": "", "stdout": "3"}]},
-            "pytest": {"test_code": "def test_a():\n    assert add(1, 2) == 3\n", "expected_tests": 1}}
+    rows = {
+        "python": {"entry_point": "add", "tests": [{"args": [1, 2], "expected": 3}]},
+        "stdio": {"tests": [{"stdin": "", "stdout": "3"}]},
+        "pytest": {"test_code": "def test_a():\n    assert add(1, 2) == 3\n", "expected_tests": 1},
+    }
     verifier = {"python": PythonVerifier, "stdio": StdioVerifier, "pytest": PytestVerifier}[kind](limits=LIMITS)
     query = Query("q", "", {"type": kind, **rows[kind]})
     results = [verifier.verify(query, ""), *verifier.verify_batch([(query, "  "), (query, fenced("x = 1"))])]
@@ -142,29 +153,44 @@ def test_without_a_sandbox_an_empty_answer_is_still_its_own_fail(monkeypatch: py
 # --- judging hacks --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code", [
-    "import os\nos._exit(0)",
-    "import sys\nsys.exit(0)",
-    "def add(a, b):\n    import os\n    os._exit(0)",
-    "def add(a, b):\n    import sys\n    sys.exit(0)",
-    "def add(a, b):\n    raise SystemExit(0)",
-], ids=["os_exit_at_import", "sys_exit_at_import", "os_exit_in_function", "sys_exit_in_function", "raise_systemexit"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import os\nos._exit(0)",
+        "import sys\nsys.exit(0)",
+        "def add(a, b):\n    import os\n    os._exit(0)",
+        "def add(a, b):\n    import sys\n    sys.exit(0)",
+        "def add(a, b):\n    raise SystemExit(0)",
+    ],
+    ids=["os_exit_at_import", "sys_exit_at_import", "os_exit_in_function", "sys_exit_in_function", "raise_systemexit"],
+)
 def test_exiting_early_never_passes(verifier: PythonVerifier, code: str) -> None:
     assert_fails(verify(verifier, code))
 
 
 def test_object_whose_eq_is_always_true(verifier: PythonVerifier) -> None:
-    code = "class Anything:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n" \
-           "def add(a, b):\n    return Anything()"
+    code = (
+        "class Anything:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n"
+        "def add(a, b):\n    return Anything()"
+    )
     assert_fails(verify(verifier, code), ErrorClass.WRONG_ANSWER)
 
 
-@pytest.mark.parametrize(("base", "build"), [
-    ("int", "Sly(a + b)"), ("str", "Sly(a + b)"), ("float", "Sly(a + b)"), ("list", "Sly()"), ("dict", "Sly()"),
-])
+@pytest.mark.parametrize(
+    ("base", "build"),
+    [
+        ("int", "Sly(a + b)"),
+        ("str", "Sly(a + b)"),
+        ("float", "Sly(a + b)"),
+        ("list", "Sly()"),
+        ("dict", "Sly()"),
+    ],
+)
 def test_builtin_subclass_result_is_rejected(verifier: PythonVerifier, base: str, build: str) -> None:
-    code = (f"class Sly({base}):\n    def __eq__(self, other): return True\n    __hash__ = None\n"
-            f"def add(a, b):\n    return {build}")
+    code = (
+        f"class Sly({base}):\n    def __eq__(self, other): return True\n    __hash__ = None\n"
+        f"def add(a, b):\n    return {build}"
+    )
     result = verify(verifier, code)
     assert_fails(result, ErrorClass.WRONG_ANSWER)
     assert "non-plain" in result.tests[0].detail
@@ -176,15 +202,19 @@ def test_bool_is_not_int(verifier: PythonVerifier) -> None:
 
 
 def test_printing_a_fake_success_sentinel(verifier: PythonVerifier) -> None:
-    code = ("print('ALL TESTS PASSED')\nprint('{\"status\": \"ok\", \"results\": [{\"value\": 3}]}')\n"
-            "import sys; sys.stderr.write('PASS\\n')\ndef add(a, b):\n    print('3 passed'); return None")
+    code = (
+        'print(\'ALL TESTS PASSED\')\nprint(\'{"status": "ok", "results": [{"value": 3}]}\')\n'
+        "import sys; sys.stderr.write('PASS\\n')\ndef add(a, b):\n    print('3 passed'); return None"
+    )
     assert_fails(verify(verifier, code))
 
 
 def test_forged_frame_on_the_channel_without_the_nonce(verifier: PythonVerifier) -> None:
-    code = ("import os, json\nfd = int(os.environ['RLVR_CHANNEL_FD'])\n"
-            "os.write(fd, json.dumps({'nonce': 'guess', 'status': 'ok', 'results': [{'value': 3}, {'value': 10}, {'value': 30}]}).encode())\n"
-            "os._exit(0)")
+    code = (
+        "import os, json\nfd = int(os.environ['RLVR_CHANNEL_FD'])\n"
+        "os.write(fd, json.dumps({'nonce': 'guess', 'status': 'ok', 'results': [{'value': 3}, {'value': 10}, {'value': 30}]}).encode())\n"
+        "os._exit(0)"
+    )
     assert_fails(verify(verifier, code), ErrorClass.PROTOCOL_VIOLATION)
 
 
@@ -212,8 +242,11 @@ def add(a, b):
     assert_fails(result)
     assert str(marker) not in result.detail
     # Control: the same search does find the marker where it is present (in the code's own file).
-    control = verify(verifier, code + f"# {marker}\n", Query("c", "", {"type": "python", "entry_point": "add",
-                                                                  "tests": [{"args": [0, 0], "expected": marker}]}))
+    control = verify(
+        verifier,
+        code + f"# {marker}\n",
+        Query("c", "", {"type": "python", "entry_point": "add", "tests": [{"args": [0, 0], "expected": marker}]}),
+    )
     assert control.verdict is Verdict.PASS, control
 
 
@@ -276,18 +309,36 @@ def _cmdline_has(proc_dir: Path, marker: str) -> bool:
 
 def test_network_escape_never_passes(verifier: PythonVerifier) -> None:
     """The expected value is what a successful connection would return: it must not come back."""
-    query = Query("net", "", {"type": "python", "entry_point": "f",
-                              "tests": [{"args": ["127.0.0.1", 22], "expected": "connected"},
-                                        {"args": ["1.1.1.1", 53], "expected": "connected"}]})
-    code = ("import socket\ndef f(host, port):\n    try:\n        socket.create_connection((host, port), timeout=1)\n"
-            "        return 'connected'\n    except OSError as e:\n        return type(e).__name__")
+    query = Query(
+        "net",
+        "",
+        {
+            "type": "python",
+            "entry_point": "f",
+            "tests": [
+                {"args": ["127.0.0.1", 22], "expected": "connected"},
+                {"args": ["1.1.1.1", 53], "expected": "connected"},
+            ],
+        },
+    )
+    code = (
+        "import socket\ndef f(host, port):\n    try:\n        socket.create_connection((host, port), timeout=1)\n"
+        "        return 'connected'\n    except OSError as e:\n        return type(e).__name__"
+    )
     assert_fails(verify(verifier, code, query), ErrorClass.WRONG_ANSWER)
 
 
 def test_writing_outside_the_tmpfs_never_passes(verifier: PythonVerifier) -> None:
     target = Path.cwd() / f"pwned-{secrets.token_hex(4)}"
-    query = Query("write", "", {"type": "python", "entry_point": "f",
-                                "tests": [{"args": [p], "expected": "written"} for p in ["/etc/pwned", str(target)]]})
+    query = Query(
+        "write",
+        "",
+        {
+            "type": "python",
+            "entry_point": "f",
+            "tests": [{"args": [p], "expected": "written"} for p in ["/etc/pwned", str(target)]],
+        },
+    )
     code = "def f(path):\n    try:\n        open(path, 'w').write('x'); return 'written'\n    except OSError as e:\n        return type(e).__name__"
     assert_fails(verify(verifier, code, query), ErrorClass.WRONG_ANSWER)
     assert not target.exists()
@@ -295,8 +346,15 @@ def test_writing_outside_the_tmpfs_never_passes(verifier: PythonVerifier) -> Non
 
 def test_reading_host_files_never_passes(verifier: PythonVerifier) -> None:
     repo_file = Path.cwd() / "pyproject.toml"
-    query = Query("read", "", {"type": "python", "entry_point": "f",
-                               "tests": [{"args": [str(repo_file)], "expected": repo_file.read_text()[:100]}]})
+    query = Query(
+        "read",
+        "",
+        {
+            "type": "python",
+            "entry_point": "f",
+            "tests": [{"args": [str(repo_file)], "expected": repo_file.read_text()[:100]}],
+        },
+    )
     code = "def f(path):\n    try:\n        return open(path).read()[:100]\n    except OSError as e:\n        return type(e).__name__"
     assert_fails(verify(verifier, code, query), ErrorClass.WRONG_ANSWER)
 
@@ -304,23 +362,26 @@ def test_reading_host_files_never_passes(verifier: PythonVerifier) -> None:
 # --- comparison rules (pure) ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("expected", "returned", "same"), [
-    (3, 3, True),
-    (1, True, False),  # bool is not int
-    (True, 1, False),
-    (3, 3.0, False),  # an int expected needs an int
-    (0.3, 0.1 + 0.2, True),  # 0.30000000000000004: within rel 1e-9
-    (0.3, 0.31, False),
-    (2.0, 2, True),  # a float expected accepts an int of equal value
-    (1.5, 10**400, False),  # too large for a float: not close, and no OverflowError
-    ("1", 1, False),
-    (None, None, True),
-    ([1, [2, "a"]], [1, [2, "a"]], True),
-    ([1, 2], [1, 2, 3], False),
-    ({"a": 1}, {"a": 1}, True),
-    ({"a": 1}, {"a": 1, "b": 2}, False),
-    ({"a": 1}, {"a": True}, False),
-])
+@pytest.mark.parametrize(
+    ("expected", "returned", "same"),
+    [
+        (3, 3, True),
+        (1, True, False),  # bool is not int
+        (True, 1, False),
+        (3, 3.0, False),  # an int expected needs an int
+        (0.3, 0.1 + 0.2, True),  # 0.30000000000000004: within rel 1e-9
+        (0.3, 0.31, False),
+        (2.0, 2, True),  # a float expected accepts an int of equal value
+        (1.5, 10**400, False),  # too large for a float: not close, and no OverflowError
+        ("1", 1, False),
+        (None, None, True),
+        ([1, [2, "a"]], [1, [2, "a"]], True),
+        ([1, 2], [1, 2, 3], False),
+        ({"a": 1}, {"a": 1}, True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ({"a": 1}, {"a": True}, False),
+    ],
+)
 def test_same_value(expected: object, returned: object, same: bool) -> None:
     assert same_value(expected, returned) is same
 

@@ -14,9 +14,7 @@ SLOPPY_RIGHT = "12, so <answer>12</answer>"
 
 
 def test_default_reward_is_binary_correctness_and_format_is_still_computed() -> None:
-    scored = RewardFunction().score_batch(
-        [(MATH, WELL_FORMED_RIGHT), (MATH, WELL_FORMED_WRONG), (MATH, SLOPPY_RIGHT)]
-    )
+    scored = RewardFunction().score_batch([(MATH, WELL_FORMED_RIGHT), (MATH, WELL_FORMED_WRONG), (MATH, SLOPPY_RIGHT)])
     assert [s.reward for s in scored] == [1.0, 0.0, 1.0]
     assert [s.correct for s in scored] == [True, False, True]
     format_verdicts = [s.results["format"].verdict for s in scored]
@@ -25,9 +23,7 @@ def test_default_reward_is_binary_correctness_and_format_is_still_computed() -> 
 
 def test_weighted_sum_of_components() -> None:
     reward = RewardFunction({"correctness": 0.9, "format": 0.1})
-    scored = reward.score_batch(
-        [(MATH, WELL_FORMED_RIGHT), (MATH, WELL_FORMED_WRONG), (MATH, SLOPPY_RIGHT)]
-    )
+    scored = reward.score_batch([(MATH, WELL_FORMED_RIGHT), (MATH, WELL_FORMED_WRONG), (MATH, SLOPPY_RIGHT)])
     # right and well formed: 0.9*1 + 0.1*1; wrong but well formed: 0.1; right but sloppy: 0.9
     assert [s.reward for s in scored] == pytest.approx([1.0, 0.1, 0.9])
 

@@ -30,8 +30,17 @@ def model_row(constraints: str = XY_CONSTRAINTS, declarations: str = XY) -> Quer
 
 
 def equivalent_row(reference: str = "(+ x x)", constraints: str = "", declarations: str = XY) -> Query:
-    return Query("e1", "", {"type": "smt", "mode": "equivalent", "declarations": declarations,
-                            "reference": reference, "constraints": constraints})
+    return Query(
+        "e1",
+        "",
+        {
+            "type": "smt",
+            "mode": "equivalent",
+            "declarations": declarations,
+            "reference": reference,
+            "constraints": constraints,
+        },
+    )
 
 
 def answered(text: str) -> str:
@@ -65,8 +74,17 @@ def test_partial_assignment_fails_even_if_it_could_be_completed(verifier: SmtVer
     assert "no value for y" in result.detail
 
 
-@pytest.mark.parametrize("answer", ["x = 3, y = -2, z = 0", "x = 3, y = -2.5", "x = 3, y = (- 2)",
-                                    "x = 3, x = 3, y = -2", "x is 3 and y is -2", "x = 3 y = -2"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "x = 3, y = -2, z = 0",
+        "x = 3, y = -2.5",
+        "x = 3, y = (- 2)",
+        "x = 3, x = 3, y = -2",
+        "x is 3 and y is -2",
+        "x = 3 y = -2",
+    ],
+)
 def test_unknown_names_wrong_sorts_terms_and_prose_are_unparseable(verifier: SmtVerifier, answer: str) -> None:
     result = verifier.verify(model_row(), answered(answer))
     assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.UNPARSEABLE), (answer, result)
@@ -87,8 +105,10 @@ def test_reals_booleans_and_bitvectors() -> None:
 
 def test_quantified_constraint_z3_cannot_decide_is_unknown_never_pass(verifier: SmtVerifier) -> None:
     # x = 1 makes the body Fermat's n = 3 case: true, but z3 cannot prove it.
-    constraints = ("(assert (forall ((a Int) (b Int) (c Int)) (=> (and (> a 0) (> b 0) (> c 0))"
-                   " (distinct (+ (* a a a) (* b b b)) (* x c c c)))))")
+    constraints = (
+        "(assert (forall ((a Int) (b Int) (c Int)) (=> (and (> a 0) (> b 0) (> c 0))"
+        " (distinct (+ (* a a a) (* b b b)) (* x c c c)))))"
+    )
     result = verifier.verify(model_row(constraints, "(declare-const x Int)"), answered("x = 1"))
     assert result.verdict is Verdict.UNKNOWN and result.score == 0.0, result
     assert result.error_class is ErrorClass.TIMEOUT
@@ -228,14 +248,22 @@ ERR_MEMOUT exit status, 101 (z3 src/util/error_codes.h)."""
 @pytest.mark.parametrize("unknown_as_fail", [False, True])
 def test_answers_that_exhaust_z3_memory_fail_as_memory_and_leave_a_clean_worker(unknown_as_fail: bool) -> None:
     row, right = equivalent_row(), answered("(* 2 x)")
-    items = [(row, answered(Z3_OUT_OF_MEMORY)), (row, right), (row, answered(Z3_MEMOUT_EXIT)), (row, right),
-             (model_row(), answered("x = 3, y = -2"))]
+    items = [
+        (row, answered(Z3_OUT_OF_MEMORY)),
+        (row, right),
+        (row, answered(Z3_MEMOUT_EXIT)),
+        (row, right),
+        (model_row(), answered("x = 3, y = -2")),
+    ]
     # One worker, one batch: every answer meets whatever the answer before it left behind.
     with SmtVerifier(pool_size=1, kill_after_s=20.0, unknown_as_fail=unknown_as_fail) as verifier:
         results = verifier.verify_batch(items)
     assert [(r.verdict, r.error_class) for r in results] == [
-        (Verdict.FAIL, ErrorClass.MEMORY), (Verdict.PASS, ErrorClass.NONE),
-        (Verdict.FAIL, ErrorClass.MEMORY), (Verdict.PASS, ErrorClass.NONE), (Verdict.PASS, ErrorClass.NONE),
+        (Verdict.FAIL, ErrorClass.MEMORY),
+        (Verdict.PASS, ErrorClass.NONE),
+        (Verdict.FAIL, ErrorClass.MEMORY),
+        (Verdict.PASS, ErrorClass.NONE),
+        (Verdict.PASS, ErrorClass.NONE),
     ], [r.detail for r in results]
     assert all(r.scorable for r in results)  # a wrong answer is never hidden as `error`
     assert "out of memory" in results[0].detail and "101" in results[2].detail

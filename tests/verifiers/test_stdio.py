@@ -17,8 +17,10 @@ from rlvr.verifiers.stdio import StdioVerifier, normalise_output
 
 pytestmark = [
     pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
-                       reason="bubblewrap is not installed (apt-get install bubblewrap)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap", path=bwrap.TOOL_PATH) is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
 ]
 
 LIMITS = SandboxLimits(wall_s=5.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=64 * 1024)
@@ -31,9 +33,15 @@ def verifier() -> StdioVerifier:
 
 def count_query() -> Query:
     """Print 1..n, one per line; the hidden test is what a lookup table of visible tests misses."""
-    return Query("count", "", {"type": "stdio",
-                               "tests": [{"stdin": "3\n", "stdout": "1\n2\n3\n"}, {"stdin": "1\n", "stdout": "1\n"}],
-                               "hidden_tests": [{"stdin": "4\n", "stdout": "1\n2\n3\n4\n"}]})
+    return Query(
+        "count",
+        "",
+        {
+            "type": "stdio",
+            "tests": [{"stdin": "3\n", "stdout": "1\n2\n3\n"}, {"stdin": "1\n", "stdout": "1\n"}],
+            "hidden_tests": [{"stdin": "4\n", "stdout": "1\n2\n3\n4\n"}],
+        },
+    )
 
 
 def fenced(code: str) -> str:
@@ -49,13 +57,16 @@ def assert_fails(result, error_class: ErrorClass | None = None) -> None:
 # --- normalisation (pure) -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("printed", "expected", "same"), [
-    ("1\n2\n", "1\n2", True),                 # trailing newline is a trailing blank line
-    ("1  \r\n2\t\n\n\n", "1\n2\n", True),     # trailing spaces, CRLF, trailing blank lines
-    (" 1\n2\n", "1\n2\n", False),             # leading whitespace counts
-    ("1\n\n2\n", "1\n2\n", False),            # a blank line in the middle counts
-    ("1 2\n", "1  2\n", False),               # inner whitespace counts
-])
+@pytest.mark.parametrize(
+    ("printed", "expected", "same"),
+    [
+        ("1\n2\n", "1\n2", True),  # trailing newline is a trailing blank line
+        ("1  \r\n2\t\n\n\n", "1\n2\n", True),  # trailing spaces, CRLF, trailing blank lines
+        (" 1\n2\n", "1\n2\n", False),  # leading whitespace counts
+        ("1\n\n2\n", "1\n2\n", False),  # a blank line in the middle counts
+        ("1 2\n", "1  2\n", False),  # inner whitespace counts
+    ],
+)
 def test_normalise_output(printed: str, expected: str, same: bool) -> None:
     assert (normalise_output(printed) == normalise_output(expected)) is same
 
@@ -75,13 +86,17 @@ def test_registry_builds_the_stdio_verifier() -> None:
     assert isinstance(get_verifier("stdio"), StdioVerifier)
 
 
-@pytest.mark.parametrize("code", [
-    "n = int(input())\nfor i in range(n): print(i)",                          # wrong: 0..n-1
-    "n = int(input())\nfor i in range(1, n + 2): print(i)",                   # extra output
-    "n = int(input())\nfor i in range(1, n): print(i)",                       # missing output (a prefix)
-    "n = int(input())\nprint(''.join(str(i) for i in range(1, n + 1))[:1])",  # prefix of the first line only
-    "print()",                                                                # nothing useful
-], ids=["wrong", "extra-output", "missing-output", "prefix-only", "empty"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "n = int(input())\nfor i in range(n): print(i)",  # wrong: 0..n-1
+        "n = int(input())\nfor i in range(1, n + 2): print(i)",  # extra output
+        "n = int(input())\nfor i in range(1, n): print(i)",  # missing output (a prefix)
+        "n = int(input())\nprint(''.join(str(i) for i in range(1, n + 1))[:1])",  # prefix of the first line only
+        "print()",  # nothing useful
+    ],
+    ids=["wrong", "extra-output", "missing-output", "prefix-only", "empty"],
+)
 def test_wrong_extra_missing_or_prefix_output_fails(verifier: StdioVerifier, code: str) -> None:
     assert_fails(verifier.verify(count_query(), fenced(code)), ErrorClass.WRONG_ANSWER)
 
@@ -116,9 +131,11 @@ def test_bad_criteria_is_an_error_not_a_fail(verifier: StdioVerifier) -> None:
 
 
 def test_printing_a_fake_success_sentinel(verifier: StdioVerifier) -> None:
-    code = ("print('ALL TESTS PASSED')\nimport sys\nsys.stderr.write('PASS\\n')\n"
-            "import os\nfor fd in range(3, 64):\n"
-            "    try: os.write(fd, b'{\"status\": \"ok\", \"results\": []}')\n    except OSError: pass")
+    code = (
+        "print('ALL TESTS PASSED')\nimport sys\nsys.stderr.write('PASS\\n')\n"
+        "import os\nfor fd in range(3, 64):\n"
+        '    try: os.write(fd, b\'{"status": "ok", "results": []}\')\n    except OSError: pass'
+    )
     assert_fails(verifier.verify(count_query(), fenced(code)), ErrorClass.WRONG_ANSWER)
 
 
@@ -160,12 +177,15 @@ for blob in blobs:
     found += pattern.findall(blob)
 print(found[0].decode() if found else "")
 """
-    query = Query("secret", "", {"type": "stdio", "tests": [{"stdin": "", "stdout": secret},
-                                                           {"stdin": other_input, "stdout": other_input}]})
+    query = Query(
+        "secret",
+        "",
+        {"type": "stdio", "tests": [{"stdin": "", "stdout": secret}, {"stdin": other_input, "stdout": other_input}]},
+    )
     result = StdioVerifier(limits=LIMITS, test_timeout_s=4.0).verify(query, fenced(code))
     assert_fails(result, ErrorClass.WRONG_ANSWER)
     assert [t.passed for t in result.tests] == [False, True]  # the search works when the data is there
-    assert result.tests[0].detail == "printed nothing"        # neither marker was reachable from test 0
+    assert result.tests[0].detail == "printed nothing"  # neither marker was reachable from test 0
 
 
 def test_huge_output_is_output_limit(verifier: StdioVerifier) -> None:

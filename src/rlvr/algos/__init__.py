@@ -8,13 +8,13 @@ online verifier-labelled preference pairs.
 """
 
 from rlvr.algos.advantages import batch_normalized_advantages, group_advantages, rloo_advantages
-from rlvr.algos.dapo import groups_with_signal, overlong_filter_mask, overlong_penalty
-from rlvr.algos.gae import clipped_value_loss, gae, token_rewards, whiten
 from rlvr.algos.aggregation import AGGREGATIONS, constant, sequence_mean, token_mean
+from rlvr.algos.common import entropy_bonus_loss
+from rlvr.algos.dapo import groups_with_signal, overlong_filter_mask, overlong_penalty
 from rlvr.algos.dpo import dpo_loss, preference_pairs, sequence_logprobs
+from rlvr.algos.gae import clipped_value_loss, gae, token_rewards, whiten
 from rlvr.algos.grpo import grpo_loss, grpo_per_token_loss
 from rlvr.algos.gspo import gspo_loss, sequence_ratio
-from rlvr.algos.common import entropy_bonus_loss
 from rlvr.algos.kl import KL_ESTIMATORS, kl_in_reward_advantages, kl_k1, kl_k2, kl_k3
 from rlvr.algos.registry import ALGORITHMS, Algorithm
 from rlvr.algos.tis import tis_advantages, tis_weights

@@ -63,17 +63,13 @@ def sequence_mean(
     return (sequence_sum / sequence_length).sum() / max(num_sequences, 1)  # []
 
 
-def token_mean(
-    per_token_loss: Tensor, mask: Tensor, *, num_sequences: int, num_tokens: int, max_tokens: int
-) -> Tensor:
+def token_mean(per_token_loss: Tensor, mask: Tensor, *, num_sequences: int, num_tokens: int, max_tokens: int) -> Tensor:
     """DAPO (Yu et al. 2025, arXiv:2503.14476) eq. 8, token-level policy gradient loss:
     Σ_i Σ_t l_{i,t} / Σ_i |o_i|. Every token weighs the same, whatever its sequence's length."""
     return _masked(per_token_loss, mask).sum() / max(num_tokens, 1)  # []
 
 
-def constant(
-    per_token_loss: Tensor, mask: Tensor, *, num_sequences: int, num_tokens: int, max_tokens: int
-) -> Tensor:
+def constant(per_token_loss: Tensor, mask: Tensor, *, num_sequences: int, num_tokens: int, max_tokens: int) -> Tensor:
     """Dr. GRPO (Liu et al. 2025, arXiv:2503.20783) §3.1: drop 1/|o_i| (the length bias) and
     divide by a constant, num_sequences · max_tokens, instead."""
     return _masked(per_token_loss, mask).sum() / max(num_sequences * max_tokens, 1)  # []

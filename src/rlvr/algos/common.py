@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Mapping, TypeVar
+from collections.abc import Mapping
+from typing import TypeVar
 
 import torch
 from torch import Tensor
@@ -20,14 +21,19 @@ def choose(registry: Mapping[str, _V], name: str, what: str) -> _V:
 
 
 def aggregate_loss(
-    per_token_loss: Tensor, mask: Tensor, aggregation: str,
-    num_sequences: int | None, num_tokens: int | None, max_tokens: int | None,
+    per_token_loss: Tensor,
+    mask: Tensor,
+    aggregation: str,
+    num_sequences: int | None,
+    num_tokens: int | None,
+    max_tokens: int | None,
 ) -> Tensor:
     """Reduce [N, T] to the scalar loss with `AGGREGATIONS[aggregation]`; whole-step counts default
     to this batch's own (N, mask.sum(), T)."""
     aggregate = choose(AGGREGATIONS, aggregation, "aggregation")
     return aggregate(
-        per_token_loss, mask,
+        per_token_loss,
+        mask,
         num_sequences=per_token_loss.shape[0] if num_sequences is None else num_sequences,
         num_tokens=int(mask.sum()) if num_tokens is None else num_tokens,
         max_tokens=per_token_loss.shape[1] if max_tokens is None else max_tokens,
@@ -64,8 +70,14 @@ def token_tensors(per_token_loss: Tensor, token_stats: dict[str, Tensor], mask: 
 
 
 def entropy_bonus_loss(
-    entropy: Tensor, mask: Tensor, *, coef: float, aggregation: str,
-    num_sequences: int | None, num_tokens: int | None, max_tokens: int | None,
+    entropy: Tensor,
+    mask: Tensor,
+    *,
+    coef: float,
+    aggregation: str,
+    num_sequences: int | None,
+    num_tokens: int | None,
+    max_tokens: int | None,
 ) -> Tensor:
     """−c·H aggregated like the policy loss: PPO's entropy bonus c₂·S[π_θ](s_t) (Schulman et al.
     2017, arXiv:1707.06347, eq. 9), which is maximised, hence minus in a loss. entropy [N, T]

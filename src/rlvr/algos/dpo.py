@@ -28,9 +28,7 @@ def sequence_logprobs(token_logp: Tensor, mask: Tensor) -> Tensor:
     return torch.where(mask, token_logp, torch.zeros_like(token_logp)).sum(dim=1)  # [N]
 
 
-def preference_pairs(
-    outcomes: Tensor, *, max_pairs_per_group: int = 0
-) -> tuple[Tensor, Tensor, dict[str, int]]:
+def preference_pairs(outcomes: Tensor, *, max_pairs_per_group: int = 0) -> tuple[Tensor, Tensor, dict[str, int]]:
     """Pair passing with failing completions of the same query.
 
     Args:

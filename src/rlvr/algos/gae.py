@@ -82,7 +82,13 @@ def whiten(values: Tensor, mask: Tensor, *, eps: float = 1e-8) -> Tensor:
 
 
 def clipped_value_loss(
-    values: Tensor, old_values: Tensor, returns: Tensor, mask: Tensor, *, clip_range: float, num_tokens: int | None = None
+    values: Tensor,
+    old_values: Tensor,
+    returns: Tensor,
+    mask: Tensor,
+    *,
+    clip_range: float,
+    num_tokens: int | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """PPO2's clipped value loss, ½ max((V − R)², (V_clip − R)²), summed over real tokens / num_tokens.
 

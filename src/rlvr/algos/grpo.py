@@ -18,6 +18,7 @@ from torch import Tensor
 from rlvr.algos.common import aggregate_loss, choose, token_means, token_tensors, zero_padding
 from rlvr.algos.kl import KL_ESTIMATORS
 
+
 def grpo_per_token_loss(
     logp: Tensor,
     old_logp: Tensor,
@@ -114,8 +115,14 @@ def grpo_loss(
     logp, old_logp = zero_padding(logp, mask), zero_padding(old_logp, mask)  # [N, T] each
     ref_logp = None if ref_logp is None else zero_padding(ref_logp, mask)  # [N, T]
     per_token_loss, token_stats = grpo_per_token_loss(
-        logp, old_logp, advantages, ref_logp=ref_logp, epsilon_low=epsilon_low,
-        epsilon_high=epsilon_high, beta=beta, kl_estimator=kl_estimator,
+        logp,
+        old_logp,
+        advantages,
+        ref_logp=ref_logp,
+        epsilon_low=epsilon_low,
+        epsilon_high=epsilon_high,
+        beta=beta,
+        kl_estimator=kl_estimator,
     )  # [N, T]
     loss = aggregate_loss(per_token_loss, mask, aggregation, num_sequences, num_tokens, max_tokens)  # []
     if return_token_stats:

@@ -80,8 +80,11 @@ def gspo_loss(
     high_clipped = (ratio > 1.0 + epsilon_high) & (adv > 0)  # [N]
     is_low, is_high = low_clipped[:, None].expand_as(mask), high_clipped[:, None].expand_as(mask)  # [N, T]
     token_stats = {
-        "ratio": ratio.detach()[:, None].expand_as(logp), "kl": kl.detach(),
-        "is_low_clipped": is_low, "is_high_clipped": is_high, "clipped": is_low | is_high,
+        "ratio": ratio.detach()[:, None].expand_as(logp),
+        "kl": kl.detach(),
+        "is_low_clipped": is_low,
+        "is_high_clipped": is_high,
+        "clipped": is_low | is_high,
     }
     stats = token_means(token_stats, mask) | sequence_clip_means(low_clipped, high_clipped)
     if return_token_stats:

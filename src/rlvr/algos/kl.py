@@ -15,7 +15,7 @@ Each function maps logp [N, T], ref_logp [N, T] → [N, T]; masking is the calle
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor

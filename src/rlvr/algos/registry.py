@@ -11,15 +11,16 @@ a constant normaliser; DAPO's clip-higher and token-mean loss) are presets in co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from torch import Tensor
 
 from rlvr.algos.advantages import batch_normalized_advantages, group_advantages, rloo_advantages
 from rlvr.algos.dpo import dpo_loss, preference_pairs
-from rlvr.algos.gspo import gspo_loss
 from rlvr.algos.grpo import grpo_loss
+from rlvr.algos.gspo import gspo_loss
 
 AdvantageFn = Callable[..., tuple[Tensor, dict[str, Tensor]]]
 """fn(rewards [B, G], *, eps, scale_by_std) -> (advantages [B, G], stats)."""
@@ -81,7 +82,8 @@ def require_policy_gradient(name: str, tool: str) -> Algorithm:
         usable = ", ".join(n for n, a in ALGORITHMS.items() if a.update != "preference")
         raise NotPolicyGradientError(
             f"{tool} works on advantages and a per-token policy loss; algo.algorithm={name} learns from "
-            f"preference pairs instead. Use one of: {usable}")
+            f"preference pairs instead. Use one of: {usable}"
+        )
     return algorithm
 
 
@@ -101,11 +103,18 @@ ALGORITHMS: dict[str, Algorithm] = {
     "grpo": Algorithm(grpo_loss, "Shao et al. 2024, DeepSeekMath, arXiv:2402.03300", advantages=_group),
     "gspo": Algorithm(gspo_loss, "Zheng et al. 2025, GSPO, arXiv:2507.18071", advantages=_group, sequence_ratio=True),
     "rloo": Algorithm(grpo_loss, "Ahmadian et al. 2024, RLOO, arXiv:2402.14740", advantages=_leave_one_out),
-    "reinforce_pp": Algorithm(grpo_loss, "Hu 2025, REINFORCE++, arXiv:2501.03262", advantages=_batch,
-                              batch_normalized=True),
+    "reinforce_pp": Algorithm(
+        grpo_loss, "Hu 2025, REINFORCE++, arXiv:2501.03262", advantages=_batch, batch_normalized=True
+    ),
     # PPO's clipped surrogate is GRPO's per-token loss fed per-token GAE advantages.
-    "ppo": Algorithm(grpo_loss, "Schulman et al. 2017, PPO, arXiv:1707.06347; GAE arXiv:1506.02438",
-                     update="actor_critic"),
-    "dpo": Algorithm(dpo_loss, "Rafailov et al. 2023, DPO, arXiv:2305.18290", update="preference",
-                     pairs=preference_pairs, memory_group_size=2),
+    "ppo": Algorithm(
+        grpo_loss, "Schulman et al. 2017, PPO, arXiv:1707.06347; GAE arXiv:1506.02438", update="actor_critic"
+    ),
+    "dpo": Algorithm(
+        dpo_loss,
+        "Rafailov et al. 2023, DPO, arXiv:2305.18290",
+        update="preference",
+        pairs=preference_pairs,
+        memory_group_size=2,
+    ),
 }

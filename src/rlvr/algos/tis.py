@@ -30,7 +30,9 @@ from rlvr.algos.kl import kl_k3
 
 
 @torch.no_grad()
-def tis_weights(trainer_logp: Tensor, sampler_logp: Tensor, mask: Tensor, *, cap: float) -> tuple[Tensor, dict[str, float]]:
+def tis_weights(
+    trainer_logp: Tensor, sampler_logp: Tensor, mask: Tensor, *, cap: float
+) -> tuple[Tensor, dict[str, float]]:
     """Per-token truncated IS weights w = min(exp(trainer_logp − sampler_logp), cap), and their stats.
 
     Args:
@@ -63,10 +65,18 @@ def tis_weights(trainer_logp: Tensor, sampler_logp: Tensor, mask: Tensor, *, cap
 
 def _stats(log_ratio: Tensor, weight: Tensor, truncated: Tensor, mismatch: Tensor, mask: Tensor) -> dict[str, float]:
     if not mask.any():
-        return {key: 0.0 for key in ("sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
-                                     "sampling/importance_sampling_ratio/min", "sampling/importance_sampling_ratio/mean",
-                                     "sampling/importance_sampling_ratio/max", "sampling/truncated_frac",
-                                     "sampling/mismatch_kl")}
+        return {
+            key: 0.0
+            for key in (
+                "sampling/sampling_logp_difference/mean",
+                "sampling/sampling_logp_difference/max",
+                "sampling/importance_sampling_ratio/min",
+                "sampling/importance_sampling_ratio/mean",
+                "sampling/importance_sampling_ratio/max",
+                "sampling/truncated_frac",
+                "sampling/mismatch_kl",
+            )
+        }
     delta, w = log_ratio[mask].abs(), weight[mask]  # [M] real tokens
     return {
         "sampling/sampling_logp_difference/mean": float(delta.mean()),

@@ -19,7 +19,7 @@ from rlvr.algos import ALGORITHMS
 from rlvr.diagnostics.terms import LossInputs, loss_terms
 from rlvr.train.context import StepObserver
 from rlvr.train.loop import Trainer
-from rlvr.train.rollouts import Rollouts, loss_mask
+from rlvr.train.rollouts import Rollouts
 from rlvr.train.update import MicroBatch
 from rlvr.types import Query, RolloutBatch
 
@@ -56,8 +56,9 @@ class Recorder(StepObserver):
     def reference(self, ref_logp: torch.Tensor | None) -> None:
         self.ref_logp = ref_logp
 
-    def advantages(self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor,
-                   stats: dict[str, Any]) -> None:
+    def advantages(
+        self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor, stats: dict[str, Any]
+    ) -> None:
         self.loss_batch, self.loss_advantages, self.loss_mask, self.advantage_stats = batch, advantages, mask, stats
 
     def iteration(self, index: int, last: bool) -> None:
@@ -114,26 +115,47 @@ def capture_update(trainer: Trainer, step: int, out_dir: Path) -> dict[str, Any]
         return {**record, **pairs_record(recorder)}
     record |= algorithm_record(cfg, recorder, rollouts)
     if update == "actor_critic":
-        record |= {"values": to_json(recorder.values), "returns": to_json(recorder.returns),
-                   "gae_advantages": to_json(recorder.gae)}
+        record |= {
+            "values": to_json(recorder.values),
+            "returns": to_json(recorder.returns),
+            "gae_advantages": to_json(recorder.gae),
+        }
     return record
 
 
-STAT_KEYS = ("kl", "entropy", "ratio_mean", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
-             "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen",
-             "logps/rejected")
+STAT_KEYS = (
+    "kl",
+    "entropy",
+    "ratio_mean",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "rewards/chosen",
+    "rewards/rejected",
+    "rewards/accuracies",
+    "rewards/margins",
+    "logps/chosen",
+    "logps/rejected",
+)
 """The loss's own statistics among a step's metrics (TRL names)."""
 
 
 def config_record(cfg) -> dict[str, Any]:
     a = cfg.algo
     return {
-        "algorithm": a.algorithm, "epsilon": a.epsilon,
+        "algorithm": a.algorithm,
+        "epsilon": a.epsilon,
         "epsilon_high": a.epsilon if a.epsilon_high is None else a.epsilon_high,
-        "beta": a.beta, "group_size": cfg.rollout.group_size, "aggregation": a.aggregation,
-        "kl_estimator": a.kl_estimator, "scale_rewards": a.scale_rewards, "advantage_eps": a.advantage_eps,
-        "num_iterations": a.num_iterations, "temperature": cfg.rollout.temperature,
-        "max_new_tokens": cfg.rollout.max_new_tokens, "micro_batch_size": cfg.optim.micro_batch_size,
+        "beta": a.beta,
+        "group_size": cfg.rollout.group_size,
+        "aggregation": a.aggregation,
+        "kl_estimator": a.kl_estimator,
+        "scale_rewards": a.scale_rewards,
+        "advantage_eps": a.advantage_eps,
+        "num_iterations": a.num_iterations,
+        "temperature": cfg.rollout.temperature,
+        "max_new_tokens": cfg.rollout.max_new_tokens,
+        "micro_batch_size": cfg.optim.micro_batch_size,
     }
 
 
@@ -142,17 +164,23 @@ def batch_record(batch: RolloutBatch, scored, tokenizer) -> dict[str, Any]:
     for i, text in enumerate(batch.texts):
         ids = batch.completion_ids[i][batch.completion_mask[i].bool()].tolist()
         correctness = scored[i].results.get("correctness")
-        completions.append({
-            "query": i // batch.group_size, "text": text, "token_ids": ids,
-            "tokens": [tokenizer.decode([t]) for t in ids], "finish_reason": batch.finish_reasons[i],
-            "verdict": None if correctness is None else correctness.verdict.value,
-            "detail": None if correctness is None else correctness.detail,
-        })
+        completions.append(
+            {
+                "query": i // batch.group_size,
+                "text": text,
+                "token_ids": ids,
+                "tokens": [tokenizer.decode([t]) for t in ids],
+                "finish_reason": batch.finish_reasons[i],
+                "verdict": None if correctness is None else correctness.verdict.value,
+                "detail": None if correctness is None else correctness.detail,
+            }
+        )
     return {
         "prompts": [q.prompt for q in batch.queries],
         "queries": [{"id": q.id, "prompt": q.prompt, "verifier": q.verifier} for q in batch.queries],
         "completions": completions,
-        "prompt_ids": to_json(batch.prompt_ids), "prompt_mask": to_json(batch.prompt_mask),
+        "prompt_ids": to_json(batch.prompt_ids),
+        "prompt_mask": to_json(batch.prompt_mask),
         "completion_ids": to_json(batch.completion_ids),
     }
 
@@ -161,8 +189,14 @@ def algorithm_record(cfg, recorder: Recorder, rollouts: Rollouts) -> dict[str, A
     """The policy-gradient loss of the captured pass, tensor by tensor, recomputed from the exported
     tensors with the shipped loss (diagnostics/terms.py) as a check."""
     batch, stats = recorder.loss_batch, recorder.advantage_stats
-    inputs = LossInputs(recorder.logp.logp, batch.old_logp, recorder.ref_logp, recorder.loss_advantages,
-                        recorder.loss_mask, cfg.rollout.max_new_tokens)
+    inputs = LossInputs(
+        recorder.logp.logp,
+        batch.old_logp,
+        recorder.ref_logp,
+        recorder.loss_advantages,
+        recorder.loss_mask,
+        cfg.rollout.max_new_tokens,
+    )
     terms = loss_terms(cfg.algo, inputs)
     shape = rollouts.rewards.shape  # [B, G]
     if inputs.advantages.ndim == 1:
@@ -171,10 +205,14 @@ def algorithm_record(cfg, recorder: Recorder, rollouts: Rollouts) -> dict[str, A
         mask = inputs.mask.to(inputs.advantages.dtype)  # [N, T]
         per_completion = ((inputs.advantages * mask).sum(1) / mask.sum(1).clamp(min=1)).view(shape)  # [B, G]
     record = {
-        "group_mean": to_json(stats.get("group_mean")), "group_std": to_json(stats.get("group_std")),
-        "advantages": to_json(per_completion), "mask": to_json(inputs.mask),
-        "completion_mask": to_json(batch.completion_mask), "logp": to_json(inputs.logp),
-        "old_logp": to_json(inputs.old_logp), "ref_logp": to_json(inputs.ref_logp),
+        "group_mean": to_json(stats.get("group_mean")),
+        "group_std": to_json(stats.get("group_std")),
+        "advantages": to_json(per_completion),
+        "mask": to_json(inputs.mask),
+        "completion_mask": to_json(batch.completion_mask),
+        "logp": to_json(inputs.logp),
+        "old_logp": to_json(inputs.old_logp),
+        "ref_logp": to_json(inputs.ref_logp),
         **{k: to_json(terms[k]) for k in ("ratio", "clipped", "kl", "per_token_loss", "token_weight", "row_loss")},
         "counts": terms["counts"],
         "loss_recomputed": float(terms["loss"]),
@@ -196,7 +234,8 @@ def rollout_batch(capture: dict[str, Any]) -> RolloutBatch:
     """The captured batch as the trainer held it (the inverse of `batch_record`)."""
     queries = [Query(q["id"], q["prompt"], q["verifier"]) for q in capture["queries"]]
     return RolloutBatch(
-        queries=queries, group_size=capture["config"]["group_size"],
+        queries=queries,
+        group_size=capture["config"]["group_size"],
         prompt_ids=torch.tensor(capture["prompt_ids"], dtype=torch.long),
         prompt_mask=torch.tensor(capture["prompt_mask"], dtype=torch.long),
         completion_ids=torch.tensor(capture["completion_ids"], dtype=torch.long),

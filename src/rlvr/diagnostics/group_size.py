@@ -20,9 +20,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from statistics import fmean
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 import torch
@@ -66,10 +66,15 @@ def select_rows(batch: RolloutBatch, query: int) -> RolloutBatch:
     """The G rows of one query, as a batch of its own."""
     rows = slice(query * batch.group_size, (query + 1) * batch.group_size)
     return RolloutBatch(
-        queries=[batch.queries[query]], group_size=batch.group_size,
-        prompt_ids=batch.prompt_ids[rows], prompt_mask=batch.prompt_mask[rows],
-        completion_ids=batch.completion_ids[rows], completion_mask=batch.completion_mask[rows],
-        old_logp=batch.old_logp[rows], texts=batch.texts[rows], finish_reasons=batch.finish_reasons[rows],
+        queries=[batch.queries[query]],
+        group_size=batch.group_size,
+        prompt_ids=batch.prompt_ids[rows],
+        prompt_mask=batch.prompt_mask[rows],
+        completion_ids=batch.completion_ids[rows],
+        completion_mask=batch.completion_mask[rows],
+        old_logp=batch.old_logp[rows],
+        texts=batch.texts[rows],
+        finish_reasons=batch.finish_reasons[rows],
     )
 
 
@@ -77,8 +82,9 @@ def _rows(tensor: torch.Tensor | None, rows: slice) -> torch.Tensor | None:
     return None if tensor is None else tensor[rows]
 
 
-def prompt_gradients(ctx: StepContext, inputs: LossInputs, reader: GradientReader,
-                     ref_logp: torch.Tensor | None) -> tuple[float, torch.Tensor]:
+def prompt_gradients(
+    ctx: StepContext, inputs: LossInputs, reader: GradientReader, ref_logp: torch.Tensor | None
+) -> tuple[float, torch.Tensor]:
     """(mean_b |G_b|², mean_b G_b [D]) over the batch's prompts, one backward per prompt."""
     cfg, policy, batch = ctx.cfg, ctx.policy, inputs.batch
     sq_total, total = 0.0, None
@@ -86,9 +92,15 @@ def prompt_gradients(ctx: StepContext, inputs: LossInputs, reader: GradientReade
         rows = slice(b * batch.group_size, (b + 1) * batch.group_size)
         policy.zero_grad(set_to_none=True)
         accumulate_policy_gradient(
-            policy, select_rows(batch, b), inputs.advantages[rows], _rows(ref_logp, rows), cfg.algo,
-            temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-            micro_batch_size=cfg.optim.micro_batch_size, loss_mask=_rows(inputs.mask, rows),
+            policy,
+            select_rows(batch, b),
+            inputs.advantages[rows],
+            _rows(ref_logp, rows),
+            cfg.algo,
+            temperature=cfg.rollout.temperature,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            micro_batch_size=cfg.optim.micro_batch_size,
+            loss_mask=_rows(inputs.mask, rows),
         )
         gradient = reader.read().double()  # [D]
         sq_total += reader.sq_norm(gradient)
@@ -117,11 +129,14 @@ def measure_group_size(trainer: Trainer, group_size: int, batches: int) -> Group
         sq_norms.append(found.sq_norm)
         rewards.append(float(rollouts.rewards.nanmean()))
         zero_std.append(float(inputs.stats["frac_zero_std"]))
-    return GroupSizeRow(group_size, fmean(traces), fmean(sq_norms), cfg.train.batch_queries, batches,
-                        fmean(rewards), fmean(zero_std))
+    return GroupSizeRow(
+        group_size, fmean(traces), fmean(sq_norms), cfg.train.batch_queries, batches, fmean(rewards), fmean(zero_std)
+    )
 
 
-def measure_group_sizes(cfg: RunConfig, group_sizes: list[int], batches: int, *, progress: bool = True) -> list[GroupSizeRow]:
+def measure_group_sizes(
+    cfg: RunConfig, group_sizes: list[int], batches: int, *, progress: bool = True
+) -> list[GroupSizeRow]:
     """One row per G, all from the policy of `cfg` (model.name) on the same prompts."""
     trainer = Trainer(copy.deepcopy(cfg), Path("."))  # out_dir unused without resume
     rows = []
@@ -131,10 +146,14 @@ def measure_group_sizes(cfg: RunConfig, group_sizes: list[int], batches: int, *,
 
 
 def format_table(rows: list[GroupSizeRow]) -> str:
-    lines = [f"{'G':>4} {'prompts':>7} {'completions':>11} {'tr(Sigma)/prompt':>16} {'|G|^2':>10} "
-             f"{'variance':>10} {'B_simple':>9} {'reward':>7} {'zero-std':>8}"]
+    lines = [
+        f"{'G':>4} {'prompts':>7} {'completions':>11} {'tr(Sigma)/prompt':>16} {'|G|^2':>10} "
+        f"{'variance':>10} {'B_simple':>9} {'reward':>7} {'zero-std':>8}"
+    ]
     for r in rows:
-        lines.append(f"{r.group_size:>4} {r.prompts:>7} {r.prompts * r.group_size:>11} {r.trace:>16.5f} "
-                     f"{r.sq_norm:>10.5f} {r.variance:>10.6f} {r.noise_scale:>9.2f} {r.reward:>7.3f} "
-                     f"{r.frac_zero_std:>8.3f}")
+        lines.append(
+            f"{r.group_size:>4} {r.prompts:>7} {r.prompts * r.group_size:>11} {r.trace:>16.5f} "
+            f"{r.sq_norm:>10.5f} {r.variance:>10.6f} {r.noise_scale:>9.2f} {r.reward:>7.3f} "
+            f"{r.frac_zero_std:>8.3f}"
+        )
     return "\n".join(lines)

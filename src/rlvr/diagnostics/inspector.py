@@ -55,7 +55,11 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
         trainer = Trainer(cfg, out_dir)
         source["policy"] = f"base model {cfg.model.name}"
         if step > 1:
-            have = "no checkpoint" if saved is None else f"only a checkpoint after step {saved} (inspect --step {saved + 1})"
+            have = (
+                "no checkpoint"
+                if saved is None
+                else f"only a checkpoint after step {saved} (inspect --step {saved + 1})"
+            )
             source["warning"] = f"{run_dir} has {have}; step {step} is shown from the base model's weights"
     return _capture(trainer, step, source, out_dir)
 
@@ -91,7 +95,9 @@ def read_capture(path: Path) -> dict[str, Any]:
     except ValueError:
         raise InspectError(f"--replay {path}: not JSON; pass a capture.json written by rlvr inspect") from None
     if not isinstance(capture, dict) or capture.get("schema") != SCHEMA:
-        raise InspectError(f"--replay {path}: not an rlvr inspect capture (schema {SCHEMA}); write one with rlvr inspect")
+        raise InspectError(
+            f"--replay {path}: not an rlvr inspect capture (schema {SCHEMA}); write one with rlvr inspect"
+        )
     return capture
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from rlvr.diagnostics.memory_model import ModelSpec
 from rlvr.algos import ALGORITHMS
-from rlvr.meters.memory import peak_total
+from rlvr.diagnostics.memory_model import ModelSpec
 from rlvr.errors import UserError
+from rlvr.meters.memory import peak_total
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,15 @@ def check_setup(setup: TrainingSetup) -> None:
     algorithm = ALGORITHMS[setup.algorithm]
     pairwise = algorithm.update == "preference"
     if pairwise and not setup.online_pairs and setup.group != algorithm.memory_group_size:
-        raise UserError(f"offline {setup.algorithm} trains on pairs: group must be 2, chosen and rejected "
-                        f"(got {setup.group}); for online {setup.algorithm} give the pairs per step")
+        raise UserError(
+            f"offline {setup.algorithm} trains on pairs: group must be 2, chosen and rejected "
+            f"(got {setup.group}); for online {setup.algorithm} give the pairs per step"
+        )
     if setup.online_pairs and (not pairwise or setup.online_pairs > setup.batch * (setup.group // 2)):
-        raise UserError(f"online pairs apply to preference algorithms (dpo) only and are at most B*floor(G/2) = "
-                        f"{setup.batch * (setup.group // 2)} (got {setup.online_pairs})")
+        raise UserError(
+            f"online pairs apply to preference algorithms (dpo) only and are at most B*floor(G/2) = "
+            f"{setup.batch * (setup.group // 2)} (got {setup.online_pairs})"
+        )
     if setup.lora_rank < 0 or setup.beta < 0:
         raise UserError("lora-rank and beta must be >= 0")
     if setup.zero_stage not in (0, 1, 2, 3):
@@ -149,15 +153,21 @@ def check_setup(setup: TrainingSetup) -> None:
     if setup.rollout_dtype not in ROLLOUT_BYTES:
         raise UserError(f"unknown rollout dtype {setup.rollout_dtype!r}; known: {', '.join(ROLLOUT_BYTES)}")
     if not 0 < setup.vllm_gpu_memory_utilization <= 1 or setup.gpu_memory_gib <= 0:
-        raise UserError("vllm-gpu-memory-utilization must be in (0, 1] and gpu-memory above 0 GiB "
-                        f"(got {setup.vllm_gpu_memory_utilization} and {setup.gpu_memory_gib})")
+        raise UserError(
+            "vllm-gpu-memory-utilization must be in (0, 1] and gpu-memory above 0 GiB "
+            f"(got {setup.vllm_gpu_memory_utilization} and {setup.gpu_memory_gib})"
+        )
     sequences = setup.batch * setup.group
     if sequences % setup.gpus:
-        raise UserError(f"cannot shard {sequences} sequences (batch x group) evenly over {setup.gpus} GPUs; "
-                        "pick a GPU count that divides them")
+        raise UserError(
+            f"cannot shard {sequences} sequences (batch x group) evenly over {setup.gpus} GPUs; "
+            "pick a GPU count that divides them"
+        )
     if setup.micro_batch > sequences // setup.gpus:
-        raise UserError(f"micro-batch {setup.micro_batch} exceeds the {sequences // setup.gpus} sequences "
-                        f"each of {setup.gpus} GPU(s) gets; lower --micro-batch")
+        raise UserError(
+            f"micro-batch {setup.micro_batch} exceeds the {sequences // setup.gpus} sequences "
+            f"each of {setup.gpus} GPU(s) gets; lower --micro-batch"
+        )
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,8 @@ class Estimate:
 
     def to_dict(self) -> dict:
         return {
-            "model": asdict(self.model), "setup": asdict(self.setup),
+            "model": asdict(self.model),
+            "setup": asdict(self.setup),
             "parameters": self.model.num_params,
             "components": {name: {"bytes": round(c.bytes), "how": c.how} for name, c in self.components.items()},
         }
@@ -187,9 +198,17 @@ def optimizer_bytes_per_param(precision: Precision, optimizer: Optimizer) -> flo
     return precision.master_bytes + optimizer.states * per_state
 
 
-def activation_bytes(spec: ModelSpec, *, sequences: int, prompt_len: int, completion_len: int,
-                     act_bytes: int, grad_checkpointing: bool = False, lora_rank: int = 0,
-                     padding_free: bool = False) -> float:
+def activation_bytes(
+    spec: ModelSpec,
+    *,
+    sequences: int,
+    prompt_len: int,
+    completion_len: int,
+    act_bytes: int,
+    grad_checkpointing: bool = False,
+    lora_rank: int = 0,
+    padding_free: bool = False,
+) -> float:
     """Bytes autograd saves for one micro-batch's backward (HF Llama, SDPA attention, padding mask).
 
     Korthikanti et al. 2022 (eq. 1) counted per layer and token for GPT; here the same count for
@@ -227,23 +246,29 @@ def _count(n: float) -> str:
     return f"{n / 1e9:.3g}B" if n >= 1e8 else f"{n / 1e6:.3g}M" if n >= 1e5 else f"{n:,.0f}"
 
 
-def _trainable_model(name: str, trainable: int, frozen: int, setup: TrainingSetup,
-                     precision: Precision, optimizer: Optimizer) -> dict[str, Component]:
+def _trainable_model(
+    name: str, trainable: int, frozen: int, setup: TrainingSetup, precision: Precision, optimizer: Optimizer
+) -> dict[str, Component]:
     """Weights, gradients and optimizer states of one trained model (policy or critic)."""
     w_div, g_div, o_div = _shard_divisors(setup)
     per_opt = optimizer_bytes_per_param(precision, optimizer)
     return {
-        f"{name}_weights": Component((frozen + trainable) * precision.weight_bytes / w_div,
-                                     f"{_count(frozen + trainable)} x {precision.weight_bytes} B / {w_div}"),
-        f"{name}_gradients": Component(trainable * precision.grad_bytes / g_div,
-                                       f"{_count(trainable)} x {precision.grad_bytes} B / {g_div}"),
+        f"{name}_weights": Component(
+            (frozen + trainable) * precision.weight_bytes / w_div,
+            f"{_count(frozen + trainable)} x {precision.weight_bytes} B / {w_div}",
+        ),
+        f"{name}_gradients": Component(
+            trainable * precision.grad_bytes / g_div, f"{_count(trainable)} x {precision.grad_bytes} B / {g_div}"
+        ),
         f"{name}_optimizer": Component(trainable * per_opt / o_div, f"{_count(trainable)} x {per_opt:g} B / {o_div}"),
     }
 
 
 def _frozen_model(params: int, precision: Precision, setup: TrainingSetup) -> Component:
     w_div = _shard_divisors(setup)[0]
-    return Component(params * precision.weight_bytes / w_div, f"{_count(params)} x {precision.weight_bytes} B / {w_div}")
+    return Component(
+        params * precision.weight_bytes / w_div, f"{_count(params)} x {precision.weight_bytes} B / {w_div}"
+    )
 
 
 def _activations(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> Component:
@@ -251,10 +276,16 @@ def _activations(spec: ModelSpec, setup: TrainingSetup, precision: Precision) ->
     sequences = setup.micro_batch
     if setup.online_pairs:  # online DPO trains only the paired rows, whole pairs per micro-batch
         sequences = min(2 * max(1, setup.micro_batch // 2), 2 * setup.online_pairs)
-    size = activation_bytes(spec, sequences=sequences, prompt_len=setup.prompt_len,
-                            completion_len=setup.completion_len, act_bytes=precision.act_bytes,
-                            grad_checkpointing=setup.grad_checkpointing, lora_rank=setup.lora_rank,
-                            padding_free=setup.padding_free)
+    size = activation_bytes(
+        spec,
+        sequences=sequences,
+        prompt_len=setup.prompt_len,
+        completion_len=setup.completion_len,
+        act_bytes=precision.act_bytes,
+        grad_checkpointing=setup.grad_checkpointing,
+        lora_rank=setup.lora_rank,
+        padding_free=setup.padding_free,
+    )
     return Component(size, f"{sequences} seq x {tokens} tok" + (", checkpointed" if setup.grad_checkpointing else ""))
 
 
@@ -262,7 +293,9 @@ def _kv_cache(spec: ModelSpec, setup: TrainingSetup, act_bytes: int) -> Componen
     sequences = setup.batch * setup.group // setup.gpus  # rlvr samples a GPU's whole share at once
     tokens, e = setup.prompt_len + setup.completion_len, act_bytes
     size = kv_cache_bytes(spec, sequences=sequences, tokens=tokens, act_bytes=e)
-    return Component(size, f"{sequences} seq x {tokens} tok x 2*{spec.num_layers}*{spec.num_kv_heads}*{spec.head_dim}*{e} B")
+    return Component(
+        size, f"{sequences} seq x {tokens} tok x 2*{spec.num_layers}*{spec.num_kv_heads}*{spec.head_dim}*{e} B"
+    )
 
 
 def _sampler(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> dict[str, Component]:
@@ -290,14 +323,19 @@ def _vllm(spec: ModelSpec, setup: TrainingSetup) -> dict[str, Component]:
     reserved = util * gib * 2**30
     weights = spec.num_params * e
     if weights >= reserved:
-        raise UserError(f"vLLM's share, {util:g} x {gib:g} GiB = {format_bytes(reserved)}, does not hold its "
-                        f"{format_bytes(weights)} of weights; raise vllm-gpu-memory-utilization or gpu-memory")
+        raise UserError(
+            f"vLLM's share, {util:g} x {gib:g} GiB = {format_bytes(reserved)}, does not hold its "
+            f"{format_bytes(weights)} of weights; raise vllm-gpu-memory-utilization or gpu-memory"
+        )
     per_token = kv_cache_bytes(spec, sequences=1, tokens=1, act_bytes=e)
     needed = setup.batch * setup.group // setup.gpus * (setup.prompt_len + setup.completion_len)
     return {
         "vllm_weights": Component(weights, f"{_count(spec.num_params)} x {e} B, vLLM's own copy"),
-        "vllm_kv_cache": Component(reserved - weights, f"{util:g} x {gib:g} GiB - vllm_weights: "
-                                   f"{(reserved - weights) / per_token:,.0f} tokens (a rollout has {needed:,})"),
+        "vllm_kv_cache": Component(
+            reserved - weights,
+            f"{util:g} x {gib:g} GiB - vllm_weights: "
+            f"{(reserved - weights) / per_token:,.0f} tokens (a rollout has {needed:,})",
+        ),
     }
 
 
@@ -310,8 +348,11 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     trained = spec.lora_params(r) if r else spec.num_params
     out.components |= _trainable_model("policy", trained, spec.num_params if r else 0, setup, precision, optimizer)
     if algo.reference(setup):  # with LoRA the reference is the base with adapters off: no copy (TRL)
-        out.components["reference_weights"] = (Component(0.0, "LoRA: the base weights, adapters off") if r
-                                               else _frozen_model(spec.num_params, precision, setup))
+        out.components["reference_weights"] = (
+            Component(0.0, "LoRA: the base weights, adapters off")
+            if r
+            else _frozen_model(spec.num_params, precision, setup)
+        )
     value_params = spec.value_model_params
     if algo.critic:
         value_head = spec.hidden_size + 1  # trained even with LoRA: it starts from scratch
@@ -323,7 +364,9 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     out.components["activations"] = _activations(spec, setup, precision)
     if algo.rollout or setup.online_pairs:
         out.components |= _sampler(spec, setup, precision)
-    out.components["peak_total"] = Component(peak_total(out.components), "persistent + max(grads + activations, KV cache)")
+    out.components["peak_total"] = Component(
+        peak_total(out.components), "persistent + max(grads + activations, KV cache)"
+    )
     return out
 
 
@@ -337,8 +380,10 @@ def format_bytes(n: float) -> str:
 def format_table(result: Estimate) -> str:
     s, m = result.setup, result.model
     tuning = f"LoRA r={s.lora_rank}" if s.lora_rank else "full fine-tuning"
-    title = (f"{s.algorithm} on {m.name} ({_count(m.num_params)} parameters), {s.precision}, {s.optimizer}, "
-             f"{tuning}, ZeRO-{s.zero_stage} over {s.gpus} GPU(s)")
+    title = (
+        f"{s.algorithm} on {m.name} ({_count(m.num_params)} parameters), {s.precision}, {s.optimizer}, "
+        f"{tuning}, ZeRO-{s.zero_stage} over {s.gpus} GPU(s)"
+    )
     lines = [title, f"{'component (per GPU)':<22} {'memory':>12}  how"]
     for name, c in result.components.items():
         if name == "peak_total":

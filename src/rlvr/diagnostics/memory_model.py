@@ -63,11 +63,16 @@ class ModelSpec:
 
 def spec_from_config(config: dict, name: str) -> ModelSpec:
     """A ModelSpec from the fields of a Hugging Face config.json (LlamaConfig / Qwen2Config names)."""
-    missing = [key for key in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                               "intermediate_size", "vocab_size") if key not in config]
+    missing = [
+        key
+        for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+        if key not in config
+    ]
     if missing:
-        raise UserError(f"{name}: config.json lacks {', '.join(missing)}; rlvr memory models "
-                        "Llama-family decoders (Llama, Qwen2, Mistral)")
+        raise UserError(
+            f"{name}: config.json lacks {', '.join(missing)}; rlvr memory models "
+            "Llama-family decoders (Llama, Qwen2, Mistral)"
+        )
     heads = int(config["num_attention_heads"])
     hidden = int(config["hidden_size"])
     return ModelSpec(
@@ -86,8 +91,16 @@ def spec_from_config(config: dict, name: str) -> ModelSpec:
 
 # The fields of each model's config.json as published on the Hugging Face Hub (the model cards'
 # parameter counts are checked against these in tests/diagnostics/test_memory_estimate.py).
-_PRESET_FIELDS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                  "num_key_value_heads", "intermediate_size", "vocab_size", "tie_word_embeddings")
+_PRESET_FIELDS = (
+    "model_type",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "vocab_size",
+    "tie_word_embeddings",
+)
 _PRESET_CONFIGS: dict[str, dict] = {
     name: dict(zip(_PRESET_FIELDS, values, strict=True))
     for name, values in {
@@ -109,8 +122,9 @@ def _read_config(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"cannot read {path} ({error.__class__.__name__}); pass a readable config.json") from None
     except json.JSONDecodeError as error:
-        raise UserError(f"{path} is not valid JSON ({error.msg} at line {error.lineno}); "
-                        "pass a Hugging Face config.json") from None
+        raise UserError(
+            f"{path} is not valid JSON ({error.msg} at line {error.lineno}); pass a Hugging Face config.json"
+        ) from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object of model settings")
     return data
@@ -130,5 +144,7 @@ def load_model_spec(model: str) -> ModelSpec:
         if not path.is_file():
             raise UserError(f"--model {model}: no such file {path}; pass a config.json, a model directory or a preset")
         return spec_from_config(_read_config(path), model)
-    raise UserError(f"--model {model}: unknown preset and not a path; presets: {', '.join(preset_names())}, "
-                    "or pass a Hugging Face config.json")
+    raise UserError(
+        f"--model {model}: unknown preset and not a path; presets: {', '.join(preset_names())}, "
+        "or pass a Hugging Face config.json"
+    )

@@ -32,8 +32,10 @@ def replay_config(capture: dict[str, Any], overrides: list[str]) -> tuple[RunCon
     for text in overrides:
         section, name, _ = parse_override(text)
         if section not in REPLAYABLE:
-            raise InspectError(f"--set {text}: a replay recomputes the captured batch, so only algo.* can change "
-                               f"(capture a new batch with rlvr inspect --set {section}.{name}=...)")
+            raise InspectError(
+                f"--set {text}: a replay recomputes the captured batch, so only algo.* can change "
+                f"(capture a new batch with rlvr inspect --set {section}.{name}=...)"
+            )
     captured = config_from_dict(capture["run_config"])
     changed = load_config(None, overrides, base=captured)
     try:
@@ -48,7 +50,9 @@ def replay(capture: dict[str, Any], capture_dir: Path, overrides: list[str]) -> 
     captured_cfg, new_cfg = replay_config(capture, overrides)
     weights = capture_dir / capture["weights"]
     if not (weights / "config.json").is_file():
-        raise InspectError(f"{weights}: the capture's policy weights are missing; keep the policy/ folder beside capture.json")
+        raise InspectError(
+            f"{weights}: the capture's policy weights are missing; keep the policy/ folder beside capture.json"
+        )
     policy, _ = load_policy(str(weights))
     batch = rollout_batch(capture)
     ref_logp = None if capture["ref_logp"] is None else torch.tensor(capture["ref_logp"])  # [N, T]
@@ -68,16 +72,24 @@ def _evaluate(policy, batch, rewards, ref_logp, cfg: RunConfig) -> dict[str, Any
     policy.zero_grad(set_to_none=True)
     recorder = LogpRecorder(batch)
     update = accumulate_policy_gradient(
-        policy, batch, advantages.flatten(), ref_logp, cfg.algo, temperature=cfg.rollout.temperature,
-        max_new_tokens=cfg.rollout.max_new_tokens, micro_batch_size=cfg.optim.micro_batch_size,
+        policy,
+        batch,
+        advantages.flatten(),
+        ref_logp,
+        cfg.algo,
+        temperature=cfg.rollout.temperature,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        micro_batch_size=cfg.optim.micro_batch_size,
         on_micro_batch=recorder,
     )
     params = [p for p in policy.parameters() if p.requires_grad]
-    gradient = torch.cat([torch.zeros(p.numel()) if p.grad is None else p.grad.detach().flatten().cpu()
-                          for p in params]).double()  # [D] the full gradient, before clipping
+    gradient = torch.cat(
+        [torch.zeros(p.numel()) if p.grad is None else p.grad.detach().flatten().cpu() for p in params]
+    ).double()  # [D] the full gradient, before clipping
     policy.zero_grad(set_to_none=True)
-    inputs = LossInputs(recorder.logp, batch.old_logp, ref_logp, advantages.flatten(), batch.completion_mask,
-                        cfg.rollout.max_new_tokens)
+    inputs = LossInputs(
+        recorder.logp, batch.old_logp, ref_logp, advantages.flatten(), batch.completion_mask, cfg.rollout.max_new_tokens
+    )
     return {"loss": update.loss, "advantages": advantages, "terms": loss_terms(cfg.algo, inputs), "gradient": gradient}
 
 
@@ -98,7 +110,10 @@ def _compare(capture, new_cfg, overrides, before, after) -> dict[str, Any]:
         "grad_cosine": float(g0 @ g1) / denominator if denominator > 0 else None,
         "token_weight_difference_max": float((w1 - w0).abs().max()),
         "advantages": to_json(after["advantages"]),
-        **{k: to_json(after["terms"][k]) for k in ("ratio", "clipped", "kl", "per_token_loss", "token_weight", "row_loss")},
+        **{
+            k: to_json(after["terms"][k])
+            for k in ("ratio", "clipped", "kl", "per_token_loss", "token_weight", "row_loss")
+        },
         "token_weight_difference": to_json(w1 - w0),
     }
 

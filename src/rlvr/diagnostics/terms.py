@@ -33,11 +33,15 @@ class LossInputs:
 def loss_kwargs(algo: AlgoConfig, inputs: LossInputs) -> dict:
     """The keyword arguments train/update.py passes to the loss, with whole-batch counts."""
     return dict(
-        ref_logp=inputs.ref_logp, epsilon_low=algo.epsilon,
+        ref_logp=inputs.ref_logp,
+        epsilon_low=algo.epsilon,
         epsilon_high=algo.epsilon if algo.epsilon_high is None else algo.epsilon_high,
         beta=algo.beta if algo.kl_placement == "loss" else 0.0,  # in the reward, the KL is in the advantages
-        aggregation=algo.aggregation, kl_estimator=algo.kl_estimator,
-        num_sequences=inputs.logp.shape[0], num_tokens=int(inputs.mask.sum()), max_tokens=inputs.max_tokens,
+        aggregation=algo.aggregation,
+        kl_estimator=algo.kl_estimator,
+        num_sequences=inputs.logp.shape[0],
+        num_tokens=int(inputs.mask.sum()),
+        max_tokens=inputs.max_tokens,
     )
 
 
@@ -53,9 +57,14 @@ def loss_terms(algo: AlgoConfig, inputs: LossInputs) -> dict[str, torch.Tensor]:
     aggregate = AGGREGATIONS[algo.aggregation]
     counts = {k: kwargs[k] for k in ("num_sequences", "num_tokens", "max_tokens")}
     # Every aggregation is a sum over rows divided by a constant, so the rows' shares add up to the loss.
-    row_loss = torch.stack([
-        aggregate(tokens["per_token_loss"][i : i + 1], inputs.mask[i : i + 1], **counts)
-        for i in range(logp.shape[0])
-    ])  # [N]
-    return {"loss": loss.detach(), "stats": stats, **tokens, "token_weight": token_weight, "row_loss": row_loss,
-            "counts": counts}
+    row_loss = torch.stack(
+        [aggregate(tokens["per_token_loss"][i : i + 1], inputs.mask[i : i + 1], **counts) for i in range(logp.shape[0])]
+    )  # [N]
+    return {
+        "loss": loss.detach(),
+        "stats": stats,
+        **tokens,
+        "token_weight": token_weight,
+        "row_loss": row_loss,
+        "counts": counts,
+    }

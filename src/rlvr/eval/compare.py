@@ -85,8 +85,9 @@ def summarize_algorithm(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "cot_pass@k": None if any(c is None for c in curves["cot_pass@k"]) else curve_mean(curves["cot_pass@k"]),
         "wall_s": _mean_std([run["wall_s"] for run in runs]),
         "reward_curves": rewards,
-        "distinct_curves": [[r["explore/distinct_correct"] for r in run["rows"] if "explore/distinct_correct" in r]
-                            for run in runs],
+        "distinct_curves": [
+            [r["explore/distinct_correct"] for r in run["rows"] if "explore/distinct_correct" in r] for run in runs
+        ],
     }
 
 
@@ -124,22 +125,36 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
     rows = [row("memory", lambda a: NOT_MEASURED if a["memory"] == NOT_MEASURED else "peaks below")]
     for key in memory_keys:
-        rows.append(row(f"memory: {key.removeprefix('memory/')} (peak, MiB)",
-                        lambda a, k=key: NOT_MEASURED if a["memory"] == NOT_MEASURED
-                        else _fmt(a["memory"].get(k), scale=1 / 2**20, digits=2)))
+        rows.append(
+            row(
+                f"memory: {key.removeprefix('memory/')} (peak, MiB)",
+                lambda a, k=key: (
+                    NOT_MEASURED if a["memory"] == NOT_MEASURED else _fmt(a["memory"].get(k), scale=1 / 2**20, digits=2)
+                ),
+            )
+        )
     base_curve = {"pass@k": None, "cot_pass@k": None} if base is None else base
     rows += [
         row("exploration: distinct correct solutions", lambda a: _fmt(a["distinct_correct"], digits=0)),
         row("exploration: train queries solved", lambda a: _fmt(a["queries_solved"], digits=0)),
-        row(f"exploration: held-out pass@{ks[big]}", lambda a: _fmt(_at(a["pass@k"], big)),
-            _fmt(_at(base_curve["pass@k"], big))),
+        row(
+            f"exploration: held-out pass@{ks[big]}",
+            lambda a: _fmt(_at(a["pass@k"], big)),
+            _fmt(_at(base_curve["pass@k"], big)),
+        ),
         row("stability: reward jitter (mean abs step change)", lambda a: _fmt(a["reward_jitter"])),
         row("stability: final reward (last quarter of steps)", lambda a: _fmt(a["final_reward"])),
         row("reasoning: held-out pass@1", lambda a: _fmt(_at(a["pass@k"], 0)), _fmt(_at(base_curve["pass@k"], 0))),
-        row("reasoning: held-out CoT-pass@1", lambda a: _fmt(_at(a["cot_pass@k"], 0)),
-            _fmt(_at(base_curve["cot_pass@k"], 0))),
-        row(f"reasoning: held-out CoT-pass@{ks[big]}", lambda a: _fmt(_at(a["cot_pass@k"], big)),
-            _fmt(_at(base_curve["cot_pass@k"], big))),
+        row(
+            "reasoning: held-out CoT-pass@1",
+            lambda a: _fmt(_at(a["cot_pass@k"], 0)),
+            _fmt(_at(base_curve["cot_pass@k"], 0)),
+        ),
+        row(
+            f"reasoning: held-out CoT-pass@{ks[big]}",
+            lambda a: _fmt(_at(a["cot_pass@k"], big)),
+            _fmt(_at(base_curve["cot_pass@k"], big)),
+        ),
         row("wall time per run (train + eval)", lambda a: _fmt(a["wall_s"], digits=0, unit=" s")),
     ]
     return rows
@@ -177,19 +192,35 @@ def plot_compare(report: dict[str, Any], path: Path) -> Path:
             ax.fill_between(steps, [min(c) for c in columns], [max(c) for c in columns], color=colour, alpha=0.2)
         ax_k.plot(report["k"], [100 * v for v in algo["pass@k"]["mean"]], "-o", color=colour, label=f"{name} pass@k")
         if algo["cot_pass@k"] is not None:
-            ax_k.plot(report["k"], [100 * v for v in algo["cot_pass@k"]["mean"]], "--s", color=colour,
-                      label=f"{name} CoT-pass@k")
+            ax_k.plot(
+                report["k"],
+                [100 * v for v in algo["cot_pass@k"]["mean"]],
+                "--s",
+                color=colour,
+                label=f"{name} CoT-pass@k",
+            )
     if report.get("base"):
-        ax_k.plot(report["k"], [100 * v for v in report["base"]["pass@k"]["mean"]], "-o", color="grey", label="base pass@k")
+        ax_k.plot(
+            report["k"], [100 * v for v in report["base"]["pass@k"]["mean"]], "-o", color="grey", label="base pass@k"
+        )
         if report["base"]["cot_pass@k"] is not None:
-            ax_k.plot(report["k"], [100 * v for v in report["base"]["cot_pass@k"]["mean"]], "--s", color="grey",
-                      label="base CoT-pass@k")
+            ax_k.plot(
+                report["k"],
+                [100 * v for v in report["base"]["cot_pass@k"]["mean"]],
+                "--s",
+                color="grey",
+                label="base CoT-pass@k",
+            )
     ax_r.set(xlabel="step", ylabel="training reward", title="reward (band: min..max over seeds)")
     ax_e.set(xlabel="step", ylabel="distinct correct solutions", title="online exploration")
     ax_k.set_xscale("log", base=2)
     ax_k.set_xticks(report["k"], [str(k) for k in report["k"]])
-    ax_k.set(xlabel="k", ylabel="held-out queries solved (%)", ylim=(0, 100),
-             title=f"held-out pass@k, n={report['n']}, {report['num_queries']} queries")
+    ax_k.set(
+        xlabel="k",
+        ylabel="held-out queries solved (%)",
+        ylim=(0, 100),
+        title=f"held-out pass@k, n={report['n']}, {report['num_queries']} queries",
+    )
     for ax in (ax_r, ax_e, ax_k):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)

@@ -10,7 +10,8 @@ unavailable, never guessed from the answer alone.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # rlvr.types imports torch; the checkers only read .prompt and .meta
     from rlvr.types import Query
@@ -28,8 +29,13 @@ def parse_arith_expression(text: str) -> tuple[list[int], list[str]]:
     """Operands and operators of a left-nested expression: "(7*8)-5" -> ([7, 8, 5], ["*", "-"])."""
     tokens = re.findall(r"\d+|[+\-*]", text.replace("(", " ").replace(")", " "))
     numbers, ops = tokens[0::2], tokens[1::2]
-    if (not tokens or not all(t.isdigit() for t in numbers) or not all(o in _APPLY for o in ops)
-            or len(numbers) != len(ops) + 1 or re.sub(r"[\s()]", "", text) != "".join(tokens)):
+    if (
+        not tokens
+        or not all(t.isdigit() for t in numbers)
+        or not all(o in _APPLY for o in ops)
+        or len(numbers) != len(ops) + 1
+        or re.sub(r"[\s()]", "", text) != "".join(tokens)
+    ):
         raise ValueError(f"not a left-nested arith expression: {text!r}")
     return [int(t) for t in numbers], ops
 

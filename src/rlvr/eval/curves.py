@@ -35,8 +35,9 @@ def pass_at_k_curve(counts: list[tuple[int, int]], ks: list[int]) -> list[float]
     smallest_n = min(n for n, _ in counts)
     too_large = [k for k in ks if k > smallest_n]
     if too_large:
-        raise KTooLargeError(f"k={too_large[0]} exceeds n={smallest_n} samples per query; "
-                             f"use k <= n or sample more (--n)")
+        raise KTooLargeError(
+            f"k={too_large[0]} exceeds n={smallest_n} samples per query; use k <= n or sample more (--n)"
+        )
     return [mean_pass_at_k(counts, k) for k in ks]
 
 

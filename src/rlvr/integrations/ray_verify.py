@@ -67,15 +67,18 @@ class RayVerifier(BaseVerifier):
         return self.verify_batch([(query, completion)])[0]
 
     def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        chunks = [items[start:start + self.chunk_size] for start in range(0, len(items), self.chunk_size)]
+        chunks = [items[start : start + self.chunk_size] for start in range(0, len(items), self.chunk_size)]
         refs = [self._task.remote(self.name, chunk) for chunk in chunks]
         results: list[VerifierResult] = []
         self.last_worker_pids = []
         for chunk, ref in zip(chunks, refs, strict=True):
             try:
                 pid, chunk_results = self.ray.get(ref)
-            except (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
-                    self.ray.exceptions.OutOfMemoryError) as error:  # retries used up: unjudged, not wrong
+            except (
+                self.ray.exceptions.WorkerCrashedError,
+                self.ray.exceptions.NodeDiedError,
+                self.ray.exceptions.OutOfMemoryError,
+            ) as error:  # retries used up: unjudged, not wrong
                 pid, chunk_results = None, [_lost(error)] * len(chunk)
             if len(chunk_results) != len(chunk):
                 raise RuntimeError(f"a Ray verify task returned {len(chunk_results)} results for {len(chunk)} items")
@@ -97,8 +100,9 @@ class RayVerifiers:
         if type_name not in known_types():
             raise UnknownVerifierError(type_name)
         if type_name not in self._verifiers:
-            self._verifiers[type_name] = RayVerifier(type_name, chunk_size=self.chunk_size,
-                                                     max_retries=self.max_retries)
+            self._verifiers[type_name] = RayVerifier(
+                type_name, chunk_size=self.chunk_size, max_retries=self.max_retries
+            )
         return self._verifiers[type_name]
 
 

@@ -27,8 +27,11 @@ class Tracker(Protocol):
 
 def scalars(metrics: dict[str, Any]) -> dict[str, float]:
     """The finite numbers of a metrics dict (null/NaN means 'undefined this step': not plotted)."""
-    return {key: float(value) for key, value in metrics.items()
-            if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)}
+    return {
+        key: float(value)
+        for key, value in metrics.items()
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    }
 
 
 class TensorBoardTracker:
@@ -55,9 +58,15 @@ class WandbTracker:
 
         train = run_config.get("train", {})
         settings = wandb.Settings(silent=True, console="off", x_disable_stats=True, save_code=False)
-        self.run = wandb.init(project=train.get("wandb_project") or "rlvr", dir=str(out_dir),
-                              mode=train.get("wandb_mode", "offline"), name=out_dir.name,
-                              config=run_config, settings=settings, reinit="create_new")
+        self.run = wandb.init(
+            project=train.get("wandb_project") or "rlvr",
+            dir=str(out_dir),
+            mode=train.get("wandb_mode", "offline"),
+            name=out_dir.name,
+            config=run_config,
+            settings=settings,
+            reinit="create_new",
+        )
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
         self.run.log(scalars(metrics), step=step)

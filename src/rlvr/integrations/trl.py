@@ -47,8 +47,14 @@ class TrlReward:
     metrics ``rewards/<name>/mean`` and its completions-table column ``<name>``.
     """
 
-    def __init__(self, scorer: RewardFunction | Verifier | None = None, *, name: str = "rlvr",
-                 column: str = VERIFIER_COLUMN, id_column: str = "id") -> None:
+    def __init__(
+        self,
+        scorer: RewardFunction | Verifier | None = None,
+        *,
+        name: str = "rlvr",
+        column: str = VERIFIER_COLUMN,
+        id_column: str = "id",
+    ) -> None:
         self.scorer = RewardFunction() if scorer is None else scorer
         self.__name__ = name  # TRL reads it (trl.trainer.utils.get_callable_name)
         self.column, self.id_column = column, id_column
@@ -65,14 +71,17 @@ class TrlReward:
             log_extra(f"{self.__name__}/error_class", [result.error_class.value for result in results])
         return rewards
 
-    def items(self, prompts: Sequence[Any], completions: Sequence[Any],
-              columns: dict[str, Any]) -> list[tuple[Query, str]]:
+    def items(
+        self, prompts: Sequence[Any], completions: Sequence[Any], columns: dict[str, Any]
+    ) -> list[tuple[Query, str]]:
         """(query, completion text) per completion, from TRL's arguments."""
         if self.column not in columns:
-            known = ", ".join(sorted(k for k in columns if k not in ("trainer_state", "log_extra", "log_metric", "completion_ids")))
+            known = ", ".join(
+                sorted(k for k in columns if k not in ("trainer_state", "log_extra", "log_metric", "completion_ids"))
+            )
             raise TrlRewardError(
                 f"the dataset has no '{self.column}' column with verification criteria (columns: {known or 'none'}); "
-                f"add one, e.g. {{\"type\": \"math\", \"answer\": \"42\"}}, or pass column= to TrlReward"
+                f'add one, e.g. {{"type": "math", "answer": "42"}}, or pass column= to TrlReward'
             )
         criteria_column = columns[self.column]
         ids = columns.get(self.id_column) or [None] * len(completions)
@@ -80,8 +89,12 @@ class TrlReward:
         for row, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
             criteria = parse_criteria(criteria_column[row], f"completion {row}, column '{self.column}'")
             query_id = str(row) if ids[row] is None else str(ids[row])
-            items.append((Query(query_id, message_text(prompt, roles=None), criteria),
-                          message_text(completion, roles=("assistant",))))
+            items.append(
+                (
+                    Query(query_id, message_text(prompt, roles=None), criteria),
+                    message_text(completion, roles=("assistant",)),
+                )
+            )
         return items
 
     def score(self, items: list[tuple[Query, str]]) -> tuple[list[float | None], list[VerifierResult]]:
@@ -112,4 +125,6 @@ def _content_text(content: Any) -> str:
         return ""
     if isinstance(content, str):
         return content
-    return "".join(block.get("text", "") for block in content if isinstance(block, dict) and block.get("type") == "text")
+    return "".join(
+        block.get("text", "") for block in content if isinstance(block, dict) and block.get("type") == "text"
+    )

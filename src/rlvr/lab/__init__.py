@@ -35,8 +35,9 @@ def run_lab(runs: str | Path = "runs", port: int = 7860, *, block: bool = True):
     live = LiveRuns(runs)
     app = build_app(runs, live)
     try:
-        _, url, _ = app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                               quiet=True, show_error=True)
+        _, url, _ = app.launch(
+            server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, show_error=True
+        )
     except OSError:
         raise UserError(f"--port {port} is in use; pick another with --port N") from None
     print(f"rlvr lab: serving {Path(runs)} at {url} (Ctrl-C stops it and any run started from the page)", flush=True)

@@ -25,11 +25,17 @@ from rlvr.lab.breaks import COLUMNS as HOSTILE_COLUMNS
 from rlvr.lab.breaks import HACK_COLUMNS, HOSTILE, hacked_examples, hacked_runs, judge_hostile
 from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
 from rlvr.lab.live import LiveRuns
-from rlvr.lab.paradigms import (COMPARE_COMMAND, compare_frame, compare_summary, estimate_frame, estimate_setup,
-                                find_compares,
-                                measured_memory_frame, read_compare)
-from rlvr.lab.runs import (KNOBS, Run, knob_values, measured, pick_runs, read_curves, read_run, scan_runs,
-                           sweep_command)
+from rlvr.lab.paradigms import (
+    COMPARE_COMMAND,
+    compare_frame,
+    compare_summary,
+    estimate_frame,
+    estimate_setup,
+    find_compares,
+    measured_memory_frame,
+    read_compare,
+)
+from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, read_run, scan_runs, sweep_command
 from rlvr.lab.step import step_controls
 
 CURVE_COLUMNS = ["step", "metric", "value"]
@@ -49,18 +55,23 @@ def describe_run(run: Run, others: int = 0) -> str:
     peak = m["memory/peak_total"]
     noise = m["grad/noise_scale"]
     wall = m["wall_s"]
-    lines = [f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
-             "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
-             f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**"]
+    lines = [
+        f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
+        "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
+        f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**",
+    ]
     if m["gold_pass@1"][1] is not None and run.knobs.get("fidelity") != "gold":
-        lines += [f"- held-out pass@1 with the gold verifier, base -> final: **{_arrow(m['gold_pass@1'])}**",
-                  f"- hacking rate (train verifier passes, gold fails; docs/hacking.md): "
-                  f"**{_arrow(m['hacking_rate'])}**"]
-    lines += [f"- peak training memory `memory/peak_total` (max over steps): "
-              f"**{'n/a' if peak is None else format_bytes(peak)}**",
-              f"- gradient noise scale `grad/noise_scale` (last logged step, in completions): "
-              f"**{'n/a (needs 2+ micro-batches)' if noise is None else f'{noise:.1f}'}**",
-              f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps"]
+        lines += [
+            f"- held-out pass@1 with the gold verifier, base -> final: **{_arrow(m['gold_pass@1'])}**",
+            f"- hacking rate (train verifier passes, gold fails; docs/hacking.md): **{_arrow(m['hacking_rate'])}**",
+        ]
+    lines += [
+        f"- peak training memory `memory/peak_total` (max over steps): "
+        f"**{'n/a' if peak is None else format_bytes(peak)}**",
+        f"- gradient noise scale `grad/noise_scale` (last logged step, in completions): "
+        f"**{'n/a (needs 2+ micro-batches)' if noise is None else f'{noise:.1f}'}**",
+        f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps",
+    ]
     return "\n".join(line for line in lines if line != "")
 
 
@@ -74,19 +85,33 @@ def knobs_answer(root: Path, values: list[str]) -> tuple[str, pd.DataFrame, pd.D
     choice = {name: value or "" for name, value in zip(KNOBS, values, strict=True)}
     matches = pick_runs(scan_runs(root), choice)
     if not matches:
-        text = (f"**No run for this setting** under `{root}`. Make it with:\n\n"
-                f"```\n{sweep_command(choice, root)}\n```\nor press *Run live* in the next tab.")
+        text = (
+            f"**No run for this setting** under `{root}`. Make it with:\n\n"
+            f"```\n{sweep_command(choice, root)}\n```\nor press *Run live* in the next tab."
+        )
         return text, curves_frame(None, ()), curves_frame(None, ())
     run = matches[0]
-    return (describe_run(run, len(matches) - 1), curves_frame(run.path, ("reward", "accuracy")),
-            curves_frame(run.path, ("kl",)))
+    return (
+        describe_run(run, len(matches) - 1),
+        curves_frame(run.path, ("reward", "accuracy")),
+        curves_frame(run.path, ("kl",)),
+    )
 
 
 def memory_table(model: str, algorithm: str) -> pd.DataFrame:
     """`rlvr memory --model MODEL --algorithm ALGORITHM` (its defaults otherwise) as a table."""
     result = estimate(load_model_spec(model), estimate_setup(algorithm))
-    return pd.DataFrame([{"component (per GPU)": name, "memory": format_bytes(c.bytes), "GiB": round(c.bytes / 2**30, 3),
-                          "how": c.how} for name, c in result.components.items()])
+    return pd.DataFrame(
+        [
+            {
+                "component (per GPU)": name,
+                "memory": format_bytes(c.bytes),
+                "GiB": round(c.bytes / 2**30, 3),
+                "how": c.how,
+            }
+            for name, c in result.components.items()
+        ]
+    )
 
 
 def live_status(live: LiveRuns, path: str | None) -> str:
@@ -110,19 +135,33 @@ def _plot(gr: Any, title: str, caption: str) -> Any:
 
 
 def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> tuple[list[Any], list[Any]]:
-    gr.Markdown("Pick knob values; the lab shows the finished run with exactly those settings, read from "
-                f"`{root}` (every run directory there, made by `rlvr train`, `rlvr sweep` or this page).")
+    gr.Markdown(
+        "Pick knob values; the lab shows the finished run with exactly those settings, read from "
+        f"`{root}` (every run directory there, made by `rlvr train`, `rlvr sweep` or this page)."
+    )
     values = knob_values(runs)
     with gr.Row():
-        dropdowns = [gr.Dropdown(choices=values[name] or [""], value=(values[name] or [""])[0], label=name,
-                                 allow_custom_value=True, elem_id=f"knob-{name}") for name in KNOBS]
+        dropdowns = [
+            gr.Dropdown(
+                choices=values[name] or [""],
+                value=(values[name] or [""])[0],
+                label=name,
+                allow_custom_value=True,
+                elem_id=f"knob-{name}",
+            )
+            for name in KNOBS
+        ]
     refresh = gr.Button("Re-scan run directories")
     answer = gr.Markdown(elem_id="knobs-answer")
-    gr.Markdown("Reward (mean verifier reward per completion, 0-1) and accuracy (share of completions the "
-                "verifier passed, 0-1) at each training step:")
+    gr.Markdown(
+        "Reward (mean verifier reward per completion, 0-1) and accuracy (share of completions the "
+        "verifier passed, 0-1) at each training step:"
+    )
     reward_plot = _plot(gr, "reward and accuracy per step", "reward, accuracy (0-1) vs step")
-    gr.Markdown("KL between the policy and the frozen reference at each step (nats per token, mean of the "
-                "run's `algo.kl_estimator`; 0 when beta = 0):")
+    gr.Markdown(
+        "KL between the policy and the frozen reference at each step (nats per token, mean of the "
+        "run's `algo.kl_estimator`; 0 when beta = 0):"
+    )
     kl_plot = _plot(gr, "KL to reference per step", "kl (nats/token) vs step")
     outputs = [answer, reward_plot, kl_plot]
     for dropdown in dropdowns:
@@ -132,8 +171,10 @@ def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> tuple[list[Any], list[An
 
 
 def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
-    gr.Markdown(f"Starts a real `rlvr train --config {live.preset}` with the knob values chosen in the first "
-                f"tab, into a new run directory under `{live.root}`; its metrics appear below as steps finish.")
+    gr.Markdown(
+        f"Starts a real `rlvr train --config {live.preset}` with the knob values chosen in the first "
+        f"tab, into a new run directory under `{live.root}`; its metrics appear below as steps finish."
+    )
     current = gr.State(None)
     with gr.Row():
         start, stop = gr.Button("Run live", variant="primary"), gr.Button("Stop", variant="stop")
@@ -152,6 +193,7 @@ def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
         return live_status(live, path), curves_frame(path, ("reward", "accuracy"))
 
     start.click(on_start, dropdowns, [current, status], api_name="start_live")
+
     def on_stop(path: str | None) -> str:
         if path:
             live.stop(path)
@@ -162,9 +204,11 @@ def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
 
 
 def _memory_tab(gr: Any) -> None:
-    gr.Markdown("Estimated accelerator memory per GPU, by component, for training the chosen model with the "
-                "chosen algorithm (bf16 mixed precision, AdamW, B=32 queries, G=8 (DPO: offline pairs), 256+1024 tokens; "
-                "`rlvr memory --help` for the rest; formulas in docs/memory.md).")
+    gr.Markdown(
+        "Estimated accelerator memory per GPU, by component, for training the chosen model with the "
+        "chosen algorithm (bf16 mixed precision, AdamW, B=32 queries, G=8 (DPO: offline pairs), 256+1024 tokens; "
+        "`rlvr memory --help` for the rest; formulas in docs/memory.md)."
+    )
     with gr.Row():
         model = gr.Dropdown(choices=preset_names(), value="Qwen2.5-7B", label="model")
         algorithm = gr.Dropdown(choices=list(ALGORITHMS), value="grpo", label="algorithm")
@@ -178,23 +222,35 @@ def passk_answer(path: str | None) -> tuple[str, pd.DataFrame]:
     """Markdown and the curve frame of one eval.json."""
     report = read_eval(path) if path else None
     if report is None:
-        return ("No eval.json chosen. Make one with `rlvr eval --model RUN/final --base tiny-arith "
-                "--out RUN/eval`.", pd.DataFrame([], columns=["k", "series", "value"]))
-    text = (f"`{path}`: {report.get('num_queries')} held-out {report.get('task')} queries, n={report.get('n')} "
-            f"samples each at T={report.get('temperature')}. {crossing_text(report)}")
+        return (
+            "No eval.json chosen. Make one with `rlvr eval --model RUN/final --base tiny-arith --out RUN/eval`.",
+            pd.DataFrame([], columns=["k", "series", "value"]),
+        )
+    text = (
+        f"`{path}`: {report.get('num_queries')} held-out {report.get('task')} queries, n={report.get('n')} "
+        f"samples each at T={report.get('temperature')}. {crossing_text(report)}"
+    )
     return text, pd.DataFrame(passk_rows(report), columns=["k", "series", "value"])
 
 
 def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
-    gr.Markdown("Does RL teach new answers or only make likely ones likelier? pass@k is the chance that at least "
-                "one of k samples is right (0-1, Chen et al. 2021); CoT-pass@k also needs right reasoning. If the "
-                "base model catches up at large k, training compressed rather than added capability.")
+    gr.Markdown(
+        "Does RL teach new answers or only make likely ones likelier? pass@k is the chance that at least "
+        "one of k samples is right (0-1, Chen et al. 2021); CoT-pass@k also needs right reasoning. If the "
+        "base model catches up at large k, training compressed rather than added capability."
+    )
     evals = [str(p) for p in find_evals(root)]
-    choice = gr.Dropdown(choices=evals or [""], value=(evals or [""])[0], label="eval.json (from `rlvr eval`)",
-                         allow_custom_value=True, elem_id="eval-choice")
+    choice = gr.Dropdown(
+        choices=evals or [""],
+        value=(evals or [""])[0],
+        label="eval.json (from `rlvr eval`)",
+        allow_custom_value=True,
+        elem_id="eval-choice",
+    )
     text = gr.Markdown(elem_id="passk-answer")
-    plot = gr.LinePlot(x="k", y="value", color="series", title="pass@k and CoT-pass@k vs k",
-                       label="pass@k (0-1) vs k samples")
+    plot = gr.LinePlot(
+        x="k", y="value", color="series", title="pass@k and CoT-pass@k vs k", label="pass@k (0-1) vs k samples"
+    )
     choice.change(passk_answer, choice, [text, plot], api_name="passk")
     return choice, text, plot
 
@@ -203,19 +259,30 @@ def capture_frame(path: str | None) -> str:
     """The chosen capture.html in an iframe (its own scripts run there, apart from the page's)."""
     file = Path(path) if path else None
     if file is None or file.name != "capture.html" or not file.is_file():
-        return ("<p>No capture chosen. Make one with <code>rlvr inspect --run RUN --step 1 --out RUN/inspect</code> "
-                "(RUN: a run directory under the lab's folder), then reload the page.</p>")
-    return (f'<iframe id="capture-frame" title="{html.escape(str(file))}" srcdoc="{html.escape(file.read_text())}" '
-            'style="width: 100%; height: 1200px; border: 0"></iframe>')
+        return (
+            "<p>No capture chosen. Make one with <code>rlvr inspect --run RUN --step 1 --out RUN/inspect</code> "
+            "(RUN: a run directory under the lab's folder), then reload the page.</p>"
+        )
+    return (
+        f'<iframe id="capture-frame" title="{html.escape(str(file))}" srcdoc="{html.escape(file.read_text())}" '
+        'style="width: 100%; height: 1200px; border: 0"></iframe>'
+    )
 
 
 def _step_tab(gr: Any, root: Path, preset: str | Path) -> tuple[Any, Any]:
-    gr.Markdown("One real update opened up, as `rlvr inspect` captured it: queries, the G completions, rewards, "
-                "group mean and std, advantages, ratios, clipping, KL and loss (tokens coloured by advantage; "
-                "schema in docs/inspector.md).")
+    gr.Markdown(
+        "One real update opened up, as `rlvr inspect` captured it: queries, the G completions, rewards, "
+        "group mean and std, advantages, ratios, clipping, KL and loss (tokens coloured by advantage; "
+        "schema in docs/inspector.md)."
+    )
     captures = [str(p) for p in sorted(root.rglob("capture.html"))] if root.is_dir() else []
-    choice = gr.Dropdown(choices=captures or [""], value=(captures or [""])[0], label="capture.html (from `rlvr inspect`)",
-                         allow_custom_value=True, elem_id="capture-choice")
+    choice = gr.Dropdown(
+        choices=captures or [""],
+        value=(captures or [""])[0],
+        label="capture.html (from `rlvr inspect`)",
+        allow_custom_value=True,
+        elem_id="capture-choice",
+    )
     step_controls(gr, root, preset, choice, [str(run.path) for run in scan_runs(root)])
     frame = gr.HTML(elem_id="capture")
     choice.change(capture_frame, choice, frame, api_name="capture")
@@ -226,38 +293,60 @@ def paradigms_answer(path: str | None) -> tuple[str, pd.DataFrame, str | None, p
     """Summary, table, figure path and measured memory of one compare.json (or the command that makes one)."""
     report = read_compare(path) if path else None
     if report is None:
-        missing = (f"**No `rlvr compare` output chosen.** Make one with:\n\n```\n{COMPARE_COMMAND}\n```\n"
-                   "(with `--runs runs` it appears here after a reload).")
+        missing = (
+            f"**No `rlvr compare` output chosen.** Make one with:\n\n```\n{COMPARE_COMMAND}\n```\n"
+            "(with `--runs runs` it appears here after a reload)."
+        )
         return missing, pd.DataFrame(), None, pd.DataFrame()
     figure = Path(path).with_name("compare.png")
-    return (compare_summary(path, report), compare_frame(report), str(figure) if figure.is_file() else None,
-            measured_memory_frame(report))
+    return (
+        compare_summary(path, report),
+        compare_frame(report),
+        str(figure) if figure.is_file() else None,
+        measured_memory_frame(report),
+    )
 
 
 def _paradigms_tab(gr: Any, root: Path) -> tuple[Any, list[Any]]:
-    gr.Markdown("GRPO, PPO and DPO trained on the same task, model, prompt budget and seeds by `rlvr compare` "
-                "(definitions: docs/algorithms.md, \"Comparing paradigms\").")
+    gr.Markdown(
+        "GRPO, PPO and DPO trained on the same task, model, prompt budget and seeds by `rlvr compare` "
+        '(definitions: docs/algorithms.md, "Comparing paradigms").'
+    )
     compares = [str(p) for p in find_compares(root)]
-    choice = gr.Dropdown(choices=compares or [""], value=(compares or [""])[0], label="compare.json (from `rlvr compare`)",
-                         allow_custom_value=True, elem_id="compare-choice")
+    choice = gr.Dropdown(
+        choices=compares or [""],
+        value=(compares or [""])[0],
+        label="compare.json (from `rlvr compare`)",
+        allow_custom_value=True,
+        elem_id="compare-choice",
+    )
     summary = gr.Markdown(elem_id="compare-answer")
-    gr.Markdown("The comparison table: memory peaks (MiB), exploration (distinct correct solutions, queries solved, "
-                "pass@k as a 0-1 share), stability (reward change per step, final reward, 0-1) and wall time (s).")
+    gr.Markdown(
+        "The comparison table: memory peaks (MiB), exploration (distinct correct solutions, queries solved, "
+        "pass@k as a 0-1 share), stability (reward change per step, final reward, 0-1) and wall time (s)."
+    )
     table = gr.Dataframe(label="rlvr compare table (mean ± std over seeds)", elem_id="compare-table")
-    gr.Markdown("Left: training reward (0-1) per step; middle: distinct correct solutions per step; right: held-out "
-                "pass@k (% of queries) against k samples. Bands span min..max over seeds.")
+    gr.Markdown(
+        "Left: training reward (0-1) per step; middle: distinct correct solutions per step; right: held-out "
+        "pass@k (% of queries) against k samples. Bands span min..max over seeds."
+    )
     figure = gr.Image(label="compare.png", type="filepath", elem_id="compare-figure")
     with gr.Row():
         with gr.Column():
-            gr.Markdown("Measured on the tiny model: the peak of each `memory/*` metric the compare runs logged "
-                        "(MiB; the bytes of the tensors each part holds, counted by the trainer; docs/metrics.md).")
+            gr.Markdown(
+                "Measured on the tiny model: the peak of each `memory/*` metric the compare runs logged "
+                "(MiB; the bytes of the tensors each part holds, counted by the trainer; docs/metrics.md)."
+            )
             measured_table = gr.Dataframe(label="measured memory (tiny model)", elem_id="compare-memory")
         with gr.Column():
-            gr.Markdown("Estimated for a real model: `rlvr memory`'s formulas (docs/memory.md) per GPU for grpo, ppo "
-                        "and dpo, bf16 mixed precision, AdamW, B=32, G=8 (DPO: offline pairs), 256+1024 tokens (GiB).")
+            gr.Markdown(
+                "Estimated for a real model: `rlvr memory`'s formulas (docs/memory.md) per GPU for grpo, ppo "
+                "and dpo, bf16 mixed precision, AdamW, B=32, G=8 (DPO: offline pairs), 256+1024 tokens (GiB)."
+            )
             model = gr.Dropdown(choices=preset_names(), value="Qwen2.5-7B", label="model", elem_id="paradigm-model")
-            estimated = gr.Dataframe(value=estimate_frame("Qwen2.5-7B"), label="estimated memory (GiB per GPU)",
-                                     elem_id="paradigm-estimate")
+            estimated = gr.Dataframe(
+                value=estimate_frame("Qwen2.5-7B"), label="estimated memory (GiB per GPU)", elem_id="paradigm-estimate"
+            )
     model.change(estimate_frame, model, estimated, api_name="paradigm_memory")
     outputs = [summary, table, figure, measured_table]
     choice.change(paradigms_answer, choice, outputs, api_name="paradigms")
@@ -265,14 +354,18 @@ def _paradigms_tab(gr: Any, root: Path) -> tuple[Any, list[Any]]:
 
 
 def _breaks_tab(gr: Any, root: Path) -> None:
-    gr.Markdown(f"{len(HOSTILE)} completions from the hostile suite (tests/sandbox/test_hostile.py), each answering a "
-                "query whose expected value is a secret drawn on the host at the click: only an attack that "
-                "worked could pass. *Run* judges them now with the real PythonVerifier in a fresh bubblewrap "
-                "sandbox per completion (2 s wall clock, 1 s CPU, 256 MB each; about 10 s in all).")
+    gr.Markdown(
+        f"{len(HOSTILE)} completions from the hostile suite (tests/sandbox/test_hostile.py), each answering a "
+        "query whose expected value is a secret drawn on the host at the click: only an attack that "
+        "worked could pass. *Run* judges them now with the real PythonVerifier in a fresh bubblewrap "
+        "sandbox per completion (2 s wall clock, 1 s CPU, 256 MB each; about 10 s in all)."
+    )
     run = gr.Button("Run the hostile completions", variant="primary")
-    gr.Markdown("One row per completion: what it tries, the verdict (pass / fail), the verifier's error class (why "
-                "it failed: wrong_answer, timeout, memory, output_limit, protocol_violation, ...), its one-line "
-                "detail and the code. Only the honest control should pass.")
+    gr.Markdown(
+        "One row per completion: what it tries, the verdict (pass / fail), the verifier's error class (why "
+        "it failed: wrong_answer, timeout, memory, output_limit, protocol_violation, ...), its one-line "
+        "detail and the code. Only the honest control should pass."
+    )
     table = gr.Dataframe(headers=HOSTILE_COLUMNS, label="hostile completions, judged", elem_id="hostile", wrap=True)
     run.click(lambda: judge_hostile(), None, table, api_name="hostile")
     _hacked_section(gr, root)
@@ -282,26 +375,38 @@ def hacked_answer(path: str | None) -> tuple[str, pd.DataFrame]:
     """Counts and the hacked completions of fresh samples from a run's final model (or why there are none)."""
     run = read_run(Path(path)) if path else None
     if run is None or not (run.path / "final").is_dir():
-        return ("No finished run chosen. Make one trained against a weakened verifier with `rlvr train --config "
-                "configs/smoke.yaml --set reward.fidelity=noisy --set reward.false_positive_rate=0.5 --out "
-                "runs/noisy`.", pd.DataFrame([], columns=HACK_COLUMNS))
+        return (
+            "No finished run chosen. Make one trained against a weakened verifier with `rlvr train --config "
+            "configs/smoke.yaml --set reward.fidelity=noisy --set reward.false_positive_rate=0.5 --out "
+            "runs/noisy`.",
+            pd.DataFrame([], columns=HACK_COLUMNS),
+        )
     counts, frame = hacked_examples(run.path)
     logged = measured(run)["hacking_rate"][1]
-    text = (f"`{run.path}` (reward.fidelity={run.knobs['fidelity']}): of {counts['sampled']} fresh samples "
-            f"(4 each for its first 8 training queries), the training verifier passed {counts['training passes']}, "
-            f"gold passed {counts['gold passes']}, **{counts['hacked']} hacked** (training pass, gold fail or "
-            f"unscorable) out of {counts['judged']} the training verifier could judge. The run's own final hacking rate: {_pct(logged)}.")
+    text = (
+        f"`{run.path}` (reward.fidelity={run.knobs['fidelity']}): of {counts['sampled']} fresh samples "
+        f"(4 each for its first 8 training queries), the training verifier passed {counts['training passes']}, "
+        f"gold passed {counts['gold passes']}, **{counts['hacked']} hacked** (training pass, gold fail or "
+        f"unscorable) out of {counts['judged']} the training verifier could judge. The run's own final hacking rate: {_pct(logged)}."
+    )
     return text, frame
 
 
 def _hacked_section(gr: Any, root: Path) -> None:
-    gr.Markdown("### Hacked runs\nRuns trained against a weakened verifier (`reward.fidelity` not gold). The run "
-                "logs only the share `hacking/rate`, not the completions (meters/hacking.py), so *Re-score* "
-                "samples the run's final model again and judges each sample with its training verifier and with "
-                "the gold one (about 10 s on a CPU).")
+    gr.Markdown(
+        "### Hacked runs\nRuns trained against a weakened verifier (`reward.fidelity` not gold). The run "
+        "logs only the share `hacking/rate`, not the completions (meters/hacking.py), so *Re-score* "
+        "samples the run's final model again and judges each sample with its training verifier and with "
+        "the gold one (about 10 s on a CPU)."
+    )
     runs = [str(run.path) for run in hacked_runs(scan_runs(root))]
-    choice = gr.Dropdown(choices=runs or [""], value=(runs or [""])[0], label="run with reward.fidelity != gold",
-                         allow_custom_value=True, elem_id="hacked-choice")
+    choice = gr.Dropdown(
+        choices=runs or [""],
+        value=(runs or [""])[0],
+        label="run with reward.fidelity != gold",
+        allow_custom_value=True,
+        elem_id="hacked-choice",
+    )
     button = gr.Button("Re-score samples of this run")
     text = gr.Markdown(elem_id="hacked-answer")
     gr.Markdown("Completions the training verifier passed and the gold verifier failed, with gold's one-line reason:")

@@ -58,12 +58,23 @@ class LiveRuns:
         path = self.root / f"lab-{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}-{uuid.uuid4().hex[:6]}"
         path.mkdir(parents=True)  # fails if it exists: no two clicks share a directory
         sets = [f"--set={KNOBS[k]}={v}" for k, v in knobs.items() if v != ""]
-        command = [sys.executable, "-m", "rlvr.cli", "train", "--config", str(self.preset), *sets,
-                   "--out", str(path), "--quiet"]
+        command = [
+            sys.executable,
+            "-m",
+            "rlvr.cli",
+            "train",
+            "--config",
+            str(self.preset),
+            *sets,
+            "--out",
+            str(path),
+            "--quiet",
+        ]
         log = path / "lab.log"
         with log.open("w") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True)
+            process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         run = LiveRun(path, process, log)
         with self._lock:
             self._runs[str(path)] = run

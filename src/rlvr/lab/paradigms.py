@@ -58,9 +58,14 @@ def measured_memory_frame(report: dict[str, Any]) -> pd.DataFrame:
             rows.append({"algorithm": name, "metric": NOT_MEASURED, "MiB (mean)": None, "MiB (std over seeds)": None})
             continue
         for key, stat in sorted(memory.items()):
-            rows.append({"algorithm": name, "metric": key,
-                         "MiB (mean)": None if stat["mean"] is None else round(stat["mean"] / MIB, 2),
-                         "MiB (std over seeds)": None if stat["std"] is None else round(stat["std"] / MIB, 2)})
+            rows.append(
+                {
+                    "algorithm": name,
+                    "metric": key,
+                    "MiB (mean)": None if stat["mean"] is None else round(stat["mean"] / MIB, 2),
+                    "MiB (std over seeds)": None if stat["std"] is None else round(stat["std"] / MIB, 2),
+                }
+            )
     return pd.DataFrame(rows, columns=["algorithm", "metric", "MiB (mean)", "MiB (std over seeds)"])
 
 
@@ -76,15 +81,23 @@ def estimate_frame(model: str, algorithms: tuple[str, ...] = ESTIMATED_ALGORITHM
     names = list(dict.fromkeys(name for components in results.values() for name in components))
     names.remove("peak_total")
     names.append("peak_total")  # the total last, as `rlvr memory` prints it
-    return pd.DataFrame([{"component (GiB per GPU)": name,
-                          **{a: round(results[a][name].bytes / GIB, 2) if name in results[a] else 0.0
-                             for a in algorithms}} for name in names])
+    return pd.DataFrame(
+        [
+            {
+                "component (GiB per GPU)": name,
+                **{a: round(results[a][name].bytes / GIB, 2) if name in results[a] else 0.0 for a in algorithms},
+            }
+            for name in names
+        ]
+    )
 
 
 def compare_summary(path: str | Path, report: dict[str, Any]) -> str:
     """One paragraph naming what the comparison trained, on what budget."""
     budget = report.get("prompt_budget") or {}
-    return (f"`{path}`: {', '.join(report['algorithms'])} on task {report.get('task')} from {report.get('model')}, "
-            f"{report['steps']} steps x seeds {report['seeds']}, {budget.get('batch_queries')} queries x "
-            f"G={budget.get('group_size')} per step; held-out pass@k from n={report.get('n')} samples on "
-            f"{report.get('num_queries')} queries. Cells: mean ± std over seeds.")
+    return (
+        f"`{path}`: {', '.join(report['algorithms'])} on task {report.get('task')} from {report.get('model')}, "
+        f"{report['steps']} steps x seeds {report['seeds']}, {budget.get('batch_queries')} queries x "
+        f"G={budget.get('group_size')} per step; held-out pass@k from n={report.get('n')} samples on "
+        f"{report.get('num_queries')} queries. Cells: mean ± std over seeds."
+    )

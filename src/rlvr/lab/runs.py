@@ -150,5 +150,6 @@ def sweep_command(choice: dict[str, str], root: str | Path, config: str = "confi
     grid = [f"--grid {shlex.quote(f'{KNOBS[k]}={v}')}" for k, v in choice.items() if k != "seed" and v != ""]
     seed = choice.get("seed") or "0"
     out = Path(root) / "lab-sweep"
-    return " ".join(["rlvr sweep --config", shlex.quote(config), *grid,
-                     f"--seeds {seed}", f"--out {shlex.quote(str(out))}"])
+    return " ".join(
+        ["rlvr sweep --config", shlex.quote(config), *grid, f"--seeds {seed}", f"--out {shlex.quote(str(out))}"]
+    )

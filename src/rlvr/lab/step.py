@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlvr.config import load_config
 from rlvr.algos import AGGREGATIONS as AGGREGATION_FNS
 from rlvr.algos import ALGORITHMS as REGISTRY
+from rlvr.config import load_config
 from rlvr.errors import UserError
 
 CAPTURES = "lab-captures"
@@ -23,15 +23,18 @@ ALGORITHMS = tuple(name for name, algorithm in REGISTRY.items() if algorithm.upd
 """What a replay can switch to: algorithms with advantages and a per-token policy loss."""
 AGGREGATIONS = tuple(AGGREGATION_FNS)
 
-EXPLAIN = ("The replay keeps the captured completions, rewards, old and reference log-probs and policy weights, "
-           "and recomputes the loss and its gradient under the new algo.* settings: the numbers below differ only "
-           "because of what you changed.")
+EXPLAIN = (
+    "The replay keeps the captured completions, rewards, old and reference log-probs and policy weights, "
+    "and recomputes the loss and its gradient under the new algo.* settings: the numbers below differ only "
+    "because of what you changed."
+)
 
 
 def iframe(text: str, elem_id: str) -> str:
     """A whole HTML document shown apart from the page (its own scripts run inside)."""
-    return (f'<iframe id="{elem_id}" srcdoc="{html.escape(text)}" '
-            'style="width: 100%; height: 1200px; border: 0"></iframe>')
+    return (
+        f'<iframe id="{elem_id}" srcdoc="{html.escape(text)}" style="width: 100%; height: 1200px; border: 0"></iframe>'
+    )
 
 
 def capture_step(root: Path, source: str, step: int, preset: str | Path) -> Path:
@@ -54,8 +57,12 @@ def capture_step(root: Path, source: str, step: int, preset: str | Path) -> Path
 
 def replay_overrides(epsilon: float, beta: float, algorithm: str, aggregation: str) -> list[str]:
     """The `--set algo.*` strings `rlvr inspect --replay` takes for these controls."""
-    return [f"algo.epsilon={epsilon}", f"algo.beta={beta}", f"algo.algorithm={algorithm}",
-            f"algo.aggregation={aggregation}"]
+    return [
+        f"algo.epsilon={epsilon}",
+        f"algo.beta={beta}",
+        f"algo.algorithm={algorithm}",
+        f"algo.aggregation={aggregation}",
+    ]
 
 
 def replay_step(capture_html: str, overrides: list[str]) -> tuple[str, float | None, str]:
@@ -80,9 +87,13 @@ def replay_step(capture_html: str, overrides: list[str]) -> tuple[str, float | N
 def step_controls(gr: Any, root: Path, preset: str | Path, choice: Any, runs: list[str]) -> None:
     """The capture and replay rows of the One step tab, wired to `choice` (the capture.html dropdown)."""
     with gr.Row():
-        source = gr.Dropdown(choices=[("preset " + str(preset), "")] + [(r, r) for r in runs], value="",
-                             label="capture from (a run under --runs, or the preset's base model)",
-                             allow_custom_value=True, elem_id="capture-source")  # runs started after page load too
+        source = gr.Dropdown(
+            choices=[("preset " + str(preset), "")] + [(r, r) for r in runs],
+            value="",
+            label="capture from (a run under --runs, or the preset's base model)",
+            allow_custom_value=True,
+            elem_id="capture-source",
+        )  # runs started after page load too
         step = gr.Number(value=1, precision=0, minimum=1, label="step (1-based, as metrics.jsonl counts)")
         button = gr.Button("Capture", elem_id="capture-button")
     status = gr.Markdown(elem_id="capture-status")
@@ -103,8 +114,9 @@ def step_controls(gr: Any, root: Path, preset: str | Path, choice: Any, runs: li
         epsilon = gr.Number(value=0.2, label="ε (algo.epsilon)")
         beta = gr.Number(value=0.04, label="β (algo.beta)")
         algorithm = gr.Dropdown(choices=list(ALGORITHMS), value="grpo", allow_custom_value=True, label="algorithm")
-        aggregation = gr.Dropdown(choices=list(AGGREGATIONS), value="sequence_mean", allow_custom_value=True,
-                                  label="aggregation")
+        aggregation = gr.Dropdown(
+            choices=list(AGGREGATIONS), value="sequence_mean", allow_custom_value=True, label="aggregation"
+        )
         run = gr.Button("Replay", elem_id="replay-button")
     text = gr.Markdown(elem_id="replay-text")
     difference = gr.Number(label="loss difference (new − captured)", elem_id="replay-difference")
@@ -113,5 +125,6 @@ def step_controls(gr: Any, root: Path, preset: str | Path, choice: Any, runs: li
     def on_replay(path: str, eps: float, b: float, algo: str, agg: str) -> tuple[str, float | None, str]:
         return replay_step(path, replay_overrides(eps, b, algo, agg))
 
-    run.click(on_replay, [choice, epsilon, beta, algorithm, aggregation], [text, difference, replay_frame],
-              api_name="replay")
+    run.click(
+        on_replay, [choice, epsilon, beta, algorithm, aggregation], [text, difference, replay_frame], api_name="replay"
+    )

@@ -80,8 +80,10 @@ class GradientReader:
         if total > max_coords:
             generator = torch.Generator().manual_seed(seed)
             self.index = [
-                torch.randint(p.numel(), (max(1, round(max_coords * p.numel() / total)),), generator=generator)
-                .to(p.device) for p in self.params
+                torch.randint(p.numel(), (max(1, round(max_coords * p.numel() / total)),), generator=generator).to(
+                    p.device
+                )
+                for p in self.params
             ]  # sampled with replacement: each squared norm stays unbiased
             self.scale = total / sum(len(i) for i in self.index)
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from rlvr.types import Query
 from rlvr.verifiers.base import Verifier
-from rlvr.verifiers.fidelity import gold_of, weakened_verifier_for
+from rlvr.verifiers.fidelity import gold_of
 from rlvr.verifiers.reward import RewardFunction, ScoredCompletion
 
 if TYPE_CHECKING:
@@ -56,12 +56,21 @@ def hacking_shares(trained: list[ScoredCompletion], gold: list[ScoredCompletion]
     """The hacking/* step metrics (module docstring) of re-scored pairs (training, gold)."""
     hacked, gold_passed, judged = hacking_counts(trained, gold)
     if not judged:
-        return {"hacking/rate": float("nan"), "hacking/gold_accuracy": float("nan"),
-                "hacking/gold_unscorable_rate": float("nan"), "hacking/gold_unscorable": 0, "hacking/sampled": 0}
+        return {
+            "hacking/rate": float("nan"),
+            "hacking/gold_accuracy": float("nan"),
+            "hacking/gold_unscorable_rate": float("nan"),
+            "hacking/gold_unscorable": 0,
+            "hacking/sampled": 0,
+        }
     unscorable = gold_unscorable_passes(trained, gold)
-    return {"hacking/rate": hacked / judged, "hacking/gold_accuracy": gold_passed / judged,
-            "hacking/gold_unscorable_rate": unscorable / judged, "hacking/gold_unscorable": unscorable,
-            "hacking/sampled": judged}
+    return {
+        "hacking/rate": hacked / judged,
+        "hacking/gold_accuracy": gold_passed / judged,
+        "hacking/gold_unscorable_rate": unscorable / judged,
+        "hacking/gold_unscorable": unscorable,
+        "hacking/sampled": judged,
+    }
 
 
 @dataclass
@@ -76,8 +85,9 @@ class HackingMonitor:
     _warned: bool = field(default=False, init=False)
 
     @classmethod
-    def for_run(cls, reward_cfg: RewardConfig, weights: dict[str, float], verifier_for: Callable[[str], Verifier],
-                seed: int) -> HackingMonitor | None:
+    def for_run(
+        cls, reward_cfg: RewardConfig, weights: dict[str, float], verifier_for: Callable[[str], Verifier], seed: int
+    ) -> HackingMonitor | None:
         """A monitor when the training verifier has a gold counterpart, else None (nothing to compare)."""
         if reward_cfg.fidelity == "gold":
             return None
@@ -86,7 +96,9 @@ class HackingMonitor:
 
     def measure(self, step: int, items: list[tuple[Query, str]], scored: list[ScoredCompletion]) -> dict[str, float]:
         rng = random.Random(f"hacking-{self.seed}-{step}")
-        picked = sorted(rng.sample(range(len(items)), self.sample)) if 0 < self.sample < len(items) else range(len(items))
+        picked = (
+            sorted(rng.sample(range(len(items)), self.sample)) if 0 < self.sample < len(items) else range(len(items))
+        )
         gold = self.gold_fn.score_batch([items[i] for i in picked])
         return hacking_shares([scored[i] for i in picked], gold)
 
@@ -98,6 +110,7 @@ class HackingMonitor:
         self._warned = True
         unscorable = metrics.get("hacking/gold_unscorable_rate", 0.0)
         part = f" (hacking/gold_unscorable_rate {unscorable:.2f}: passes gold could not judge)" if unscorable else ""
-        return (f"warning: hacking/rate {rate:.2f} > {self.warn_above:g}: the training verifier passes "
-                f"completions the gold verifier does not{part} (reward hacking); see docs/hacking.md")
-
+        return (
+            f"warning: hacking/rate {rate:.2f} > {self.warn_above:g}: the training verifier passes "
+            f"completions the gold verifier does not{part} (reward hacking); see docs/hacking.md"
+        )

@@ -109,8 +109,14 @@ class MemoryMeter:
     are counted through the optimizer's own step hooks.
     """
 
-    def __init__(self, *, enabled: bool, models: dict[str, torch.nn.Module | None],
-                 optimizers: dict[str, torch.optim.Optimizer], policy: torch.nn.Module):
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        models: dict[str, torch.nn.Module | None],
+        optimizers: dict[str, torch.optim.Optimizer],
+        policy: torch.nn.Module,
+    ):
         self.enabled, self.policy, self.models = enabled, policy, dict(models)
         self.on_cuda = enabled and next(policy.parameters()).is_cuda
         self.values: dict[str, float] = {}

@@ -10,12 +10,28 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.errors import UserError
 from rlvr.models import funcsynth_base
 from rlvr.models.arith_base import (
-    EMBEDDED, SHIPPED, build_embedded, cache_root, embedded_path, embedded_recipe, matches_recipe,
+    EMBEDDED,
+    SHIPPED,
+    build_embedded,
+    cache_root,
+    embedded_path,
+    embedded_recipe,
+    matches_recipe,
 )
 from rlvr.models.loading import load_pretrained
 
-__all__ = ["EMBEDDED", "SHIPPED", "ModelNotFoundError", "build_embedded", "cache_root", "embedded_path",
-           "embedded_recipe", "funcsynth_base", "load_policy", "resolve_model_path"]
+__all__ = [
+    "EMBEDDED",
+    "SHIPPED",
+    "ModelNotFoundError",
+    "build_embedded",
+    "cache_root",
+    "embedded_path",
+    "embedded_recipe",
+    "funcsynth_base",
+    "load_policy",
+    "resolve_model_path",
+]
 
 
 class ModelNotFoundError(UserError):

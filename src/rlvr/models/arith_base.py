@@ -7,8 +7,8 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -62,9 +62,14 @@ def build_embedded(path: Path, *, report: ReportFor | None = None) -> Path:
     arith = ArithSpec(**{k: data[k] for k in ("operands", "digits", "max_value", "operators")})
     queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=arith)
     heldout = make_queries(200, split="heldout", seed=data["data_seed"], spec=arith)
-    warm_up(model, tokenizer, queries,
-            lambda q, rng: worked_solution(q, rng=rng, error_rate=spec.error_rate), spec,
-            report=report(tokenizer, heldout) if report else None)
+    warm_up(
+        model,
+        tokenizer,
+        queries,
+        lambda q, rng: worked_solution(q, rng=rng, error_rate=spec.error_rate),
+        spec,
+        report=report(tokenizer, heldout) if report else None,
+    )
     return save_built_model(model, tokenizer, recipe, path)
 
 

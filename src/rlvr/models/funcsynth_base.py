@@ -13,12 +13,10 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Callable
-
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.models.arith_base import SHIPPED as SHIPPED_ARITH
-from rlvr.models.arith_base import ReportFor, build_embedded, embedded_path, embedded_recipe, matches_recipe
+from rlvr.models.arith_base import ReportFor, build_embedded, embedded_path, embedded_recipe
+from rlvr.models.arith_base import matches_recipe as arith_matches_recipe
 from rlvr.models.loading import load_pretrained
 from rlvr.models.warmup import WarmupSpec, save_built_model, warm_up
 from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, warmup_completion
@@ -67,13 +65,19 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     spec_recipe = recipe()
     spec = WarmupSpec(**spec_recipe["warmup"])
     mix = WarmupMix(**spec_recipe["mix"])
-    start = SHIPPED_ARITH if matches_recipe(SHIPPED_ARITH) else embedded_path()
-    if not matches_recipe(start):
+    start = SHIPPED_ARITH if arith_matches_recipe(SHIPPED_ARITH) else embedded_path()
+    if not arith_matches_recipe(start):
         build_embedded(start)
     model, tokenizer = load_pretrained(start)  # tiny-arith: the same char tokenizer and architecture
     queries = all_queries(split="train", seed=0)
     heldout = all_queries(split="heldout", seed=0)[:32]
-    warm_up(model, tokenizer, queries,
-            lambda q, rng: warmup_completion(q, rng=rng, mix=mix), spec,
-            report=report(tokenizer, heldout) if report else None, report_every=200)
+    warm_up(
+        model,
+        tokenizer,
+        queries,
+        lambda q, rng: warmup_completion(q, rng=rng, mix=mix),
+        spec,
+        report=report(tokenizer, heldout) if report else None,
+        report_every=200,
+    )
     return save_built_model(model, tokenizer, spec_recipe, path)

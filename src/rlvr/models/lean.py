@@ -23,8 +23,8 @@ and samples against HF's own forward.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -58,8 +58,11 @@ def supports(model: PreTrainedModel) -> bool:
     rope = getattr(c, "rope_parameters", None) or {"rope_type": "default"}
     return (
         c.model_type == "llama"
-        and not c.attention_bias and not c.mlp_bias and c.hidden_act == "silu"
-        and getattr(c, "pretraining_tp", 1) == 1 and float(c.attention_dropout) == 0.0
+        and not c.attention_bias
+        and not c.mlp_bias
+        and c.hidden_act == "silu"
+        and getattr(c, "pretraining_tp", 1) == 1
+        and float(c.attention_dropout) == 0.0
         and rope.get("rope_type", "default") == "default"
     )
 
@@ -119,8 +122,9 @@ class LeanLlama:
 
     def _attend(self, layer, q, k, v, allowed: torch.Tensor) -> torch.Tensor:
         """Attention output projected back to [n, L, hidden]; `allowed` [n, 1, L, S] is boolean."""
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.head_dim**-0.5,
-                                             enable_gqa=self.kv_heads != self.heads)  # [n, h, L, d]
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=allowed, scale=self.head_dim**-0.5, enable_gqa=self.kv_heads != self.heads
+        )  # [n, h, L, d]
         out = out.transpose(1, 2).reshape(q.shape[0], q.shape[2], self.heads * self.head_dim)
         return F.linear(out, layer.self_attn.o_proj.weight)
 
@@ -138,8 +142,9 @@ class LeanLlama:
     @staticmethod
     def _mlp(layer, x: torch.Tensor) -> torch.Tensor:
         mlp = layer.mlp
-        return F.linear(F.silu(F.linear(x, mlp.gate_proj.weight)) * F.linear(x, mlp.up_proj.weight),
-                        mlp.down_proj.weight)
+        return F.linear(
+            F.silu(F.linear(x, mlp.gate_proj.weight)) * F.linear(x, mlp.up_proj.weight), mlp.down_proj.weight
+        )
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Final norm and LM head."""
@@ -184,10 +189,13 @@ class LeanLlama:
         start = prompt_mask.sum(dim=1, keepdim=True)  # [n, 1] first completion position
         positions = start + torch.arange(t, device=completion_ids.device)  # [n, t]
         causal = torch.ones(t, t, dtype=torch.bool, device=completion_ids.device).tril()  # [t, t]
-        allowed = torch.cat([
-            prompt_mask.bool()[:, None, None, :].expand(n, 1, t, p),  # prompt tokens, never padding
-            causal.expand(n, 1, t, t),
-        ], dim=-1)  # [n, 1, t, p + t]
+        allowed = torch.cat(
+            [
+                prompt_mask.bool()[:, None, None, :].expand(n, 1, t, p),  # prompt tokens, never padding
+                causal.expand(n, 1, t, t),
+            ],
+            dim=-1,
+        )  # [n, 1, t, p + t]
         x = self.base.embed_tokens(completion_ids)  # [n, t, hidden]
         cos, sin = self._rope(x, positions)
         for layer, pk, pv in zip(self.base.layers if t else [], pre.keys, pre.values):
@@ -203,8 +211,17 @@ class LeanLlama:
 
     @torch.no_grad()
     def sample(
-        self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, *, group_size: int, max_new_tokens: int,
-        temperature: float, top_p: float, greedy: bool, eos_id: int, pad_id: int,
+        self,
+        prompt_ids: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        *,
+        group_size: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        greedy: bool,
+        eos_id: int,
+        pad_id: int,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """G completions of each distinct prompt [B, p]: token ids [B*G, T] (pad after EOS) and
         log-probs [B*G, T] of the sampled tokens under the tempered, untruncated policy.
@@ -229,8 +246,9 @@ class LeanLlama:
         for listener in CACHE_LISTENERS:
             listener(sum(c.numel() * c.element_size() for c in state.caches + state.value_caches))
         tokens = torch.full((n, t_max), pad_id, dtype=torch.long, device=device)  # [n, T]
-        logps = torch.zeros(n, t_max, dtype=torch.promote_types(pre.last_hidden.dtype, torch.float32),
-                            device=device)  # [n, T]
+        logps = torch.zeros(
+            n, t_max, dtype=torch.promote_types(pre.last_hidden.dtype, torch.float32), device=device
+        )  # [n, T]
         width = t_max
         for step in range(t_max):
             token, logp = _draw(upcast(self.logits(state.hidden)), temperature, top_p, greedy)  # [m]
@@ -247,8 +265,7 @@ class LeanLlama:
                 state, token = state.keep(alive), token[alive]
             column = p + step
             state.visible[:, 0, 0, column] = True
-            state.hidden = self._decode(token, state.position + step, column, state,
-                                        state.visible[..., : column + 1])
+            state.hidden = self._decode(token, state.position + step, column, state, state.visible[..., : column + 1])
         return tokens[:, :width], logps[:, :width]
 
     def _cache(self, prefix: torch.Tensor, group_size: int, max_new_tokens: int) -> torch.Tensor:
@@ -284,9 +301,15 @@ class _DecodeState:
     done: torch.Tensor  # [m] the row has emitted EOS
 
     def keep(self, alive: torch.Tensor) -> _DecodeState:
-        return _DecodeState(self.rows[alive], [c[alive] for c in self.caches],
-                            [c[alive] for c in self.value_caches], self.visible[alive],
-                            self.position[alive], self.hidden[alive], self.done[alive])
+        return _DecodeState(
+            self.rows[alive],
+            [c[alive] for c in self.caches],
+            [c[alive] for c in self.value_caches],
+            self.visible[alive],
+            self.position[alive],
+            self.hidden[alive],
+            self.done[alive],
+        )
 
 
 def _draw(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool):

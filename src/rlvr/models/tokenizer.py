@@ -25,9 +25,7 @@ def build_char_tokenizer() -> PreTrainedTokenizerFast:
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     core.decoder = decoders.Fuse()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK
-    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK)
     # Added tokens are matched before pre-tokenisation, so "<think>" never splits into characters.
     tok.add_tokens(FORMAT_TAGS)
     tok.padding_side = "left"  # prompts are left-padded so that generation continues every row

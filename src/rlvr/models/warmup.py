@@ -12,9 +12,9 @@ import math
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 from tqdm import tqdm
@@ -36,9 +36,7 @@ class WarmupSpec:
     seed: int = 0
 
 
-def sft_batch(
-    tokenizer: PreTrainedTokenizerBase, pairs: list[tuple[str, str]]
-) -> tuple[torch.Tensor, torch.Tensor]:
+def sft_batch(tokenizer: PreTrainedTokenizerBase, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
     """[BOS] prompt completion [EOS], right-padded; labels are -100 on prompt and padding."""
     rows, labels = [], []
     for prompt, completion in pairs:

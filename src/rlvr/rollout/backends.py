@@ -13,20 +13,21 @@ checked by config validation (config.py, `sampling_problem`) before any model lo
 from __future__ import annotations
 
 import copy
-import importlib.util
-from typing import TYPE_CHECKING, Callable, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from rlvr.config import RolloutConfig, RunConfig
+    from rlvr.config import RolloutConfig
     from rlvr.types import Query, RolloutBatch
 
 
 class Sampler(Protocol):
-    def sample(self, queries: list[Query], *, group_size: int, max_new_tokens: int, temperature: float,
-               top_p: float) -> RolloutBatch:
+    def sample(
+        self, queries: list[Query], *, group_size: int, max_new_tokens: int, temperature: float, top_p: float
+    ) -> RolloutBatch:
         """G completions per query, query-major, with the sampler's log-probs in `old_logp`."""
 
     def sync_weights(self, policy: PreTrainedModel) -> None:
@@ -41,8 +42,9 @@ class HFSampler:
     is nothing to sync; in bfloat16 with a bf16 copy of the policy, re-synced after every update:
     the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU."""
 
-    def __init__(self, rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
-                 *, seed: int):
+    def __init__(
+        self, rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+    ):
         import torch
 
         self.tokenizer = tokenizer
@@ -66,13 +68,20 @@ class HFSampler:
         from rlvr.models.logprobs import token_logprobs
 
         with torch.no_grad():
-            logp, _ = token_logprobs(self.model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                     batch.completion_mask, temperature=1.0)  # [N, T]
+            logp, _ = token_logprobs(
+                self.model,
+                batch.prompt_ids,
+                batch.prompt_mask,
+                batch.completion_ids,
+                batch.completion_mask,
+                temperature=1.0,
+            )  # [N, T]
         return logp
 
 
-def _vllm_sampler(rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
-                  *, seed: int) -> Sampler:
+def _vllm_sampler(
+    rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+) -> Sampler:
     from rlvr.rollout.vllm import VLLMSampler
 
     return VLLMSampler(rollout, policy, tokenizer, seed=seed)
@@ -82,7 +91,8 @@ SAMPLERS: dict[str, Callable[..., Sampler]] = {"hf": HFSampler, "vllm": _vllm_sa
 """rollout.backend → fn(rollout_config, policy, tokenizer, *, seed) -> Sampler."""
 
 
-def make_sampler(rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
-                 *, seed: int) -> Sampler:
+def make_sampler(
+    rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+) -> Sampler:
     """The configured sampler, already holding the policy's current weights."""
     return SAMPLERS[rollout.backend](rollout, policy, tokenizer, seed=seed)

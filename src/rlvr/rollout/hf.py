@@ -57,8 +57,17 @@ def sample_completions(
     """Sample `group_size` completions for each query (query-major order), with their log-probs."""
     device = next(model.parameters()).device
     if lean.supports(model):
-        return _sample_lean(model, tokenizer, queries, group_size=group_size, max_new_tokens=max_new_tokens,
-                            temperature=temperature, top_p=top_p, greedy=greedy, device=device)
+        return _sample_lean(
+            model,
+            tokenizer,
+            queries,
+            group_size=group_size,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            greedy=greedy,
+            device=device,
+        )
     prompts = [q.prompt for q in queries for _ in range(group_size)]
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device)  # [N, P]
     was_training = model.training
@@ -88,17 +97,31 @@ def _sample_lean(model, tokenizer, queries, *, group_size, max_new_tokens, tempe
     """rlvr.models.lean's sampler: each distinct prompt prefilled once for its G samples."""
     prompt_ids, prompt_mask = encode_prompts(tokenizer, [q.prompt for q in queries], device)  # [B, P]
     completion_ids, old_logp = lean.LeanLlama(model).sample(
-        prompt_ids, prompt_mask, group_size=group_size, max_new_tokens=max_new_tokens,
-        temperature=temperature, top_p=top_p, greedy=greedy,
-        eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
+        prompt_ids,
+        prompt_mask,
+        group_size=group_size,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        greedy=greedy,
+        eos_id=tokenizer.eos_token_id,
+        pad_id=tokenizer.pad_token_id,
     )  # [N, T] each
     prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # [N, P]
     prompt_mask = prompt_mask.repeat_interleave(group_size, dim=0)
     return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
 
 
-def package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp,
-                    filled: torch.Tensor | None = None) -> RolloutBatch:
+def package_samples(
+    tokenizer,
+    queries,
+    group_size,
+    prompt_ids,
+    prompt_mask,
+    completion_ids,
+    old_logp,
+    filled: torch.Tensor | None = None,
+) -> RolloutBatch:
     """Mask everything after each completion's first EOS and package the samples as a RolloutBatch.
     `filled` [N, T] marks the positions a sampler actually returned, for samplers whose rows come
     back ragged and were padded here (rollout/vllm.py); by default every position was sampled."""

@@ -40,9 +40,13 @@ if TYPE_CHECKING:
 
 
 def assemble_batch(
-    tokenizer: PreTrainedTokenizerBase, queries: list[Query], group_size: int,
-    prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,  # [N, P] each, left-padded as encode_prompts
-    token_ids: list[list[int]], logprobs: list[list[float]],  # [N] ragged: sampled ids, their log-probs
+    tokenizer: PreTrainedTokenizerBase,
+    queries: list[Query],
+    group_size: int,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,  # [N, P] each, left-padded as encode_prompts
+    token_ids: list[list[int]],
+    logprobs: list[list[float]],  # [N] ragged: sampled ids, their log-probs
 ) -> RolloutBatch:
     """A RolloutBatch like rollout/hf.py's from per-row samples: completions right-padded to the
     longest, masked through the first EOS, log-probs 0 on padding; "stop" iff the row has an EOS."""
@@ -55,8 +59,9 @@ def assemble_batch(
         completion_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
         old_logp[row, : len(lps)] = torch.tensor(lps, dtype=torch.float32)
     filled = torch.arange(width)[None, :] < torch.tensor([len(ids) for ids in token_ids])[:, None]  # [N, T]
-    return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp,
-                           filled=filled.long())
+    return package_samples(
+        tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp, filled=filled.long()
+    )
 
 
 def unpadded_rows(ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
@@ -78,18 +83,23 @@ def _single_process_env() -> None:
 class VLLMSampler:
     """A colocated vLLM engine holding a copy of the policy's weights (see the module docstring)."""
 
-    def __init__(self, rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
-                 *, seed: int):
+    def __init__(
+        self, rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+    ):
         from vllm import LLM
 
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            raise UserError("rollout.backend=vllm runs in a single process here; launch without "
-                            "accelerate/torchrun, or use rollout.backend=hf")
+            raise UserError(
+                "rollout.backend=vllm runs in a single process here; launch without "
+                "accelerate/torchrun, or use rollout.backend=hf"
+            )
         _single_process_env()
         self.tokenizer, self.device = tokenizer, next(policy.parameters()).device
         self.engine_finish_reasons: list[str] = []
         self.llm = LLM(
-            model=str(policy.name_or_path), dtype=rollout.dtype, seed=seed,
+            model=str(policy.name_or_path),
+            dtype=rollout.dtype,
+            seed=seed,
             gpu_memory_utilization=rollout.vllm_gpu_memory_utilization,
             distributed_executor_backend="external_launcher",  # in-process engine, as TRL's colocate mode
             logprobs_mode="processed_logprobs",  # log-probs after temperature: of what was sampled
@@ -98,18 +108,32 @@ class VLLMSampler:
         )
         self.sync_weights(policy)  # the policy may be a resumed checkpoint, not the files on disk
 
-    def sample(self, queries: list[Query], *, group_size: int, max_new_tokens: int, temperature: float = 1.0,
-               top_p: float = 1.0) -> RolloutBatch:
+    def sample(
+        self,
+        queries: list[Query],
+        *,
+        group_size: int,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+    ) -> RolloutBatch:
         from vllm import SamplingParams
 
         prompts = [q.prompt for q in queries for _ in range(group_size)]
         prompt_ids, prompt_mask = encode_prompts(self.tokenizer, prompts)  # [N, P]
         params = SamplingParams(
-            n=1, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, logprobs=0,
-            stop_token_ids=[self.tokenizer.eos_token_id], detokenize=False,
+            n=1,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_new_tokens,
+            logprobs=0,
+            stop_token_ids=[self.tokenizer.eos_token_id],
+            detokenize=False,
         )
         outputs = self.llm.generate(
-            [{"prompt_token_ids": ids} for ids in unpadded_rows(prompt_ids, prompt_mask)], params, use_tqdm=False,
+            [{"prompt_token_ids": ids} for ids in unpadded_rows(prompt_ids, prompt_mask)],
+            params,
+            use_tqdm=False,
         )
         samples = [out.outputs[0] for out in outputs]
         self.engine_finish_reasons = [str(s.finish_reason) for s in samples]  # vLLM's own, for the GPU check
@@ -134,7 +158,9 @@ class VLLMSampler:
         completions = unpadded_rows(batch.completion_ids, batch.completion_mask)
         params = SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False)
         outputs = self.llm.generate(
-            [{"prompt_token_ids": p + c} for p, c in zip(prompts, completions)], params, use_tqdm=False,
+            [{"prompt_token_ids": p + c} for p, c in zip(prompts, completions)],
+            params,
+            use_tqdm=False,
         )
         scores = torch.zeros(batch.completion_ids.shape, dtype=torch.float32)  # [N, T]
         for row, (out, p, c) in enumerate(zip(outputs, prompts, completions)):

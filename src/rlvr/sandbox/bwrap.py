@@ -139,7 +139,9 @@ def find_host() -> _Host:
     if os.geteuid() != 0:
         # Without root, bwrap would need a user namespace in which the host uid is the caller's own:
         # RLIMIT_NPROC and the uid drop below rely on starting as root.
-        raise SandboxUnavailable("the bubblewrap sandbox must be started as root (it drops to an unprivileged uid inside)")
+        raise SandboxUnavailable(
+            "the bubblewrap sandbox must be started as root (it drops to an unprivileged uid inside)"
+        )
     python = os.path.realpath(sys.executable)
     binds, links = ["/usr"], []
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
@@ -159,19 +161,37 @@ def sandbox_python() -> str:
     return find_host().python
 
 
-def _bwrap_argv(host: _Host, limits: SandboxLimits, files: dict[str, int], fds: BwrapFds,
-                uid: int, env: dict[str, str]) -> list[str]:
+def _bwrap_argv(
+    host: _Host, limits: SandboxLimits, files: dict[str, int], fds: BwrapFds, uid: int, env: dict[str, str]
+) -> list[str]:
     """prlimit (the rlimits) + bwrap (the namespaces) + setpriv (the drop to ``uid``), for one run."""
     megabyte = 1 << 20
     argv = [
-        host.prlimit, f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={limits.memory_mb * megabyte}",
-        f"--nproc={limits.processes}", f"--fsize={limits.file_size_mb * megabyte}",
-        f"--nofile={limits.open_files}", "--core=0", "--",
+        host.prlimit,
+        f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}",
+        f"--as={limits.memory_mb * megabyte}",
+        f"--nproc={limits.processes}",
+        f"--fsize={limits.file_size_mb * megabyte}",
+        f"--nofile={limits.open_files}",
+        "--core=0",
+        "--",
     ]
     argv += namespace_argv(host, limits.tmpfs_mb, files, fds, env, workdir_perms="0777")
-    argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
-             host.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    argv += [
+        "--cap-add",
+        "CAP_SETUID",
+        "--cap-add",
+        "CAP_SETGID",
+        "--",
+        host.setpriv,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
     return argv
 
 
@@ -193,17 +213,29 @@ def open_seccomp_filter() -> int:
         raise SandboxUnavailable(str(error)) from error
 
 
-def namespace_argv(host: _Host, tmpfs_mb: int, files: dict[str, int], fds: BwrapFds, env: dict[str, str],
-                   *, workdir_perms: str) -> list[str]:
+def namespace_argv(
+    host: _Host, tmpfs_mb: int, files: dict[str, int], fds: BwrapFds, env: dict[str, str], *, workdir_perms: str
+) -> list[str]:
     """The bwrap command line up to its capabilities: namespaces, mounts, seccomp, environment.
 
     Shared by fresh runs and the pre-forked pool (``rlvr.sandbox.pool``), so both fence alike.
     """
     megabyte = 1 << 20
     argv = [
-        host.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-        "--die-with-parent", "--new-session", "--hostname", "sandbox", "--info-fd", str(fds.info),
-        "--seccomp", str(fds.seccomp),
+        host.bwrap,
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+        "--info-fd",
+        str(fds.info),
+        "--seccomp",
+        str(fds.seccomp),
     ]
     made: set[str] = set()
     for path in host.binds:  # parents created 0755 so that the unprivileged uid can walk to the bind
@@ -275,8 +307,14 @@ def run_untrusted(
         argv = _bwrap_argv(host, limits, file_fds, BwrapFds(info_w, seccomp_fd), uid, extra_env) + list(command)
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, pass_fds=pass_fds, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=pass_fds,
+                start_new_session=True,
+            )
         except OSError as error:
             raise SandboxUnavailable(f"cannot start bubblewrap: {error}; {INSTALL_HINT}") from error
         for fd in pass_fds:  # the child holds them now; our copies would keep pipes from closing
@@ -317,7 +355,7 @@ def _watch(proc: subprocess.Popen, streams: dict[int, str], limits: SandboxLimit
                 buffers[name] += chunk
                 if name != "info" and len(buffers[name]) > limits.output_bytes:
                     reason = f"{name} over {limits.output_bytes} bytes"
-                    del buffers[name][limits.output_bytes:]
+                    del buffers[name][limits.output_bytes :]
     if reason:
         kill_tree(proc, init_pidfd)
     try:
@@ -341,10 +379,16 @@ def _watch(proc: subprocess.Popen, streams: dict[int, str], limits: SandboxLimit
         info = {}
     killed_signal = signal.SIGKILL if reason else (returncode - 128 if returncode > 128 else None)
     return SandboxRun(
-        exit_code=returncode, signal=killed_signal, timed_out=reason == "wall-clock timeout",
+        exit_code=returncode,
+        signal=killed_signal,
+        timed_out=reason == "wall-clock timeout",
         output_truncated=bool(reason) and reason != "wall-clock timeout",
-        stdout=bytes(buffers["stdout"]), stderr=bytes(buffers["stderr"]), channel=bytes(buffers.get("channel", b"")),
-        elapsed_s=elapsed, killed_reason=reason, info=info,
+        stdout=bytes(buffers["stdout"]),
+        stderr=bytes(buffers["stderr"]),
+        channel=bytes(buffers.get("channel", b"")),
+        elapsed_s=elapsed,
+        killed_reason=reason,
+        info=info,
     )
 
 

@@ -36,8 +36,18 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from rlvr.sandbox.bwrap import (
-    INSTALL_HINT, SANDBOX_UIDS, WORKDIR, BwrapFds, SandboxLimits, SandboxRun, SandboxUnavailable, find_host,
-    kill_tree, memfd, namespace_argv, open_seccomp_filter,
+    INSTALL_HINT,
+    SANDBOX_UIDS,
+    WORKDIR,
+    BwrapFds,
+    SandboxLimits,
+    SandboxRun,
+    SandboxUnavailable,
+    find_host,
+    kill_tree,
+    memfd,
+    namespace_argv,
+    open_seccomp_filter,
 )
 
 SUPERVISOR = resources.files("rlvr.sandbox").joinpath("pool_worker.py").read_bytes()
@@ -111,15 +121,26 @@ class SandboxPool:
             info_r, info_w = os.pipe()
             seccomp_fd = open_seccomp_filter()
             opened += [script, info_r, info_w, seccomp_fd]
-            argv = namespace_argv(host, self.tmpfs_mb, {f"{WORKDIR}/pool_worker.py": script},
-                                  BwrapFds(info_w, seccomp_fd), {}, workdir_perms="0755")
+            argv = namespace_argv(
+                host,
+                self.tmpfs_mb,
+                {f"{WORKDIR}/pool_worker.py": script},
+                BwrapFds(info_w, seccomp_fd),
+                {},
+                workdir_perms="0755",
+            )
             for cap in SUPERVISOR_CAPS:
                 argv += ["--cap-add", cap]
             argv += ["--", host.python, "-I", "-S", f"{WORKDIR}/pool_worker.py"]
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, pass_fds=[script, info_w, seccomp_fd],
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=[script, info_w, seccomp_fd],
+                    start_new_session=True,
+                )
             except OSError as error:
                 raise SandboxUnavailable(f"cannot start bubblewrap: {error}; {INSTALL_HINT}") from error
             os.close(info_w)
@@ -173,11 +194,21 @@ class _Batch:
             job_index = self.pending.pop()
             job = self.jobs[job_index]
             self.tries[job_index] += 1
-            frame = {"id": job_index, "uid": SANDBOX_UIDS[secrets.randbelow(len(SANDBOX_UIDS))],
-                     "driver": job.driver, "files": job.files, "wall_s": job.limits.wall_s,
-                     "limits": {"cpu_s": job.limits.cpu_s, "memory_mb": job.limits.memory_mb,
-                                "processes": job.limits.processes, "file_size_mb": job.limits.file_size_mb,
-                                "open_files": job.limits.open_files, "output_bytes": job.limits.output_bytes}}
+            frame = {
+                "id": job_index,
+                "uid": SANDBOX_UIDS[secrets.randbelow(len(SANDBOX_UIDS))],
+                "driver": job.driver,
+                "files": job.files,
+                "wall_s": job.limits.wall_s,
+                "limits": {
+                    "cpu_s": job.limits.cpu_s,
+                    "memory_mb": job.limits.memory_mb,
+                    "processes": job.limits.processes,
+                    "file_size_mb": job.limits.file_size_mb,
+                    "open_files": job.limits.open_files,
+                    "output_bytes": job.limits.output_bytes,
+                },
+            }
             slot.job, slot.cleaning = job_index, False
             slot.deadline = time.monotonic() + job.limits.wall_s + START_GRACE_S
             slot.buffer.clear()
@@ -222,10 +253,16 @@ class _Batch:
             self._slot_failed(index, f"the slot's supervisor failed: {detail or 'malformed reply'}")
             return
         self.results[slot.job] = SandboxRun(
-            exit_code=reply["exit_code"], signal=reply["signal"], timed_out=reply["timed_out"],
-            output_truncated=reply["output_truncated"], stdout=b"", stderr=base64.b64decode(reply["stderr"]),
-            channel=base64.b64decode(reply["channel"]), elapsed_s=reply["elapsed_s"],
-            killed_reason=reply["killed_reason"], info={"slot": index},
+            exit_code=reply["exit_code"],
+            signal=reply["signal"],
+            timed_out=reply["timed_out"],
+            output_truncated=reply["output_truncated"],
+            stdout=b"",
+            stderr=base64.b64decode(reply["stderr"]),
+            channel=base64.b64decode(reply["channel"]),
+            elapsed_s=reply["elapsed_s"],
+            killed_reason=reply["killed_reason"],
+            info={"slot": index},
         )
         slot.cleaning, slot.deadline = True, time.monotonic() + CLEANUP_GRACE_S
 
@@ -253,8 +290,13 @@ class _Batch:
                 self.pending.append(job_index)
             else:
                 self.results[job_index] = SandboxRun(
-                    exit_code=None, signal=None, timed_out=False, output_truncated=False, stdout=b"",
-                    stderr=b"", infrastructure_error=why,
+                    exit_code=None,
+                    signal=None,
+                    timed_out=False,
+                    output_truncated=False,
+                    stdout=b"",
+                    stderr=b"",
+                    infrastructure_error=why,
                 )
         self._replace(index)
 
@@ -280,8 +322,8 @@ def _take_frame(buffer: bytearray) -> object | None:
         return {"broken": f"reply of {length} bytes"}
     if len(buffer) < 4 + length:
         return None
-    body = bytes(buffer[4:4 + length])
-    del buffer[:4 + length]
+    body = bytes(buffer[4 : 4 + length])
+    del buffer[: 4 + length]
     try:
         return json.loads(body)
     except ValueError:

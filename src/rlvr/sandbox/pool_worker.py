@@ -48,8 +48,8 @@ import math  # noqa: F401  (drivers import it: loaded once here, every forked jo
 import os
 import resource
 import select
-import socket
 import signal
+import socket
 import struct
 import sys
 import time
@@ -127,8 +127,16 @@ def run_job_child(job, code, channel_w, stdout_w, stderr_w):
         os.closerange(4, 65536)
         os.chdir(JOB_DIR)
         os.environ.clear()
-        os.environ.update({"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": JOB_DIR, "TMPDIR": JOB_DIR,
-                           "PYTHONDONTWRITEBYTECODE": "1", "RLVR_CHANNEL_FD": str(channel)})
+        os.environ.update(
+            {
+                "PATH": SANDBOX_PATH,
+                "LANG": "C.UTF-8",
+                "HOME": JOB_DIR,
+                "TMPDIR": JOB_DIR,
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "RLVR_CHANNEL_FD": str(channel),
+            }
+        )
         sys.argv = ["driver.py"]
     except BaseException:
         os._exit(126)  # could not fence the job: run nothing
@@ -396,17 +404,39 @@ def run_job(job, drivers, zygote):
         exit_code = 128 + signal_number
     else:
         exit_code, signal_number = os.WEXITSTATUS(status), None
-    return {
-        "id": job["id"], "exit_code": exit_code, "signal": signal_number,
-        "timed_out": reason == "wall-clock timeout", "output_truncated": bool(reason) and reason != "wall-clock timeout",
-        "killed_reason": reason, "channel": base64.b64encode(kept["channel"]).decode(),
-        "stderr": base64.b64encode(kept["stderr"]).decode(), "elapsed_s": time.monotonic() - started,
-    }, pid, status is None
+    return (
+        {
+            "id": job["id"],
+            "exit_code": exit_code,
+            "signal": signal_number,
+            "timed_out": reason == "wall-clock timeout",
+            "output_truncated": bool(reason) and reason != "wall-clock timeout",
+            "killed_reason": reason,
+            "channel": base64.b64encode(kept["channel"]).decode(),
+            "stderr": base64.b64encode(kept["stderr"]).decode(),
+            "elapsed_s": time.monotonic() - started,
+        },
+        pid,
+        status is None,
+    )
 
 
 def reply_without_run(job, started, reason):
-    return {"id": job["id"], "exit_code": None, "signal": None, "timed_out": False, "output_truncated": True,
-            "killed_reason": reason, "channel": "", "stderr": "", "elapsed_s": time.monotonic() - started}, None, False
+    return (
+        {
+            "id": job["id"],
+            "exit_code": None,
+            "signal": None,
+            "timed_out": False,
+            "output_truncated": True,
+            "killed_reason": reason,
+            "channel": "",
+            "stderr": "",
+            "elapsed_s": time.monotonic() - started,
+        },
+        None,
+        False,
+    )
 
 
 def main():

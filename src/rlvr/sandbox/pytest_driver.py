@@ -103,8 +103,10 @@ def module_copies(tree, real_import):
             except Exception:  # the tests' own import raises it again, after the candidate: tests_raised
                 continue
             parts = name.split(".")
-            found.update((".".join(parts[:depth]), sys.modules.get(".".join(parts[:depth])))
-                         for depth in range(1, len(parts) + 1))
+            found.update(
+                (".".join(parts[:depth]), sys.modules.get(".".join(parts[:depth])))
+                for depth in range(1, len(parts) + 1)
+            )
             found.update(("%s.%s" % (name, attr), getattr(sys.modules.get(name), attr, None)) for attr in fromlist)
     copies = {}
     for dotted, module in found.items():
@@ -179,9 +181,14 @@ def main():
         exec(test_code, namespace)
     except BaseException as error:
         return frame({"status": "tests_raised", "detail": type(error).__name__})
-    collected = [(name, value) for name, value in list(namespace.items())
-                 if type(name) is str and name.startswith("test_") and type(value) is FunctionType
-                 and value.__code__.co_filename == "tests.py"]
+    collected = [
+        (name, value)
+        for name, value in list(namespace.items())
+        if type(name) is str
+        and name.startswith("test_")
+        and type(value) is FunctionType
+        and value.__code__.co_filename == "tests.py"
+    ]
     frame({"status": "ok", "results": run_tests(collected)})
 
 

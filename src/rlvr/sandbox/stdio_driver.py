@@ -45,8 +45,9 @@ def run_child(argv, stdin_path, out_path, err_path, timeout_s, env):
     """Run one child; returns (exit status or None, timed_out, elapsed seconds)."""
     started = time.monotonic()
     with open(stdin_path, "rb") as stdin, open(out_path, "wb") as out, open(err_path, "wb") as err:
-        child = subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=err, cwd="/sandbox",
-                                 env=env, close_fds=True, start_new_session=True)
+        child = subprocess.Popen(
+            argv, stdin=stdin, stdout=out, stderr=err, cwd="/sandbox", env=env, close_fds=True, start_new_session=True
+        )
     try:
         status = child.wait(timeout=max(0.01, timeout_s))
         timed_out = False
@@ -107,8 +108,9 @@ def main():
     if job.get("compile"):
         with open(paths["stdin"], "wb"):
             pass
-        status, timed_out, _ = run_child(job["compile"]["argv"], paths["stdin"], paths["stdout"],
-                                         paths["stderr"], job["compile"]["timeout_s"], env)
+        status, timed_out, _ = run_child(
+            job["compile"]["argv"], paths["stdin"], paths["stdout"], paths["stderr"], job["compile"]["timeout_s"], env
+        )
         if timed_out or status != 0:
             stderr = read_head(paths["stderr"], 4096).decode("utf-8", "replace")
             return frame({"status": "compile_timeout" if timed_out else "compile_error", "stderr": stderr})
@@ -122,17 +124,20 @@ def main():
             continue
         with open(paths["stdin"], "wb") as handle:
             handle.write(stdin_text.encode("utf-8"))
-        status, timed_out, elapsed = run_child(job["run"], paths["stdin"], paths["stdout"], paths["stderr"],
-                                               min(job["timeout_s"], remaining), env)
+        status, timed_out, elapsed = run_child(
+            job["run"], paths["stdin"], paths["stdout"], paths["stderr"], min(job["timeout_s"], remaining), env
+        )
         stdout = read_head(paths["stdout"], job["max_stdout"] + 1)
-        results.append({
-            "stdout_b64": base64.b64encode(stdout[: job["max_stdout"]]).decode("ascii"),
-            "over_cap": len(stdout) > job["max_stdout"],
-            "exit": status,
-            "timed_out": timed_out,
-            "stderr_tail": read_tail(paths["stderr"], STDERR_TAIL).decode("utf-8", "replace"),
-            "elapsed_s": elapsed,
-        })
+        results.append(
+            {
+                "stdout_b64": base64.b64encode(stdout[: job["max_stdout"]]).decode("ascii"),
+                "over_cap": len(stdout) > job["max_stdout"],
+                "exit": status,
+                "timed_out": timed_out,
+                "stderr_tail": read_tail(paths["stderr"], STDERR_TAIL).decode("utf-8", "replace"),
+                "elapsed_s": elapsed,
+            }
+        )
         stop = timed_out
         for path in paths.values():
             try:

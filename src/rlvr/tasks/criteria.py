@@ -27,7 +27,7 @@ def parse_criteria(value: Any, where: str) -> dict[str, Any]:
             raise CriteriaError(f"{where}: not valid JSON ({error})") from None
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise CriteriaError(
-            f"{where}: expected a criteria object with a \"type\" (e.g. {{\"type\": \"math\", \"answer\": \"42\"}}), "
+            f'{where}: expected a criteria object with a "type" (e.g. {{"type": "math", "answer": "42"}}), '
             f"got {value!r:.80}"
         )
     return {key: item for key, item in value.items() if item is not None}

@@ -18,7 +18,11 @@ def parse_row(obj: object, where: str) -> Query:
         raise DatasetError(f"{where}: a row must be a JSON object, got {type(obj).__name__}")
     for key, kind in (("id", (str, int)), ("prompt", str), ("verifier", dict)):
         if key not in obj:
-            hint = " (the query's verification criteria, e.g. {\"type\": \"math\", \"answer\": \"42\"})" if key == "verifier" else ""
+            hint = (
+                ' (the query\'s verification criteria, e.g. {"type": "math", "answer": "42"})'
+                if key == "verifier"
+                else ""
+            )
             raise DatasetError(f"{where}: missing '{key}'{hint}")
         if not isinstance(obj[key], kind):
             raise DatasetError(f"{where}: '{key}' has the wrong type ({type(obj[key]).__name__})")

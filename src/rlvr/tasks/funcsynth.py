@@ -81,14 +81,19 @@ def _query(shape: str, a: int, b: int, third: int, split: str, spec: FuncSynthSp
     return Query(
         id=f"funcsynth-{split}-{hashlib.sha256(prompt.encode()).hexdigest()[:10]}",
         prompt=prompt,
-        verifier={"type": "python", "entry_point": "f", "tests": _tests(shape, a, b, shown),
-                  "hidden_tests": _tests(shape, a, b, hidden)},
+        verifier={
+            "type": "python",
+            "entry_point": "f",
+            "tests": _tests(shape, a, b, shown),
+            "hidden_tests": _tests(shape, a, b, hidden),
+        },
         meta={"task": "funcsynth", "shape": shape, "a": a, "b": b, "shown": shown},
     )
 
 
-def all_queries(*, split: str, seed: int, spec: FuncSynthSpec = FuncSynthSpec(),
-                heldout_fraction: float = 0.2) -> list[Query]:
+def all_queries(
+    *, split: str, seed: int, spec: FuncSynthSpec = FuncSynthSpec(), heldout_fraction: float = 0.2
+) -> list[Query]:
     """Every query of one split, in an order shuffled by `seed` (hidden points drawn by `seed`)."""
     rng = random.Random(f"funcsynth-{split}-{seed}")
     queries = []
@@ -103,8 +108,9 @@ def all_queries(*, split: str, seed: int, spec: FuncSynthSpec = FuncSynthSpec(),
     return queries
 
 
-def make_queries(n: int, *, split: str, seed: int, spec: FuncSynthSpec = FuncSynthSpec(),
-                 heldout_fraction: float = 0.2) -> list[Query]:
+def make_queries(
+    n: int, *, split: str, seed: int, spec: FuncSynthSpec = FuncSynthSpec(), heldout_fraction: float = 0.2
+) -> list[Query]:
     """`n` distinct queries of one split, deterministic in `seed`."""
     queries = all_queries(split=split, seed=seed, spec=spec, heldout_fraction=heldout_fraction)
     if len(queries) < n:

@@ -76,21 +76,26 @@ def load_hf_queries(path: str | Path, split: str, columns: ColumnMap) -> list[Qu
     where = f"{path} [{split}]"
     for field_name, column in columns.needed().items():
         if column not in dataset.column_names:
-            raise DatasetError(f"{where}: no column '{column}' ({field_name}); "
-                               f"columns: {', '.join(dataset.column_names)}")
+            raise DatasetError(
+                f"{where}: no column '{column}' ({field_name}); columns: {', '.join(dataset.column_names)}"
+            )
     if len(dataset) == 0:
         raise DatasetError(f"{where}: no rows")
-    return [_to_query(record, index, split, columns, f"{where} row index {index}")
-            for index, record in enumerate(dataset)]
+    return [
+        _to_query(record, index, split, columns, f"{where} row index {index}") for index, record in enumerate(dataset)
+    ]
 
 
-def load_hf_task(path: str | Path, split: str, eval_path: str | Path, eval_split: str,
-                 columns: ColumnMap) -> tuple[list[Query], list[Query]]:
+def load_hf_task(
+    path: str | Path, split: str, eval_path: str | Path, eval_split: str, columns: ColumnMap
+) -> tuple[list[Query], list[Query]]:
     """(training queries, held-out queries); held-out rows come from ``eval_path``, else from split
     ``eval_split`` of the directory ``path`` (a single file has no second split to hold out)."""
     if not eval_path and Path(path).expanduser().is_file():
-        raise DatasetError(f"task.hf_path={path} is a single file, so it has no held-out split; "
-                           "set task.hf_eval_path to a file of held-out rows")
+        raise DatasetError(
+            f"task.hf_path={path} is a single file, so it has no held-out split; "
+            "set task.hf_eval_path to a file of held-out rows"
+        )
     return load_hf_queries(path, split, columns), load_hf_queries(eval_path or path, eval_split, columns)
 
 
@@ -98,8 +103,10 @@ def _to_query(record: dict[str, Any], index: int, split: str, columns: ColumnMap
     prompt = record[columns.prompt]
     if not isinstance(prompt, str) or not prompt.strip():
         kind = "chat messages" if isinstance(prompt, list) else repr(prompt)[:40]
-        raise DatasetError(f"{where}: column '{columns.prompt}' must be non-empty text, got {kind} "
-                           "(task.hf_prompt_column names a text column)")
+        raise DatasetError(
+            f"{where}: column '{columns.prompt}' must be non-empty text, got {kind} "
+            "(task.hf_prompt_column names a text column)"
+        )
     if columns.verifier:
         criteria = parse_criteria(record[columns.verifier], f"{where}, column '{columns.verifier}'")
     else:

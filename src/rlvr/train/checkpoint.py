@@ -35,8 +35,12 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(
-    out_dir: Path, step: int, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
-    optimizer: torch.optim.Optimizer, extra: dict[str, Any],
+    out_dir: Path,
+    step: int,
+    policy: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    optimizer: torch.optim.Optimizer,
+    extra: dict[str, Any],
 ) -> Path:
     final = out_dir / CHECKPOINT
     tmp = out_dir / f".{CHECKPOINT}.tmp"

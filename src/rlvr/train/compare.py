@@ -72,8 +72,10 @@ def check_budget(seeds: list[int], steps: int, n: int, ks: list[int]) -> None:
     if len(set(seeds)) != len(seeds):
         raise CompareBudgetError(f"--seeds {seeds} repeats a seed; give distinct seeds, e.g. --seeds 0,1")
     if len(seeds) < MIN_SEEDS:
-        raise CompareBudgetError(f"--seeds gives {len(seeds)} seed(s): reward spread across seeds needs at least "
-                                 f"{MIN_SEEDS}, e.g. --seeds 0,1")
+        raise CompareBudgetError(
+            f"--seeds gives {len(seeds)} seed(s): reward spread across seeds needs at least "
+            f"{MIN_SEEDS}, e.g. --seeds 0,1"
+        )
     if steps < MIN_STEPS:
         raise CompareBudgetError(f"--steps {steps} is too few to measure reward stability; use at least {MIN_STEPS}")
     if n < 2 or ks[-1] > n:
@@ -81,28 +83,45 @@ def check_budget(seeds: list[int], steps: int, n: int, ks: list[int]) -> None:
 
 
 def _run_config(config: str | None, overrides: list[str], algorithm: str, seed: int, steps: int) -> RunConfig:
-    return load_config(config, [*overrides, f"algo.algorithm={algorithm}", f"train.seed={seed}",
-                                f"train.steps={steps}"])
+    return load_config(
+        config, [*overrides, f"algo.algorithm={algorithm}", f"train.seed={seed}", f"train.steps={steps}"]
+    )
 
 
-def _heldout_curves(model_path: str, cfg: RunConfig, *, n: int, ks: list[int], num_queries: int | None,
-                    progress: bool, label: str) -> dict:
+def _heldout_curves(
+    model_path: str, cfg: RunConfig, *, n: int, ks: list[int], num_queries: int | None, progress: bool, label: str
+) -> dict:
     """pass@k and CoT-pass@k on the run's held-out split, as `rlvr eval` counts them."""
     _, heldout = load_task(cfg.task)
     queries = heldout[:num_queries] if num_queries else heldout
     model, tokenizer = load_policy(model_path)
     torch.manual_seed(EVAL_SEED)
     counts, unscorable = count_samples(
-        model, tokenizer, queries, RewardFunction({"correctness": 1.0}), reasoning_checker(cfg.task.name),
-        n=n, temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-        progress=progress, label=label,
+        model,
+        tokenizer,
+        queries,
+        RewardFunction({"correctness": 1.0}),
+        reasoning_checker(cfg.task.name),
+        n=n,
+        temperature=cfg.rollout.temperature,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        progress=progress,
+        label=label,
     )
     return {**curves(counts, ks), "unscorable": unscorable, "num_queries": len(queries)}
 
 
 def compare_algorithms(
-    algorithms: list[str], *, seeds: list[int], steps: int, config: str | None, overrides: list[str],
-    out: Path, n: int = 16, ks: list[int] | None = None, num_queries: int | None = 100,
+    algorithms: list[str],
+    *,
+    seeds: list[int],
+    steps: int,
+    config: str | None,
+    overrides: list[str],
+    out: Path,
+    n: int = 16,
+    ks: list[int] | None = None,
+    num_queries: int | None = 100,
     progress: bool = True,
 ) -> dict:
     """Train every algorithm with every seed, evaluate, and write out/compare.json and .png."""
@@ -119,22 +138,40 @@ def compare_algorithms(
         say(f"[{index}/{len(configs)}] {algorithm}, seed {seed}: {steps} steps -> {run_dir}")
         started = time.perf_counter()
         train(cfg, run_dir, progress=progress)
-        passk = _heldout_curves(str(run_dir / "final"), cfg, n=n, ks=ks, num_queries=num_queries,
-                                progress=progress, label=f"{algorithm} seed {seed}")
+        passk = _heldout_curves(
+            str(run_dir / "final"),
+            cfg,
+            n=n,
+            ks=ks,
+            num_queries=num_queries,
+            progress=progress,
+            label=f"{algorithm} seed {seed}",
+        )
         (run_dir / "passk.json").write_text(json.dumps({"k": ks, "n": n, **passk}, indent=1) + "\n")
-        per_algorithm[algorithm].append({"seed": seed, "rows": read_metrics(run_dir), "passk": passk,
-                                         "wall_s": time.perf_counter() - started})
+        per_algorithm[algorithm].append(
+            {"seed": seed, "rows": read_metrics(run_dir), "passk": passk, "wall_s": time.perf_counter() - started}
+        )
     first = next(iter(configs.values()))
     say(f"base model {first.model.name}: held-out pass@k")
-    base = _heldout_curves(first.model.name, first, n=n, ks=ks, num_queries=num_queries, progress=progress,
-                           label="base")
+    base = _heldout_curves(
+        first.model.name, first, n=n, ks=ks, num_queries=num_queries, progress=progress, label="base"
+    )
     report = {
-        "command_config": config, "overrides": overrides, "steps": steps, "seeds": seeds, "n": n, "k": ks,
-        "num_queries": base["num_queries"], "task": first.task.name, "model": first.model.name,
+        "command_config": config,
+        "overrides": overrides,
+        "steps": steps,
+        "seeds": seeds,
+        "n": n,
+        "k": ks,
+        "num_queries": base["num_queries"],
+        "task": first.task.name,
+        "model": first.model.name,
         "prompt_budget": {"batch_queries": first.train.batch_queries, "group_size": first.rollout.group_size},
         "algorithms": {a: summarize_algorithm(runs) for a, runs in per_algorithm.items()},
-        "base": {"pass@k": curve_mean([base["pass@k"]]),
-                 "cot_pass@k": None if base["cot_pass@k"] is None else curve_mean([base["cot_pass@k"]])},
+        "base": {
+            "pass@k": curve_mean([base["pass@k"]]),
+            "cot_pass@k": None if base["cot_pass@k"] is None else curve_mean([base["cot_pass@k"]]),
+        },
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(report, indent=1) + "\n")

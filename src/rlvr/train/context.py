@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -65,8 +66,9 @@ class StepObserver:
     def reference(self, ref_logp: torch.Tensor | None) -> None:
         """log π_ref of the sampled tokens [N, T], or None."""
 
-    def advantages(self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor,
-                   stats: dict[str, Any]) -> None:
+    def advantages(
+        self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor, stats: dict[str, Any]
+    ) -> None:
         """What the loss is fed: the batch (its old_logp is π_θ_old's under TIS), the advantages [N]
         or [N, T] (KL in the reward, TIS weights, GAE), the loss mask [N, T] (overlong filter,
         unscorable rows under PPO), and the estimator's stats (group mean and std ...)."""

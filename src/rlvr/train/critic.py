@@ -50,8 +50,9 @@ class Critic:
     def __init__(self, policy: PreTrainedModel, cfg: PPOConfig):
         self.cfg = cfg
         self.model = ValueModel(policy).to(next(policy.parameters()).device)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.critic_lr,
-                                           weight_decay=cfg.critic_weight_decay)
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=cfg.critic_lr, weight_decay=cfg.critic_weight_decay
+        )
 
     def state_dict(self) -> dict:
         """The value model and its optimizer, for the run's checkpoint (a resumed PPO run keeps its critic)."""
@@ -70,16 +71,26 @@ class Critic:
         return values
 
     def update(
-        self, batch: RolloutBatch, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
-        *, micro_batch_size: int, max_grad_norm: float,
+        self,
+        batch: RolloutBatch,
+        old_values: torch.Tensor,
+        returns: torch.Tensor,
+        mask: torch.Tensor,
+        *,
+        micro_batch_size: int,
+        max_grad_norm: float,
     ) -> dict[str, float]:
         """One AdamW step on the clipped value loss over the whole batch (micro-batched, exact)."""
         num_tokens, totals = int(mask.sum()), {"critic/value_loss": 0.0}
         for mb in micro_batches(batch, micro_batch_size):
             mb_mask = mask[mb.rows, : mb.width]  # [n, t]
             loss, stats = clipped_value_loss(
-                self.model(mb), old_values[mb.rows, : mb.width], returns[mb.rows, : mb.width], mb_mask,
-                clip_range=self.cfg.value_clip, num_tokens=num_tokens,
+                self.model(mb),
+                old_values[mb.rows, : mb.width],
+                returns[mb.rows, : mb.width],
+                mb_mask,
+                clip_range=self.cfg.value_clip,
+                num_tokens=num_tokens,
             )
             loss.backward()
             share = float(mb_mask.sum()) / max(num_tokens, 1)

@@ -30,8 +30,12 @@ from rlvr.errors import UserError
 
 _T = TypeVar("_T")
 
-SUMMED_PREFIXES = ("verifier/unscorable", "dynamic_sampling/generated_groups", "dynamic_sampling/kept_groups",
-                   "explore/")
+SUMMED_PREFIXES = (
+    "verifier/unscorable",
+    "dynamic_sampling/generated_groups",
+    "dynamic_sampling/kept_groups",
+    "explore/",
+)
 """Step metrics that are counts: the step's value is the sum over processes. explore/* count
 distinct solutions per process, so a query solved on two processes in different steps counts twice."""
 MAXED_PREFIXES = ("time/", "memory/", "dynamic_sampling/rounds")
@@ -62,8 +66,10 @@ class World:
     def shard(self, items: Sequence[_T]) -> list[_T]:
         """This process's contiguous 1/N of the step's queries (whole groups: G completions each)."""
         if len(items) % self.world_size:
-            raise UserError(f"train.batch_queries={len(items)} does not split over {self.world_size} processes; "
-                            f"set it to a multiple of {self.world_size}")
+            raise UserError(
+                f"train.batch_queries={len(items)} does not split over {self.world_size} processes; "
+                f"set it to a multiple of {self.world_size}"
+            )
         size = len(items) // self.world_size
         return list(items[self.rank * size : (self.rank + 1) * size])
 

@@ -35,11 +35,15 @@ def select_rows(batch: RolloutBatch, rows: torch.Tensor) -> RolloutBatch:
     """The completions `rows` of a batch, in that order, as a batch of their own (groups of one)."""
     picked = rows.tolist()
     return RolloutBatch(
-        queries=[batch.query_of(r) for r in picked], group_size=1,
-        prompt_ids=batch.prompt_ids[rows], prompt_mask=batch.prompt_mask[rows],  # [n, P]
-        completion_ids=batch.completion_ids[rows], completion_mask=batch.completion_mask[rows],  # [n, T]
+        queries=[batch.query_of(r) for r in picked],
+        group_size=1,
+        prompt_ids=batch.prompt_ids[rows],
+        prompt_mask=batch.prompt_mask[rows],  # [n, P]
+        completion_ids=batch.completion_ids[rows],
+        completion_mask=batch.completion_mask[rows],  # [n, T]
         old_logp=batch.old_logp[rows],  # [n, T]
-        texts=[batch.texts[r] for r in picked], finish_reasons=[batch.finish_reasons[r] for r in picked],
+        texts=[batch.texts[r] for r in picked],
+        finish_reasons=[batch.finish_reasons[r] for r in picked],
     )
 
 
@@ -53,9 +57,16 @@ class DpoUpdate:
 
 
 def accumulate_dpo_gradient(
-    policy: PreTrainedModel, batch: RolloutBatch, chosen: torch.Tensor, rejected: torch.Tensor,
-    ref_chosen: torch.Tensor, ref_rejected: torch.Tensor, algo: AlgoConfig, *,
-    temperature: float, micro_batch_size: int = 0,
+    policy: PreTrainedModel,
+    batch: RolloutBatch,
+    chosen: torch.Tensor,
+    rejected: torch.Tensor,
+    ref_chosen: torch.Tensor,
+    ref_rejected: torch.Tensor,
+    algo: AlgoConfig,
+    *,
+    temperature: float,
+    micro_batch_size: int = 0,
 ) -> DpoUpdate:
     """Backpropagate the mean DPO loss over all M pairs into .grad, a few pairs at a time.
 
@@ -77,13 +88,17 @@ def accumulate_dpo_gradient(
         seq_logp = torch.empty(2 * m, dtype=logp.dtype, device=logp.device)  # [2m]
         seq_logp[mb.rows] = sequence_logprobs(logp, mb.completion_mask)
         loss, stats = dpo.loss(
-            seq_logp[:m], seq_logp[m:], ref_chosen[part], ref_rejected[part],
-            beta=algo.dpo_beta, num_pairs=num_pairs,
+            seq_logp[:m],
+            seq_logp[m:],
+            ref_chosen[part],
+            ref_rejected[part],
+            beta=algo.dpo_beta,
+            num_pairs=num_pairs,
         )
         loss.backward()
         loss_total += float(loss.detach())
-        policy_logp[start:start + m] = seq_logp[:m].detach().float()
-        policy_logp[num_pairs + start:num_pairs + start + m] = seq_logp[m:].detach().float()
+        policy_logp[start : start + m] = seq_logp[:m].detach().float()
+        policy_logp[num_pairs + start : num_pairs + start + m] = seq_logp[m:].detach().float()
         for key, value in stats.items():
             totals[key] = totals.get(key, 0.0) + value * m / num_pairs
     return DpoUpdate(loss=loss_total, stats=totals, policy_logp=policy_logp)
@@ -91,46 +106,71 @@ def accumulate_dpo_gradient(
 
 @torch.no_grad()
 def reference_sequence_logprobs(
-    reference: PreTrainedModel, batch: RolloutBatch, rows: torch.Tensor, *, temperature: float,
+    reference: PreTrainedModel,
+    batch: RolloutBatch,
+    rows: torch.Tensor,
+    *,
+    temperature: float,
     micro_batch_size: int,
 ) -> torch.Tensor:
     """log π_ref(y|x) of the completions `rows`, [len(rows)]."""
     picked = select_rows(batch, rows)
-    token_logp = reference_logprobs(reference, picked, temperature=temperature,
-                                    micro_batch_size=micro_batch_size)  # [n, T]
+    token_logp = reference_logprobs(
+        reference, picked, temperature=temperature, micro_batch_size=micro_batch_size
+    )  # [n, T]
     return sequence_logprobs(token_logp, picked.completion_mask)  # [n]
 
 
-def preference_update(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer,
-                      observer: StepObserver) -> dict[str, float]:
+def preference_update(
+    ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer, observer: StepObserver
+) -> dict[str, float]:
     """Pairs from the verdicts, then the DPO loss and AdamW; returns the update's metrics. The
     token-level ``ref_logp`` of the policy-gradient kinds is not used: only the pairs' sequences
     are scored under π_ref."""
     cfg, batch = ctx.cfg, rollouts.batch
     outcomes = verdict_tensor(rollouts.scored, len(batch.queries), batch.group_size)  # [B, G]
     chosen, rejected, counts = ALGORITHMS[cfg.algo.algorithm].pairs(
-        outcomes, max_pairs_per_group=cfg.algo.dpo_pairs_per_group)  # [M], [M]
+        outcomes, max_pairs_per_group=cfg.algo.dpo_pairs_per_group
+    )  # [M], [M]
     update, grad_norm, update_norm = DpoUpdate(float("nan"), {}), 0.0, 0.0
     if counts["pairs"]:  # no pair, no preference: the policy is left as it is
         with timer.phase("reference"):
             ref = reference_sequence_logprobs(
-                ctx.reference, batch, torch.cat([chosen, rejected]),
-                temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
+                ctx.reference,
+                batch,
+                torch.cat([chosen, rejected]),
+                temperature=cfg.rollout.temperature,
+                micro_batch_size=cfg.optim.micro_batch_size,
             )  # [2M]
         for iteration in range(cfg.algo.num_iterations):
             observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
             with timer.phase("forward_backward"), ctx.memory.activations():
                 update = accumulate_dpo_gradient(
-                    ctx.policy, batch, chosen, rejected, ref[: len(chosen)], ref[len(chosen):], cfg.algo,
-                    temperature=cfg.rollout.temperature, micro_batch_size=cfg.optim.micro_batch_size,
+                    ctx.policy,
+                    batch,
+                    chosen,
+                    rejected,
+                    ref[: len(chosen)],
+                    ref[len(chosen) :],
+                    cfg.algo,
+                    temperature=cfg.rollout.temperature,
+                    micro_batch_size=cfg.optim.micro_batch_size,
                 )
             with timer.phase("optimizer"):
                 grad_norm, update_norm = optimizer_step(ctx.policy, ctx.optimizer, cfg.optim.max_grad_norm)
         m = len(chosen)
         margins = (update.policy_logp[:m] - ref[:m].float()) - (update.policy_logp[m:] - ref[m:].float())  # [M]
-        observer.pairs({"chosen": chosen, "rejected": rejected, "policy_chosen": update.policy_logp[:m],
-                        "policy_rejected": update.policy_logp[m:], "ref_chosen": ref[:m], "ref_rejected": ref[m:],
-                        "margins": margins})
+        observer.pairs(
+            {
+                "chosen": chosen,
+                "rejected": rejected,
+                "policy_chosen": update.policy_logp[:m],
+                "policy_rejected": update.policy_logp[m:],
+                "ref_chosen": ref[:m],
+                "ref_rejected": ref[m:],
+                "margins": margins,
+            }
+        )
     return {
         "loss": update.loss,
         **update.stats,

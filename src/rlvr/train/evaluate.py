@@ -3,8 +3,8 @@ with greedy accuracy beside it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -31,10 +31,19 @@ class HeldoutResult:
     """Share of the samples the training verifier passes and the gold verifier fails."""
 
     def to_dict(self) -> dict[str, float | int]:
-        extra = {} if self.gold_pass_at_1 is None else {"gold_pass@1": self.gold_pass_at_1,
-                                                        "hacking_rate": self.hacking_rate}
-        return {"pass@1": self.pass_at_1, "greedy": self.greedy, "n": self.n,
-                "num_queries": self.num_queries, "unscorable": self.unscorable, **extra}
+        extra = (
+            {}
+            if self.gold_pass_at_1 is None
+            else {"gold_pass@1": self.gold_pass_at_1, "hacking_rate": self.hacking_rate}
+        )
+        return {
+            "pass@1": self.pass_at_1,
+            "greedy": self.greedy,
+            "n": self.n,
+            "num_queries": self.num_queries,
+            "unscorable": self.unscorable,
+            **extra,
+        }
 
 
 class GoldCheck:
@@ -65,8 +74,15 @@ class GoldCheck:
 
 
 def _correct_counts(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, queries: list[Query],
-    reward_fn: RewardFunction, *, n: int, chunk: int, gold: GoldCheck | None = None, **sampling: object,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    queries: list[Query],
+    reward_fn: RewardFunction,
+    *,
+    n: int,
+    chunk: int,
+    gold: GoldCheck | None = None,
+    **sampling: object,
 ) -> tuple[list[tuple[int, int]], int]:
     counts, unscorable = [], 0
     for start in range(0, len(queries), chunk):
@@ -102,41 +118,59 @@ def evaluate_heldout(
     come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number)."""
     chunk = max(1, chunk_completions // n)
     gold = GoldCheck(gold_fn) if gold_fn is not None else None
-    sampled, bad_s = _correct_counts(model, tokenizer, queries, reward_fn, n=n, chunk=chunk, gold=gold,
-                                     temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
-    greedy, bad_g = _correct_counts(model, tokenizer, queries, reward_fn, n=1, chunk=chunk_completions,
-                                    greedy=True, max_new_tokens=max_new_tokens)
+    sampled, bad_s = _correct_counts(
+        model,
+        tokenizer,
+        queries,
+        reward_fn,
+        n=n,
+        chunk=chunk,
+        gold=gold,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+    )
+    greedy, bad_g = _correct_counts(
+        model, tokenizer, queries, reward_fn, n=1, chunk=chunk_completions, greedy=True, max_new_tokens=max_new_tokens
+    )
     pass_at_1 = mean_pass_at_k(sampled, 1) if sampled else float("nan")
     return HeldoutResult(
         pass_at_1=pass_at_1,
         greedy=sum(c for _, c in greedy) / max(len(greedy), 1),
-        n=n, num_queries=len(queries), unscorable=bad_s + bad_g,
+        n=n,
+        num_queries=len(queries),
+        unscorable=bad_s + bad_g,
         gold_pass_at_1=gold.pass_at_1() if gold is not None else pass_at_1,
         hacking_rate=gold.hacking_rate() if gold is not None else 0.0,
     )
 
 
-def arith_warmup_report(tokenizer: PreTrainedTokenizerBase, heldout: list[Query]) -> Callable[[int, PreTrainedModel], str]:
+def arith_warmup_report(
+    tokenizer: PreTrainedTokenizerBase, heldout: list[Query]
+) -> Callable[[int, PreTrainedModel], str]:
     """The progress line while tiny-arith warms up (`rlvr build-base`): held-out pass@1 and greedy."""
     reward_fn = RewardFunction()
 
     def report(step: int, model: PreTrainedModel) -> str:
-        result = evaluate_heldout(model, tokenizer, heldout, reward_fn, n=4, temperature=1.0,
-                                  top_p=1.0, max_new_tokens=40)
+        result = evaluate_heldout(
+            model, tokenizer, heldout, reward_fn, n=4, temperature=1.0, top_p=1.0, max_new_tokens=40
+        )
         return f"held-out pass@1 {result.pass_at_1:.3f} (n=4, T=1), greedy {result.greedy:.3f}"
 
     return report
 
 
-def funcsynth_warmup_report(tokenizer: PreTrainedTokenizerBase,
-                            heldout: list[Query]) -> Callable[[int, PreTrainedModel], str]:
+def funcsynth_warmup_report(
+    tokenizer: PreTrainedTokenizerBase, heldout: list[Query]
+) -> Callable[[int, PreTrainedModel], str]:
     """The progress line while tiny-funcsynth warms up: held-out gold pass@1 and the share of each
     kind of answer (formula, lookup table, other)."""
     reward_fn = RewardFunction()
 
     def report(step: int, model: PreTrainedModel) -> str:
-        result = evaluate_heldout(model, tokenizer, heldout, reward_fn, n=2, temperature=1.0,
-                                  top_p=1.0, max_new_tokens=48)
+        result = evaluate_heldout(
+            model, tokenizer, heldout, reward_fn, n=2, temperature=1.0, top_p=1.0, max_new_tokens=48
+        )
         batch = sample_completions(model, tokenizer, heldout, group_size=2, max_new_tokens=48)
         kinds = [answer_kind(t) for t in batch.texts]
         share = {k: round(kinds.count(k) / len(kinds), 2) for k in ("formula", "lookup", "other")}

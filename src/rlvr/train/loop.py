@@ -20,9 +20,9 @@ from tqdm import tqdm
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
+from rlvr.errors import UserError
 from rlvr.meters.hacking import HackingMonitor
 from rlvr.meters.memory import MemoryMeter
-from rlvr.errors import UserError
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
 from rlvr.rollout.backends import make_sampler
@@ -44,8 +44,10 @@ def require_world_support(name: str, dist: World) -> None:
     one place (a critic, pairs, or advantages normalised over the whole batch: REINFORCE++)."""
     if dist.enabled and not ALGORITHMS[name].multi_process:
         usable = ", ".join(n for n, a in ALGORITHMS.items() if a.multi_process)
-        raise UserError(f"algo.algorithm={name} trains on one process only (its update needs the whole batch in "
-                        f"one place); launch it without accelerate/torchrun, or use one of: {usable}")
+        raise UserError(
+            f"algo.algorithm={name} trains on one process only (its update needs the whole batch in "
+            f"one place); launch it without accelerate/torchrun, or use one of: {usable}"
+        )
 
 
 class Trainer:
@@ -101,12 +103,23 @@ class Trainer:
         models, optimizers = {"policy": self.policy, "reference": self.reference}, {"policy": self.optimizer}
         if self.critic is not None:
             models["critic"], optimizers["critic"] = self.critic.model, self.critic.optimizer
-        self.memory = MemoryMeter(enabled=cfg.train.memory_metrics, policy=self.policy, models=models,
-                                  optimizers=optimizers)
+        self.memory = MemoryMeter(
+            enabled=cfg.train.memory_metrics, policy=self.policy, models=models, optimizers=optimizers
+        )
         self.context = StepContext(
-            cfg=cfg, policy=self.policy, tokenizer=self.tokenizer, optimizer=self.optimizer, reference=self.reference,
-            critic=self.critic, sampler=self.sampler, reward_fn=self.reward_fn, train_queries=self.train_queries,
-            hacking=self.hacking, exploration=self.exploration, memory=self.memory, dist=self.dist,
+            cfg=cfg,
+            policy=self.policy,
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            reference=self.reference,
+            critic=self.critic,
+            sampler=self.sampler,
+            reward_fn=self.reward_fn,
+            train_queries=self.train_queries,
+            hacking=self.hacking,
+            exploration=self.exploration,
+            memory=self.memory,
+            dist=self.dist,
         )
 
     @staticmethod
@@ -119,8 +132,14 @@ class Trainer:
     def evaluate(self) -> HeldoutResult:
         r = self.cfg.rollout
         return evaluate_heldout(
-            self.policy, self.tokenizer, self.eval_queries, self.reward_fn, n=self.cfg.train.eval_samples,
-            temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
+            self.policy,
+            self.tokenizer,
+            self.eval_queries,
+            self.reward_fn,
+            n=self.cfg.train.eval_samples,
+            temperature=r.temperature,
+            top_p=r.top_p,
+            max_new_tokens=r.max_new_tokens,
             gold_fn=self.hacking.gold_fn if self.hacking else None,
         )
 
@@ -153,15 +172,31 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     progress = progress and main
     say = print if progress else (lambda *_: None)
     trainer = Trainer(cfg, out_dir, resume=resume)
-    log = MetricsLog(out_dir, tensorboard=cfg.train.tensorboard,
-                     keep_until_step=trainer.start_step if resume else 0,
-                     trackers=cfg.train.trackers, run_config=cfg.to_dict()) if main else NullLog()
+    log = (
+        MetricsLog(
+            out_dir,
+            tensorboard=cfg.train.tensorboard,
+            keep_until_step=trainer.start_step if resume else 0,
+            trackers=cfg.train.trackers,
+            run_config=cfg.to_dict(),
+        )
+        if main
+        else NullLog()
+    )
     if trainer.base_eval is None and main:
-        say(f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples")
+        say(
+            f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples"
+        )
         trainer.base_eval = trainer.evaluate()
         say(f"base held-out pass@1 {trainer.base_eval.pass_at_1:.3f}, greedy {trainer.base_eval.greedy:.3f}")
-    bar = tqdm(range(trainer.start_step, cfg.train.steps), initial=trainer.start_step,
-               total=cfg.train.steps, desc=cfg.algo.algorithm, unit="step", disable=not progress)
+    bar = tqdm(
+        range(trainer.start_step, cfg.train.steps),
+        initial=trainer.start_step,
+        total=cfg.train.steps,
+        desc=cfg.algo.algorithm,
+        unit="step",
+        disable=not progress,
+    )
     for step in bar:
         step_start = time.perf_counter()
         metrics = trainer.step(step)
@@ -172,8 +207,9 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
         log.log(done, metrics)
         if main and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
             trainer.save(done)
-        bar.set_postfix(reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}",
-                        kl=f"{metrics.get('kl', 0.0):.3f}")
+        bar.set_postfix(
+            reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}", kl=f"{metrics.get('kl', 0.0):.3f}"
+        )
         if main and trainer.hacking is not None and (warning := trainer.hacking.warning(metrics)):
             bar.write(warning)
     bar.close()

@@ -17,8 +17,15 @@ def _clean(value: Any) -> Any:
 
 
 class MetricsLog:
-    def __init__(self, out_dir: Path, *, tensorboard: bool = False, keep_until_step: int | None = None,
-                 trackers: list[str] = (), run_config: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        tensorboard: bool = False,
+        keep_until_step: int | None = None,
+        trackers: list[str] = (),
+        run_config: dict[str, Any] | None = None,
+    ):
         """``trackers`` as in train.trackers; ``tensorboard=True`` adds TensorBoard (train.tensorboard)."""
         self.path = out_dir / "metrics.jsonl"
         if keep_until_step is not None and self.path.exists():
@@ -29,8 +36,11 @@ class MetricsLog:
 
     def _truncate(self, step: int) -> None:
         """On resume, drop lines of steps after the checkpoint: they will be logged again."""
-        kept = [line for line in self.path.read_text().splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
+        kept = [
+            line
+            for line in self.path.read_text().splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= step
+        ]
         self.path.write_text("".join(line + "\n" for line in kept))
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:

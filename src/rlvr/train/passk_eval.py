@@ -27,9 +27,18 @@ from rlvr.verifiers import RewardFunction
 
 
 def count_samples(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, queries: list[Query],
-    reward_fn: RewardFunction, checker: ReasoningChecker | None, *, n: int, temperature: float,
-    max_new_tokens: int, chunk_completions: int = 512, progress: bool = False, label: str = "",
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    queries: list[Query],
+    reward_fn: RewardFunction,
+    checker: ReasoningChecker | None,
+    *,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    chunk_completions: int = 512,
+    progress: bool = False,
+    label: str = "",
 ) -> tuple[list[QueryCounts], int]:
     """Per-query counts from n samples each, and how many samples the verifier could not score
     (those are kept out of n, as in the trainer's held-out pass@1)."""
@@ -38,12 +47,16 @@ def count_samples(
     bar = tqdm(total=len(queries), desc=f"sampling {label}", unit="query", disable=not progress)
     for start in range(0, len(queries), chunk):
         part = queries[start : start + chunk]
-        batch = sample_completions(model, tokenizer, part, group_size=n, temperature=temperature,
-                                   max_new_tokens=max_new_tokens)
+        batch = sample_completions(
+            model, tokenizer, part, group_size=n, temperature=temperature, max_new_tokens=max_new_tokens
+        )
         scored = reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
         for q, query in enumerate(part):
-            group = [(s, t) for s, t in zip(scored[q * n : (q + 1) * n], batch.texts[q * n : (q + 1) * n])
-                     if s.reward is not None]
+            group = [
+                (s, t)
+                for s, t in zip(scored[q * n : (q + 1) * n], batch.texts[q * n : (q + 1) * n])
+                if s.reward is not None
+            ]
             unscorable += n - len(group)
             if not group:
                 continue
@@ -55,40 +68,82 @@ def count_samples(
     return counts, unscorable
 
 
-def _evaluate_model(name: str, queries: list[Query], checker: ReasoningChecker | None, *, n: int,
-                    ks: list[int], temperature: float, seed: int, progress: bool, label: str) -> dict:
+def _evaluate_model(
+    name: str,
+    queries: list[Query],
+    checker: ReasoningChecker | None,
+    *,
+    n: int,
+    ks: list[int],
+    temperature: float,
+    seed: int,
+    progress: bool,
+    label: str,
+) -> dict:
     model, tokenizer = load_policy(name)
     torch.manual_seed(seed)  # both models start sampling from the same RNG state
     started = time.perf_counter()
     counts, unscorable = count_samples(
-        model, tokenizer, queries, RewardFunction({"correctness": 1.0}), checker, n=n,
-        temperature=temperature, max_new_tokens=RolloutConfig.max_new_tokens, progress=progress, label=label,
+        model,
+        tokenizer,
+        queries,
+        RewardFunction({"correctness": 1.0}),
+        checker,
+        n=n,
+        temperature=temperature,
+        max_new_tokens=RolloutConfig.max_new_tokens,
+        progress=progress,
+        label=label,
     )
-    return {"path": name, **curves(counts, ks), "unscorable": unscorable,
-            "wall_s": round(time.perf_counter() - started, 1),
-            "per_query": [[c.n, c.correct, c.cot_correct] for c in counts]}
+    return {
+        "path": name,
+        **curves(counts, ks),
+        "unscorable": unscorable,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "per_query": [[c.n, c.correct, c.cot_correct] for c in counts],
+    }
 
 
 def evaluate_passk(
-    model: str, *, base: str | None, task: str, n: int, ks: list[int], num_queries: int,
-    temperature: float, seed: int, out: Path, progress: bool = True,
+    model: str,
+    *,
+    base: str | None,
+    task: str,
+    n: int,
+    ks: list[int],
+    num_queries: int,
+    temperature: float,
+    seed: int,
+    out: Path,
+    progress: bool = True,
 ) -> dict:
     """Evaluate `model` (and `base`) on `num_queries` held-out queries; write out/eval.json and
     out/passk.png and return the report (the eval.json object)."""
     queries = make_queries(num_queries, split="heldout", seed=0)  # the trainer's held-out split
     checker = reasoning_checker(task)
     named = {"model": model, **({"base": base} if base else {})}
-    models = {label: _evaluate_model(path, queries, checker, n=n, ks=ks, temperature=temperature,
-                                     seed=seed, progress=progress, label=label)
-              for label, path in named.items()}
+    models = {
+        label: _evaluate_model(
+            path, queries, checker, n=n, ks=ks, temperature=temperature, seed=seed, progress=progress, label=label
+        )
+        for label, path in named.items()
+    }
     crossing = {"pass@k": None, "cot_pass@k": None}
     if base:
         for key in crossing:
             if models["base"][key] is not None:
                 crossing[key] = crossing_k(ks, models["base"][key], models["model"][key])
-    report = {"task": task, "n": n, "k": ks, "num_queries": num_queries, "temperature": temperature,
-              "seed": seed, "max_new_tokens": RolloutConfig.max_new_tokens, "models": models,
-              "crossing": crossing}
+    report = {
+        "task": task,
+        "n": n,
+        "k": ks,
+        "num_queries": num_queries,
+        "temperature": temperature,
+        "seed": seed,
+        "max_new_tokens": RolloutConfig.max_new_tokens,
+        "models": models,
+        "crossing": crossing,
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / "eval.json").write_text(json.dumps(report, indent=1) + "\n")
     plot_passk(report, out / "passk.png")

@@ -18,8 +18,9 @@ from rlvr.train.rollouts import Rollouts, loss_mask
 from rlvr.train.update import accumulate_policy_gradient, optimizer_step
 
 
-def actor_critic_update(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer,
-                        observer: StepObserver) -> dict[str, float]:
+def actor_critic_update(
+    ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer, observer: StepObserver
+) -> dict[str, float]:
     """GAE advantages from the critic, then policy and critic updates; returns their metrics."""
     cfg, batch = ctx.cfg, rollouts.batch
     scores = rollouts.rewards.flatten()  # [N]
@@ -34,8 +35,9 @@ def actor_critic_update(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Te
     with timer.phase("critic"):
         old_values = ctx.critic.values(batch, cfg.optim.micro_batch_size)  # [N, T]
     per_token_rewards = token_rewards(torch.nan_to_num(scores), batch.completion_mask, kl, cfg.algo.beta)  # [N, T]
-    advantages, returns = gae(per_token_rewards, old_values, batch.completion_mask,
-                              gamma=cfg.ppo.gamma, lam=cfg.ppo.lam)  # [N, T] each
+    advantages, returns = gae(
+        per_token_rewards, old_values, batch.completion_mask, gamma=cfg.ppo.gamma, lam=cfg.ppo.lam
+    )  # [N, T] each
     if cfg.ppo.whiten_advantages:
         advantages = whiten(advantages, mask)  # [N, T]
     observer.critic(old_values, returns, advantages)
@@ -44,16 +46,28 @@ def actor_critic_update(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Te
         observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
         with timer.phase("forward_backward"), ctx.memory.activations():
             update = accumulate_policy_gradient(
-                ctx.policy, batch, advantages, ref_logp, cfg.algo, temperature=cfg.rollout.temperature,
-                max_new_tokens=cfg.rollout.max_new_tokens, micro_batch_size=cfg.optim.micro_batch_size,
-                loss_mask=mask, on_micro_batch=observer.micro_batch,
+                ctx.policy,
+                batch,
+                advantages,
+                ref_logp,
+                cfg.algo,
+                temperature=cfg.rollout.temperature,
+                max_new_tokens=cfg.rollout.max_new_tokens,
+                micro_batch_size=cfg.optim.micro_batch_size,
+                loss_mask=mask,
+                on_micro_batch=observer.micro_batch,
             )
         with timer.phase("optimizer"):
             grad_norm, update_norm = optimizer_step(ctx.policy, ctx.optimizer, cfg.optim.max_grad_norm)
         with timer.phase("critic"):
-            critic_stats = ctx.critic.update(batch, old_values, returns, mask,
-                                             micro_batch_size=cfg.optim.micro_batch_size,
-                                             max_grad_norm=cfg.optim.max_grad_norm)
+            critic_stats = ctx.critic.update(
+                batch,
+                old_values,
+                returns,
+                mask,
+                micro_batch_size=cfg.optim.micro_batch_size,
+                max_grad_norm=cfg.optim.max_grad_norm,
+            )
     return {
         "loss": update.loss,
         **update.stats,

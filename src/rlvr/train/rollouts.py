@@ -33,10 +33,14 @@ def select_groups(batch: RolloutBatch, scored: list[ScoredCompletion], groups: l
     rows = [q * g + i for q in groups for i in range(g)]
     index = torch.tensor(rows, dtype=torch.long)  # [n]
     picked = RolloutBatch(
-        queries=[batch.queries[q] for q in groups], group_size=g,
-        prompt_ids=batch.prompt_ids[index], prompt_mask=batch.prompt_mask[index],
-        completion_ids=batch.completion_ids[index], completion_mask=batch.completion_mask[index],
-        old_logp=batch.old_logp[index], texts=[batch.texts[r] for r in rows],
+        queries=[batch.queries[q] for q in groups],
+        group_size=g,
+        prompt_ids=batch.prompt_ids[index],
+        prompt_mask=batch.prompt_mask[index],
+        completion_ids=batch.completion_ids[index],
+        completion_mask=batch.completion_mask[index],
+        old_logp=batch.old_logp[index],
+        texts=[batch.texts[r] for r in rows],
         finish_reasons=[batch.finish_reasons[r] for r in rows],
     )
     return picked, [scored[r] for r in rows]
@@ -53,7 +57,8 @@ def concat_batches(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
     p = max(b.prompt_ids.shape[1] for b in batches)
     t = max(b.completion_ids.shape[1] for b in batches)
     return RolloutBatch(
-        queries=[q for b in batches for q in b.queries], group_size=batches[0].group_size,
+        queries=[q for b in batches for q in b.queries],
+        group_size=batches[0].group_size,
         prompt_ids=torch.cat([_pad_to(b.prompt_ids, p, pad_id, left=True) for b in batches]),  # [N, P]
         prompt_mask=torch.cat([_pad_to(b.prompt_mask, p, 0, left=True) for b in batches]),  # [N, P]
         completion_ids=torch.cat([_pad_to(b.completion_ids, t, pad_id, left=False) for b in batches]),  # [N, T]
@@ -83,8 +88,10 @@ def sample_round(ctx: StepContext, queries: list[Query], timer: Timer) -> Rollou
     cfg = ctx.cfg
     with timer.phase("generate"), ctx.memory.rollout():
         batch = ctx.sampler.sample(  # rollout.backend: rollout/backends.py
-            queries, group_size=cfg.rollout.group_size,
-            max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
+            queries,
+            group_size=cfg.rollout.group_size,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            temperature=cfg.rollout.temperature,
             top_p=cfg.rollout.top_p,
         )
     with timer.phase("verify"):
@@ -92,8 +99,9 @@ def sample_round(ctx: StepContext, queries: list[Query], timer: Timer) -> Rollou
     rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
     if cfg.algo.overlong_penalty:
         lengths = batch.completion_mask.sum(dim=1)  # [N]
-        penalty = overlong_penalty(lengths, max_length=cfg.rollout.max_new_tokens,
-                                   cache_length=cfg.algo.overlong_cache)  # [N]
+        penalty = overlong_penalty(
+            lengths, max_length=cfg.rollout.max_new_tokens, cache_length=cfg.algo.overlong_cache
+        )  # [N]
         rewards = rewards + penalty.view_as(rewards)  # [B, G]; NaN (unscorable) stays NaN
     return Rollouts(batch, scored, rewards)
 

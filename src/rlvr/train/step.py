@@ -16,8 +16,9 @@ It orchestrates; every formula lives in algos/. Tools watch a step through ``Ste
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -54,16 +55,19 @@ def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) 
         group["lr"] = learning_rate(cfg.optim, step)
     update = UPDATES[algorithm.update](ctx, rollouts, ref_logp, timer, observer)
     shares = {"loss", *update.pop(SHARES, ())}  # the loss and token means: each process has its shard's share
-    metrics = ctx.dist.reduce_metrics({
-        **rollout_metrics(batch, scored, rewards),
-        **rollouts.metrics,
-        **hacking,
-        **ctx.exploration.update(batch, scored),
-        **update,
-        "learning_rate": learning_rate(cfg.optim, step),
-        **timer.seconds,
-        **ctx.memory.step_metrics(),
-    }, summed=shares)
+    metrics = ctx.dist.reduce_metrics(
+        {
+            **rollout_metrics(batch, scored, rewards),
+            **rollouts.metrics,
+            **hacking,
+            **ctx.exploration.update(batch, scored),
+            **update,
+            "learning_rate": learning_rate(cfg.optim, step),
+            **timer.seconds,
+            **ctx.memory.step_metrics(),
+        },
+        summed=shares,
+    )
     start = time.perf_counter()
     ctx.sampler.sync_weights(ctx.policy)
     return metrics | {"time/weight_sync": time.perf_counter() - start}
@@ -83,8 +87,9 @@ class LossInputs:
     """sampling/* when TIS is on."""
 
 
-def policy_gradient_inputs(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None,
-                           timer: Timer) -> LossInputs:
+def policy_gradient_inputs(
+    ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer
+) -> LossInputs:
     """Advantages from the algorithm's estimator, the KL in the reward if so placed, TIS weights,
     and the loss mask: everything the policy loss takes besides the policy's own log-probs. The
     step and `rlvr grad-variance` (diagnostics/group_size.py) both build their losses from this."""
@@ -100,23 +105,32 @@ def policy_gradient_inputs(ctx: StepContext, rollouts: Rollouts, ref_logp: torch
     return LossInputs(batch, advantages, loss_mask(batch, cfg.algo.overlong_filter), stats, tis)
 
 
-def policy_gradient_update(ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer,
-                           observer: StepObserver) -> dict[str, float]:
+def policy_gradient_update(
+    ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer, observer: StepObserver
+) -> dict[str, float]:
     """The clipped policy loss and AdamW for each of algo.num_iterations; returns the update's metrics."""
     cfg = ctx.cfg
     inputs = policy_gradient_inputs(ctx, rollouts, ref_logp, timer)
     batch = inputs.batch
-    observer.advantages(batch, inputs.advantages, batch.completion_mask if inputs.mask is None else inputs.mask,
-                        inputs.stats)
+    observer.advantages(
+        batch, inputs.advantages, batch.completion_mask if inputs.mask is None else inputs.mask, inputs.stats
+    )
     for iteration in range(cfg.algo.num_iterations):
         observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
         noise = MicroBatchNoise(ctx.policy)  # grad/variance, grad/noise_scale from the micro-batches
         with timer.phase("forward_backward"), ctx.memory.activations():
             update = accumulate_policy_gradient(
-                ctx.policy, batch, inputs.advantages, ref_logp, cfg.algo,
-                temperature=cfg.rollout.temperature, max_new_tokens=cfg.rollout.max_new_tokens,
-                micro_batch_size=cfg.optim.micro_batch_size, on_micro_batch=_both(noise, observer.micro_batch),
-                loss_mask=inputs.mask, global_counts=ctx.dist.global_counts,
+                ctx.policy,
+                batch,
+                inputs.advantages,
+                ref_logp,
+                cfg.algo,
+                temperature=cfg.rollout.temperature,
+                max_new_tokens=cfg.rollout.max_new_tokens,
+                micro_batch_size=cfg.optim.micro_batch_size,
+                on_micro_batch=_both(noise, observer.micro_batch),
+                loss_mask=inputs.mask,
+                global_counts=ctx.dist.global_counts,
             )
         with timer.phase("optimizer"):
             ctx.dist.sum_gradients(ctx.policy)  # each shard's share → the step's gradient
@@ -171,8 +185,9 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
     }
 
 
-def measure_hacking(ctx: StepContext, step: int, batch: RolloutBatch, scored: list[ScoredCompletion],
-                    timer: Timer) -> dict[str, float]:
+def measure_hacking(
+    ctx: StepContext, step: int, batch: RolloutBatch, scored: list[ScoredCompletion], timer: Timer
+) -> dict[str, float]:
     """hacking/* metrics: a sample of the rollouts re-scored by the gold verifier, when the training
     verifier is a weakened one (meters/hacking.py); {} otherwise."""
     if ctx.hacking is None:
@@ -187,5 +202,9 @@ def reference_logp(ctx: StepContext, batch: RolloutBatch, timer: Timer) -> torch
     if ctx.reference is None:
         return None
     with timer.phase("reference"):
-        return reference_logprobs(ctx.reference, batch, temperature=ctx.cfg.rollout.temperature,
-                                  micro_batch_size=ctx.cfg.optim.micro_batch_size)  # [N, T]
+        return reference_logprobs(
+            ctx.reference,
+            batch,
+            temperature=ctx.cfg.rollout.temperature,
+            micro_batch_size=ctx.cfg.optim.micro_batch_size,
+        )  # [N, T]

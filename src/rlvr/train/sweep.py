@@ -60,8 +60,9 @@ def label(point: dict[str, Any], seed: int) -> str:
     return "-".join([*(f"{k}={v}" for k, v in point.items()), f"seed{seed}"])
 
 
-def plan(config: str | None, grid: list[tuple[str, list[str]]], seeds: list[int],
-         overrides: list[str]) -> list[tuple[str, dict[str, str], int, RunConfig]]:
+def plan(
+    config: str | None, grid: list[tuple[str, list[str]]], seeds: list[int], overrides: list[str]
+) -> list[tuple[str, dict[str, str], int, RunConfig]]:
     """Every (label, point, seed, config), validated before the first run starts."""
     runs = []
     for values in itertools.product(*(vals for _, vals in grid)):
@@ -72,8 +73,15 @@ def plan(config: str | None, grid: list[tuple[str, list[str]]], seeds: list[int]
     return runs
 
 
-def run_sweep(config: str | None, grid: list[tuple[str, list[str]]], seeds: list[int], out: str | Path,
-              *, overrides: list[str] = (), progress: bool = True) -> dict:
+def run_sweep(
+    config: str | None,
+    grid: list[tuple[str, list[str]]],
+    seeds: list[int],
+    out: str | Path,
+    *,
+    overrides: list[str] = (),
+    progress: bool = True,
+) -> dict:
     """Run (or read back) every grid point and seed; write and return the sweep report."""
     from rlvr.train.loop import train
 
@@ -86,15 +94,22 @@ def run_sweep(config: str | None, grid: list[tuple[str, list[str]]], seeds: list
             _check_same_config(run_dir, cfg)
             summary = json.loads((run_dir / "summary.json").read_text())
         elif (run_dir / "config.yaml").is_file():
-            raise SweepError(f"{run_dir} holds an unfinished run; finish it with rlvr train --resume {run_dir} "
-                             "or remove it, then run the sweep again")
+            raise SweepError(
+                f"{run_dir} holds an unfinished run; finish it with rlvr train --resume {run_dir} "
+                "or remove it, then run the sweep again"
+            )
         else:
             if progress:
                 print(f"sweep run {index}/{len(runs)}: {name}")
             summary = train(cfg, run_dir, progress=progress)
         rows.append(row_of(name, point, seed, run_dir, summary))
-    report = {"config": config, "grid": {k: v for k, v in grid}, "seeds": seeds,
-              "overrides": list(overrides), "runs": rows}
+    report = {
+        "config": config,
+        "grid": {k: v for k, v in grid},
+        "seeds": seeds,
+        "overrides": list(overrides),
+        "runs": rows,
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(json.dumps(report, indent=2) + "\n")
     plot_sweep(report, out / "sweep.png")
@@ -111,12 +126,18 @@ def _check_same_config(run_dir: Path, cfg: RunConfig) -> None:
 def row_of(name: str, point: dict[str, Any], seed: int, run_dir: Path, summary: dict) -> dict:
     base, final = summary["base"], summary["final"]
     return {
-        "label": name, "point": point, "seed": seed, "run_dir": str(run_dir),
+        "label": name,
+        "point": point,
+        "seed": seed,
+        "run_dir": str(run_dir),
         "base_gold_pass@1": base.get("gold_pass@1", base["pass@1"]),
         "gold_pass@1": final.get("gold_pass@1", final["pass@1"]),
-        "base_pass@1": base["pass@1"], "pass@1": final["pass@1"],
-        "base_hacking_rate": base.get("hacking_rate", 0.0), "hacking_rate": final.get("hacking_rate", 0.0),
-        "wall_s": summary["wall_s"], "steps": summary["steps"],
+        "base_pass@1": base["pass@1"],
+        "pass@1": final["pass@1"],
+        "base_hacking_rate": base.get("hacking_rate", 0.0),
+        "hacking_rate": final.get("hacking_rate", 0.0),
+        "wall_s": summary["wall_s"],
+        "steps": summary["steps"],
     }
 
 
@@ -127,14 +148,15 @@ def _pct(value: float | None) -> str:
 def format_table(report: dict) -> str:
     """One row per run: gold and training-verifier pass@1 before -> after, hacking rate, wall time."""
     width = max([len(r["label"]) for r in report["runs"]] + [5])
-    header = (f"{'run':<{width}}  {'gold pass@1':>17}  {'train-verifier pass@1':>21}  "
-              f"{'hacking rate':>17}  {'wall':>7}")
+    header = f"{'run':<{width}}  {'gold pass@1':>17}  {'train-verifier pass@1':>21}  {'hacking rate':>17}  {'wall':>7}"
     lines = [header]
     for r in report["runs"]:
         arrow = lambda a, b: f"{_pct(a)} -> {_pct(b)}"  # noqa: E731
-        lines.append(f"{r['label']:<{width}}  {arrow(r['base_gold_pass@1'], r['gold_pass@1']):>17}  "
-                     f"{arrow(r['base_pass@1'], r['pass@1']):>21}  "
-                     f"{arrow(r['base_hacking_rate'], r['hacking_rate']):>17}  {r['wall_s']:>6.0f}s")
+        lines.append(
+            f"{r['label']:<{width}}  {arrow(r['base_gold_pass@1'], r['gold_pass@1']):>17}  "
+            f"{arrow(r['base_pass@1'], r['pass@1']):>21}  "
+            f"{arrow(r['base_hacking_rate'], r['hacking_rate']):>17}  {r['wall_s']:>6.0f}s"
+        )
     return "\n".join(lines)
 
 
@@ -146,8 +168,11 @@ def plot_sweep(report: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     runs = report["runs"]
-    keys = [("gold_pass@1", "gold pass@1", "tab:green"), ("pass@1", "training-verifier pass@1", "tab:blue"),
-            ("hacking_rate", "hacking rate", "tab:red")]
+    keys = [
+        ("gold_pass@1", "gold pass@1", "tab:green"),
+        ("pass@1", "training-verifier pass@1", "tab:blue"),
+        ("hacking_rate", "hacking rate", "tab:red"),
+    ]
     fig, ax = plt.subplots(figsize=(max(6.4, 1.6 * len(runs)), 4.4), dpi=120)
     width = 0.8 / len(keys)
     for j, (key, name, colour) in enumerate(keys):

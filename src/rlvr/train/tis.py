@@ -18,8 +18,9 @@ from rlvr.train.update import reference_logprobs
 from rlvr.types import RolloutBatch
 
 
-def tis_correction(ctx: StepContext, batch: RolloutBatch, advantages: torch.Tensor,
-                   timer: Timer) -> tuple[RolloutBatch, torch.Tensor, dict[str, float]]:
+def tis_correction(
+    ctx: StepContext, batch: RolloutBatch, advantages: torch.Tensor, timer: Timer
+) -> tuple[RolloutBatch, torch.Tensor, dict[str, float]]:
     """(batch with old_logp = log π_θ_old, advantages [N, T] weighted by w, sampling/* metrics);
     the inputs unchanged and no metrics when algo.tis_cap = 0."""
     cap = ctx.cfg.algo.tis_cap
@@ -27,7 +28,9 @@ def tis_correction(ctx: StepContext, batch: RolloutBatch, advantages: torch.Tens
         return batch, advantages, {}
     with timer.phase("tis_forward"):
         trainer_logp = reference_logprobs(
-            ctx.policy, batch, temperature=ctx.cfg.rollout.temperature,
+            ctx.policy,
+            batch,
+            temperature=ctx.cfg.rollout.temperature,
             micro_batch_size=ctx.cfg.optim.micro_batch_size,
         )  # [N, T] log π_θ_old, the weights that sampled (synced into the sampler after the last update)
     weight, stats = tis_weights(trainer_logp, batch.old_logp, batch.completion_mask, cap=cap)  # [N, T]

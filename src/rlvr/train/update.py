@@ -8,8 +8,8 @@ a naive step's wasted compute goes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from transformers import PreTrainedModel
@@ -63,18 +63,30 @@ def _trim(batch: RolloutBatch, rows: torch.Tensor) -> MicroBatch:
     width = int(completion_mask.sum(dim=1).max())  # longest completion among these rows
     return MicroBatch(
         rows=rows,
-        prompt_ids=batch.prompt_ids[rows, first:], prompt_mask=prompt_mask[:, first:],
-        completion_ids=batch.completion_ids[rows, :width], completion_mask=completion_mask[:, :width],
+        prompt_ids=batch.prompt_ids[rows, first:],
+        prompt_mask=prompt_mask[:, first:],
+        completion_ids=batch.completion_ids[rows, :width],
+        completion_mask=completion_mask[:, :width],
     )
 
 
 def micro_batch_logprobs(
-    model: PreTrainedModel, mb: MicroBatch, *, temperature: float, with_entropy: bool = False,
+    model: PreTrainedModel,
+    mb: MicroBatch,
+    *,
+    temperature: float,
+    with_entropy: bool = False,
     entropy_grad: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     return token_logprobs(
-        model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask,
-        temperature=temperature, with_entropy=with_entropy, entropy_grad=entropy_grad,
+        model,
+        mb.prompt_ids,
+        mb.prompt_mask,
+        mb.completion_ids,
+        mb.completion_mask,
+        temperature=temperature,
+        with_entropy=with_entropy,
+        entropy_grad=entropy_grad,
     )  # [n, t] each
 
 
@@ -129,20 +141,28 @@ def accumulate_policy_gradient(
     sequence_stats = SEQUENCE_STATS if ALGORITHMS[algo.algorithm].sequence_ratio else ()  # per sequence (TRL)
     loss_total = 0.0
     for mb in micro_batches(batch, micro_batch_size):
-        logp, entropy = micro_batch_logprobs(policy, mb, temperature=temperature, with_entropy=True,
-                                             entropy_grad=algo.entropy_coef > 0)  # [n, t]
+        logp, entropy = micro_batch_logprobs(
+            policy, mb, temperature=temperature, with_entropy=True, entropy_grad=algo.entropy_coef > 0
+        )  # [n, t]
         mb_mask = loss_mask[mb.rows, : mb.width]  # [n, t]
         mb_advantages = advantages[mb.rows] if advantages.ndim == 1 else advantages[mb.rows, : mb.width]
         loss, stats = policy_loss(
-            logp, batch.old_logp[mb.rows, : mb.width], mb_advantages, mb_mask,
+            logp,
+            batch.old_logp[mb.rows, : mb.width],
+            mb_advantages,
+            mb_mask,
             ref_logp=None if ref_logp is None else ref_logp[mb.rows, : mb.width],
             epsilon_low=algo.epsilon,
             epsilon_high=algo.epsilon if algo.epsilon_high is None else algo.epsilon_high,
-            beta=beta, aggregation=algo.aggregation, kl_estimator=algo.kl_estimator, **counts,
+            beta=beta,
+            aggregation=algo.aggregation,
+            kl_estimator=algo.kl_estimator,
+            **counts,
         )
         if algo.entropy_coef > 0:
-            loss = loss + entropy_bonus_loss(entropy, mb_mask, coef=algo.entropy_coef,
-                                             aggregation=algo.aggregation, **counts)  # []
+            loss = loss + entropy_bonus_loss(
+                entropy, mb_mask, coef=algo.entropy_coef, aggregation=algo.aggregation, **counts
+            )  # []
         loss.backward()
         if on_micro_batch is not None:
             on_micro_batch(mb, logp.detach())

@@ -150,8 +150,7 @@ def _unknown(reason: str, tests: list[tuple[str, bool, str]]) -> Judgement:
     return "unknown", error_class, clip(f"z3 returned unknown ({reason})"), tests
 
 
-def judge_model(declarations: str, constraints: str, assignment: list[tuple[str, str]],
-                timeout_ms: int) -> Judgement:
+def judge_model(declarations: str, constraints: str, assignment: list[tuple[str, str]], timeout_ms: int) -> Judgement:
     """Does the claimed assignment make every assertion true, whatever a zero divisor yields?
 
     The values are substituted, then all assertions are decided at once (``_counterexample``).
@@ -188,8 +187,7 @@ def judge_model(declarations: str, constraints: str, assignment: list[tuple[str,
     return "fail", "wrong_answer", f"{len(violated)}/{len(tests)} assertions violated, first {violated[0]}", tests
 
 
-def judge_equivalent(declarations: str, constraints: str, reference: str, answer: str,
-                     timeout_ms: int) -> Judgement:
+def judge_equivalent(declarations: str, constraints: str, reference: str, answer: str, timeout_ms: int) -> Judgement:
     """Is ``(distinct answer reference)`` unsat (under the row's constraints, if any)?
 
     Already one decision, and unsat means "equal for every value a zero divisor may take": z3

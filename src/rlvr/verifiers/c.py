@@ -30,14 +30,14 @@ DEFAULT_LIMITS = SandboxLimits(wall_s=15.0, cpu_s=5, memory_mb=512, processes=16
 COMPILE_TIMEOUT_S = 10.0
 
 ALLOWED_FLAGS = (
-    r"-O[0-3sgz]?|-Ofast",                                   # optimisation level
-    r"-w|-pedantic|-pedantic-errors",                         # warnings on/off
-    r"-W(no-)?(error=)?[a-z0-9][a-z0-9+-]*(=[a-z0-9-]+)?",    # -Wall -Wextra -Werror -Wno-x -Werror=x -Wformat=2
-    r"-std=(c|gnu)(89|90|99|11|17|18|2x|23)",                 # language standard
-    r"-f(no-)?[a-z][a-z0-9-]*",                               # -fwrapv -fno-strict-aliasing (no "=value")
-    r"-g[0-3]?",                                              # debug info
+    r"-O[0-3sgz]?|-Ofast",  # optimisation level
+    r"-w|-pedantic|-pedantic-errors",  # warnings on/off
+    r"-W(no-)?(error=)?[a-z0-9][a-z0-9+-]*(=[a-z0-9-]+)?",  # -Wall -Wextra -Werror -Wno-x -Werror=x -Wformat=2
+    r"-std=(c|gnu)(89|90|99|11|17|18|2x|23)",  # language standard
+    r"-f(no-)?[a-z][a-z0-9-]*",  # -fwrapv -fno-strict-aliasing (no "=value")
+    r"-g[0-3]?",  # debug info
     r"-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_]*)?|-U[A-Za-z_][A-Za-z0-9_]*",  # macros, plain values only
-    r"-l[a-z][a-z0-9_]*|-pthread",                            # link a system library (-lm)
+    r"-l[a-z][a-z0-9_]*|-pthread",  # link a system library (-lm)
 )
 """Each flag must match one of these whole (``re.fullmatch``)."""
 
@@ -50,8 +50,10 @@ _ALLOWED = re.compile("|".join(f"(?:{pattern})" for pattern in ALLOWED_FLAGS))
 def check_flag(flag: object) -> None:
     """Raise ValueError unless ``flag`` is on the allow-list (see the module docstring)."""
     if not isinstance(flag, str) or not _ALLOWED.fullmatch(flag) or flag.startswith(DENIED_F_PREFIXES):
-        raise ValueError(f"compiler flag {flag!r} is not allowed; allowed: -O*, -W*, -w, -pedantic*, "
-                         "-std=, -f* (no =value, no plugins/dumps/profiles), -g*, -D/-U, -l, -pthread")
+        raise ValueError(
+            f"compiler flag {flag!r} is not allowed; allowed: -O*, -W*, -w, -pedantic*, "
+            "-std=, -f* (no =value, no plugins/dumps/profiles), -g*, -D/-U, -l, -pthread"
+        )
 
 
 class CVerifier(StdioVerifier):
@@ -59,16 +61,31 @@ class CVerifier(StdioVerifier):
 
     name = "c"
     language = "c"
-    self_check = (Query("c-self-check", "", {"type": "c", "flags": ["-O2", "-Wall", "-Werror"],
-                                              "tests": [{"stdin": "2\n", "stdout": "4\n"}]}),
-                  '#include <stdio.h>\nint main(void) { int n; if (scanf("%d", &n) != 1) return 1; '
-                  'printf("%d\\n", 2 * n); return 0; }\n')
+    self_check = (
+        Query(
+            "c-self-check",
+            "",
+            {"type": "c", "flags": ["-O2", "-Wall", "-Werror"], "tests": [{"stdin": "2\n", "stdout": "4\n"}]},
+        ),
+        '#include <stdio.h>\nint main(void) { int n; if (scanf("%d", &n) != 1) return 1; '
+        'printf("%d\\n", 2 * n); return 0; }\n',
+    )
 
-    def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS, test_timeout_s: float = TEST_TIMEOUT_S,
-                 compile_timeout_s: float = COMPILE_TIMEOUT_S, max_stdout_bytes: int = MAX_STDOUT_BYTES,
-                 partial_credit: bool = False) -> None:
-        super().__init__(limits=limits, test_timeout_s=test_timeout_s, max_stdout_bytes=max_stdout_bytes,
-                         partial_credit=partial_credit)
+    def __init__(
+        self,
+        *,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        test_timeout_s: float = TEST_TIMEOUT_S,
+        compile_timeout_s: float = COMPILE_TIMEOUT_S,
+        max_stdout_bytes: int = MAX_STDOUT_BYTES,
+        partial_credit: bool = False,
+    ) -> None:
+        super().__init__(
+            limits=limits,
+            test_timeout_s=test_timeout_s,
+            max_stdout_bytes=max_stdout_bytes,
+            partial_credit=partial_credit,
+        )
         self.compile_timeout_s = compile_timeout_s
 
     def criteria(self, verifier: dict[str, Any]) -> StdioCriteria:
@@ -87,5 +104,8 @@ class CVerifier(StdioVerifier):
         libraries = [flag for flag in criteria.flags if flag.startswith("-l")]  # after the source, for the linker
         options = [flag for flag in criteria.flags if not flag.startswith("-l")]
         argv = [gcc, *options, "solution.c", "-o", "solution", *libraries]
-        return Program(files={"/sandbox/solution.c": code.encode("utf-8", "replace")}, run=["/sandbox/solution"],
-                       compile={"argv": argv, "timeout_s": self.compile_timeout_s})
+        return Program(
+            files={"/sandbox/solution.c": code.encode("utf-8", "replace")},
+            run=["/sandbox/solution"],
+            compile={"argv": argv, "timeout_s": self.compile_timeout_s},
+        )

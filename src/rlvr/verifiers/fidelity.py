@@ -26,7 +26,6 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import replace
-
 from typing import TYPE_CHECKING
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
@@ -109,8 +108,9 @@ class Noisy(WeakenedVerifier):
 
     fidelity = "noisy"
 
-    def __init__(self, gold: Verifier, *, false_positive_rate: float, false_negative_rate: float,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, gold: Verifier, *, false_positive_rate: float, false_negative_rate: float, seed: int = 0
+    ) -> None:
         for label, rate in (("false_positive_rate", false_positive_rate), ("false_negative_rate", false_negative_rate)):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"{label} must be in [0, 1], got {rate}")
@@ -126,15 +126,24 @@ class Noisy(WeakenedVerifier):
             return result
         draw = unit_draw(self.seed, query.id, completion)
         if result.verdict is Verdict.PASS and draw < self.false_negative_rate:
-            return replace(result, verdict=Verdict.FAIL, score=0.0, error_class=ErrorClass.WRONG_ANSWER,
-                           detail=f"noisy: gold pass flipped to fail ({result.detail})")
+            return replace(
+                result,
+                verdict=Verdict.FAIL,
+                score=0.0,
+                error_class=ErrorClass.WRONG_ANSWER,
+                detail=f"noisy: gold pass flipped to fail ({result.detail})",
+            )
         if result.verdict is not Verdict.PASS and draw < self.false_positive_rate:
             return _passed(result, f"noisy: gold {result.verdict.value} flipped to pass ({result.detail})")
         return result
 
 
 def weakened_verifier_for(
-    fidelity: str, *, false_positive_rate: float = 0.0, false_negative_rate: float = 0.0, noise_seed: int = 0,
+    fidelity: str,
+    *,
+    false_positive_rate: float = 0.0,
+    false_negative_rate: float = 0.0,
+    noise_seed: int = 0,
     gold_for: Callable[[str], Verifier] | None = None,
 ) -> Callable[[str], Verifier]:
     """A ``verifier_for`` (type name -> verifier, as ``RewardFunction`` takes) at this fidelity.
@@ -149,8 +158,9 @@ def weakened_verifier_for(
     builders: dict[str, Callable[[Verifier], Verifier]] = {
         "visible_only": VisibleOnly,
         "lenient": Lenient,
-        "noisy": lambda gold: Noisy(gold, false_positive_rate=false_positive_rate,
-                                    false_negative_rate=false_negative_rate, seed=noise_seed),
+        "noisy": lambda gold: Noisy(
+            gold, false_positive_rate=false_positive_rate, false_negative_rate=false_negative_rate, seed=noise_seed
+        ),
     }
     cache: dict[str, Verifier] = {}
 
@@ -170,11 +180,15 @@ def gold_of(verifier_for: Callable[[str], Verifier]) -> Callable[[str], Verifier
     return lambda type_name: getattr(verifier_for(type_name), "gold", verifier_for(type_name))
 
 
-def training_verifier_for(reward_cfg: RewardConfig,
-                          gold_for: Callable[[str], Verifier] | None = None) -> Callable[[str], Verifier]:
+def training_verifier_for(
+    reward_cfg: RewardConfig, gold_for: Callable[[str], Verifier] | None = None
+) -> Callable[[str], Verifier]:
     """The ``verifier_for`` of the run's training reward, at ``reward.fidelity``, over ``gold_for``
     (the local registry by default; Ray tasks with ``reward.backend=ray``)."""
     return weakened_verifier_for(
-        reward_cfg.fidelity, false_positive_rate=reward_cfg.false_positive_rate,
-        false_negative_rate=reward_cfg.false_negative_rate, noise_seed=reward_cfg.noise_seed, gold_for=gold_for,
+        reward_cfg.fidelity,
+        false_positive_rate=reward_cfg.false_positive_rate,
+        false_negative_rate=reward_cfg.false_negative_rate,
+        noise_seed=reward_cfg.noise_seed,
+        gold_for=gold_for,
     )

@@ -75,7 +75,8 @@ _WORD_END = r"(?![\w'!?])"
 _BANNED = re.compile(
     rf"(?<![\w'])({'|'.join(map(re.escape, BANNED_WORDS))}){_WORD_END}"
     rf"|(?<![\w'.])({'|'.join(BANNED_TACTIC_WORDS)}){_WORD_END}"
-    r"|(#[A-Za-z_]+)|(@\[)")
+    r"|(#[A-Za-z_]+)|(@\[)"
+)
 """Whole words (``sorry_free`` is fine; ``x!`` and ``x?`` are other names in Lean); any
 ``#command`` (``#eval``, ``#print``, ``#exit``); any attribute ``@[...]`` (``@[extern]``,
 ``@[implemented_by]``, ``@[command_elab]``). A proof is one term after ``:=``, so an honest one
@@ -127,12 +128,16 @@ def find_lean() -> str:
     """The real path of ``lean`` on PATH; SandboxUnavailable says why there is none usable."""
     found = shutil.which("lean")
     if found is None:
-        raise SandboxUnavailable("no Lean 4 toolchain: `lean` is not on PATH (install one with elan, "
-                                 "https://github.com/leanprover/elan, into /usr/local)")
+        raise SandboxUnavailable(
+            "no Lean 4 toolchain: `lean` is not on PATH (install one with elan, "
+            "https://github.com/leanprover/elan, into /usr/local)"
+        )
     real = os.path.realpath(found)
     if not real.startswith(SANDBOX_PREFIXES):
-        raise SandboxUnavailable(f"`lean` resolves to {real}, outside the sandbox's read-only binds "
-                                 f"({', '.join(SANDBOX_PREFIXES)}): install the toolchain under /usr/local")
+        raise SandboxUnavailable(
+            f"`lean` resolves to {real}, outside the sandbox's read-only binds "
+            f"({', '.join(SANDBOX_PREFIXES)}): install the toolchain under /usr/local"
+        )
     return real
 
 
@@ -159,10 +164,13 @@ class LeanVerifier(SandboxedVerifier):
         try:
             lean = find_lean()
             namespace = f"Rlvr_{secrets.token_hex(8)}"
-            source = (f"{criteria.preamble}\nnamespace {namespace}\n{criteria.statement} :=\n{proof}\n"
-                      f"end {namespace}\n#print axioms {namespace}.{criteria.name}\n")
-            run = run_untrusted([lean, "/sandbox/Proof.lean"], files={"/sandbox/Proof.lean": source.encode()},
-                                limits=self.limits)
+            source = (
+                f"{criteria.preamble}\nnamespace {namespace}\n{criteria.statement} :=\n{proof}\n"
+                f"end {namespace}\n#print axioms {namespace}.{criteria.name}\n"
+            )
+            run = run_untrusted(
+                [lean, "/sandbox/Proof.lean"], files={"/sandbox/Proof.lean": source.encode()}, limits=self.limits
+            )
         except SandboxUnavailable as error:
             return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
         return self._judge(run, f"{namespace}.{criteria.name}")

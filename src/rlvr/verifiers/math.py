@@ -60,8 +60,9 @@ def normalize_integer(text: str) -> str | None:
 
 
 _INT = r"[+-]?\d{1,100}"
-_RATIONAL = re.compile(rf"\s*([+-]?)\s*(?:({_INT})\s*/\s*({_INT})|\\[dt]?frac\{{\s*({_INT})\s*\}}\{{\s*({_INT})\s*\}})\s*",
-                       re.ASCII)
+_RATIONAL = re.compile(
+    rf"\s*([+-]?)\s*(?:({_INT})\s*/\s*({_INT})|\\[dt]?frac\{{\s*({_INT})\s*\}}\{{\s*({_INT})\s*\}})\s*", re.ASCII
+)
 _DECIMAL = re.compile(r"\s*([+-]?)(\d{0,100})\.(\d{0,100})\s*", re.ASCII)
 
 
@@ -116,12 +117,16 @@ class MathCriteria:
         if not isinstance(lenient, bool):
             raise ValueError(f'"lenient" must be true or false, got {lenient!r}')
         tolerance = criteria.get("tolerance")
-        if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
-                                      or not math.isfinite(tolerance) or tolerance < 0):
-            raise ValueError(f'"tolerance" must be a finite number >= 0 such as 1e-6, or absent for exact '
-                             f'answers; got {tolerance!r}')
-        return cls(answer=answer.strip(), lenient=lenient,
-                   tolerance=None if tolerance is None else float(tolerance))
+        if tolerance is not None and (
+            isinstance(tolerance, bool)
+            or not isinstance(tolerance, (int, float))
+            or not math.isfinite(tolerance)
+            or tolerance < 0
+        ):
+            raise ValueError(
+                f'"tolerance" must be a finite number >= 0 such as 1e-6, or absent for exact answers; got {tolerance!r}'
+            )
+        return cls(answer=answer.strip(), lenient=lenient, tolerance=None if tolerance is None else float(tolerance))
 
 
 def _result(verdict: Verdict, error_class: ErrorClass, detail: str) -> VerifierResult:
@@ -160,8 +165,9 @@ class MathVerifier(BaseVerifier):
 
     def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
         """Integers and fractions are judged at once; the rest run ``pool_size`` at a time in the workers."""
-        return judge_in_workers(items, self._judge_in_process, self.pool.run_batch,
-                                lambda query, outcome: _from_outcome(outcome))
+        return judge_in_workers(
+            items, self._judge_in_process, self.pool.run_batch, lambda query, outcome: _from_outcome(outcome)
+        )
 
     def _judge_in_process(self, query: Query, completion: str) -> VerifierResult | tuple[str, str, float | None]:
         """A result when no worker is needed, else the (gold, answer, tolerance) job for math-verify."""
@@ -204,8 +210,9 @@ class MathVerifier(BaseVerifier):
         self.close()
 
 
-def _compare_rationals(gold: str, answer: str, gold_value: Fraction, answer_value: Fraction,
-                       tolerance: float | None) -> VerifierResult:
+def _compare_rationals(
+    gold: str, answer: str, gold_value: Fraction, answer_value: Fraction, tolerance: float | None
+) -> VerifierResult:
     """The verdict on two exact rationals, the same as math-verify's on the same texts."""
     if gold_value == answer_value:
         return _result(Verdict.PASS, ErrorClass.NONE, f"equal to {clip(gold)!r} (exact rational)")

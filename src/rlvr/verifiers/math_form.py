@@ -214,7 +214,7 @@ def _assigned_value(text: str, gold: str, gold_shape: Shape) -> str | Rejection:
     relations = shape_of(text).relations
     if not relations:
         return text
-    (operator, depth, start, end), lhs = relations[0], text[: relations[0][2]]
+    (operator, depth, _, end), lhs = relations[0], text[: relations[0][2]]
     gold_is_equation = bool(gold_shape.relations) and not _LHS.fullmatch(gold[: gold_shape.relations[0][2]])
     if depth != 0 or (not gold_is_equation and not _LHS.fullmatch(lhs)):
         return Rejection("bad_format", f"answer is not one value: {operator!r} whose left side is not one symbol")

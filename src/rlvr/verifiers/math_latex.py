@@ -38,8 +38,9 @@ STRUCTURE_OF_COMMAND: dict[str, str] = {
     **dict.fromkeys(["pm", "mp"], "plus_minus"),
     **dict.fromkeys(["\\", "newline", "cr", "linebreak"], "line_break"),
     **dict.fromkeys(["dots", "ldots", "cdots", "dotsc", "dotsb"], "ellipsis"),
-    **dict.fromkeys(["{", "}", "lbrace", "rbrace", "cup", "cap", "setminus", "emptyset", "varnothing", "mathbb"],
-                    "set"),
+    **dict.fromkeys(
+        ["{", "}", "lbrace", "rbrace", "cup", "cap", "setminus", "emptyset", "varnothing", "mathbb"], "set"
+    ),
 }
 STRUCTURE_OF_CHAR: dict[str, str] = {
     "∨": "disjunction", "∧": "conjunction", "±": "plus_minus", "∓": "plus_minus", "&": "alignment",
@@ -60,7 +61,8 @@ _FUNCTIONS = set(
 _RESTARTING_FUNCTIONS = set("lg sum prod lim liminf limsup max min gcd lcm det dim ker sup inf arg deg bmod".split())
 _JOINING_COMMANDS = (
     set("pi varpi Pi infty nabla prime angle triangle ell hbar Re Im neg lnot cdot times div pmod".split())
-    | set(GREEK) | (_FUNCTIONS - _RESTARTING_FUNCTIONS)
+    | set(GREEK)
+    | (_FUNCTIONS - _RESTARTING_FUNCTIONS)
 )
 """Commands that math-verify reads as a value or an operation joining its neighbours: "2\\pi 3" is
 one product."""
@@ -79,9 +81,36 @@ ARGUMENT_COMMANDS = set(
 argument: "\\foo{43} 42", "\\cancel{43} 42" and "42\\hphantom{43}" passed for 42 (a "hidden" number)."""
 SPACING = {",", ";", ":", "!", " ", "quad", "qquad", "enspace", "thinspace", "medspace", "thickspace", "displaystyle"}
 
-_KNOWN_COMMANDS = (_JOINING_COMMANDS | RESTARTING_COMMANDS | ARGUMENT_COMMANDS | set(STRUCTURE_OF_COMMAND) | SPACING
-                   | {"in", "left", "right", "langle", "rangle", "lvert", "rvert", "lVert", "rVert", "lfloor",
-                      "rfloor", "lceil", "rceil", "lbrack", "rbrack", "%", "$", "#", "&", "_", "|"})
+_KNOWN_COMMANDS = (
+    _JOINING_COMMANDS
+    | RESTARTING_COMMANDS
+    | ARGUMENT_COMMANDS
+    | set(STRUCTURE_OF_COMMAND)
+    | SPACING
+    | {
+        "in",
+        "left",
+        "right",
+        "langle",
+        "rangle",
+        "lvert",
+        "rvert",
+        "lVert",
+        "rVert",
+        "lfloor",
+        "rfloor",
+        "lceil",
+        "rceil",
+        "lbrack",
+        "rbrack",
+        "%",
+        "$",
+        "#",
+        "&",
+        "_",
+        "|",
+    }
+)
 """Commands an answer may use; math-verify stops reading at any other ("42\\pi\\foo" was 42)."""
 
 PAIR_OF = {
@@ -91,8 +120,20 @@ PAIR_OF = {
     "\\lVert": "Vert", "\\rVert": "Vert", "\\lfloor": "floor", "\\rfloor": "floor",
     "\\lceil": "ceil", "\\rceil": "ceil", "\\lbrack": "()", "\\rbrack": "()", "\\left": "left", "\\right": "left",
 }  # fmt: skip
-OPENERS = {"(", "[", "{", "\\{", "\\lbrace", "\\lbrack", "\\langle", "\\lvert", "\\lVert", "\\lfloor", "\\lceil",
-           "\\left"}
+OPENERS = {
+    "(",
+    "[",
+    "{",
+    "\\{",
+    "\\lbrace",
+    "\\lbrack",
+    "\\langle",
+    "\\lvert",
+    "\\lVert",
+    "\\lfloor",
+    "\\lceil",
+    "\\left",
+}
 CLOSERS = set(PAIR_OF) - OPENERS
 
 _MATH_UNICODE = set("π°×÷−") | set(STRUCTURE_OF_CHAR)
@@ -138,8 +179,13 @@ def malformed(text: str, gold: str) -> str | None:
             return f"a math delimiter ({token!r}) inside the answer"
         if kind == "command" and token[1:] not in known:
             return f"an unknown command ({token!r}), which math-verify drops with what follows"
-        if kind == "char" and token not in gold and (token in _STRAY_ASCII or not token.isprintable()
-                                                     or (not token.isascii() and token not in _MATH_UNICODE)):
+        if (
+            kind == "char"
+            and token not in gold
+            and (
+                token in _STRAY_ASCII or not token.isprintable() or (not token.isascii() and token not in _MATH_UNICODE)
+            )
+        ):
             return f"a character that is not math ({token!r}, U+{ord(token):04X})"
         if token == "'" and not re.search(r"[A-Za-z'})\]]$", text[: match.start()]):
             return "a prime (') that follows no symbol"
@@ -155,8 +201,9 @@ def _unpaired(text: str, tokens: list[str]) -> str | None:
     """An odd number of ``$`` or of ``|`` (not counting "\\right|"), or an empty ``||``."""
     if sum(m.group() == "$" for m in TOKEN.finditer(text)) % 2:  # "\$" is a command token
         return "an unpaired $"
-    bars = [i for i, token in enumerate(tokens)
-            if token == "|" and (i == 0 or tokens[i - 1] not in ("\\left", "\\right"))]
+    bars = [
+        i for i, token in enumerate(tokens) if token == "|" and (i == 0 or tokens[i - 1] not in ("\\left", "\\right"))
+    ]
     if len(bars) % 2:
         return "an unpaired |"
     if any(later == earlier + 1 for earlier, later in zip(bars, bars[1:], strict=False)):
@@ -170,8 +217,10 @@ def _missing_operand(tokens: list[str]) -> str | None:
     no_value_after = _NO_LEFT_OPERAND | CLOSERS | {",", ";", "=", "the end"}
     for before, after in zip(["the start", *tokens], [*tokens, "the end"], strict=True):
         function_alone = before[1:] in _FUNCTIONS and after in no_value_after - {"^", "_"}
-        if function_alone or (before in no_value_before and after in _NO_LEFT_OPERAND) or (
-            before in _NO_RIGHT_OPERAND and after in no_value_after
+        if (
+            function_alone
+            or (before in no_value_before and after in _NO_LEFT_OPERAND)
+            or (before in _NO_RIGHT_OPERAND and after in no_value_after)
         ):
             return f"an operator without an operand ({before!r} then {after!r})"
     return None

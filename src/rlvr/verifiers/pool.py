@@ -214,9 +214,7 @@ class WorkerPool:
 
     # -- scheduling ---------------------------------------------------------------------------
 
-    def _run_batch(
-        self, jobs: Sequence[tuple[Any, ...]], until_ready: bool = False
-    ) -> list[JobOutcome]:
+    def _run_batch(self, jobs: Sequence[tuple[Any, ...]], until_ready: bool = False) -> list[JobOutcome]:
         outcomes: list[JobOutcome | None] = [None] * len(jobs)
         pending = deque(range(len(jobs)))
         self._start_failures = 0

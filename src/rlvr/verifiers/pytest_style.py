@@ -42,9 +42,15 @@ DRIVER = resources.files("rlvr.sandbox").joinpath("pytest_driver.py").read_bytes
 DEFAULT_LIMITS = SandboxLimits(wall_s=5.0, cpu_s=3, memory_mb=512, processes=16, output_bytes=1 << 20)
 """Per completion (all its tests together)."""
 
-SELF_CHECK = Query("pytest-self-check", "", {"type": "pytest", "expected_tests": 2,
-                                             "test_code": "def test_double():\n    assert f(2) == 4\n\n"
-                                                          "def test_zero():\n    assert f(0) == 0\n"})
+SELF_CHECK = Query(
+    "pytest-self-check",
+    "",
+    {
+        "type": "pytest",
+        "expected_tests": 2,
+        "test_code": "def test_double():\n    assert f(2) == 4\n\ndef test_zero():\n    assert f(0) == 0\n",
+    },
+)
 SELF_CHECK_CODE = "def f(x):\n    return x * 2\n"
 
 _ERROR_CLASSES = {"failed": ErrorClass.WRONG_ANSWER, "skipped": ErrorClass.WRONG_ANSWER}
@@ -73,8 +79,9 @@ class PytestCriteria:
         if not isinstance(expected, int) or isinstance(expected, bool) or expected < 1:
             raise ValueError(f'"expected_tests" must be a positive integer, got {expected!r}')
         if len(names) != expected:
-            raise ValueError(f'"test_code" defines {len(names)} distinct test_* functions, '
-                             f'"expected_tests" is {expected}')
+            raise ValueError(
+                f'"test_code" defines {len(names)} distinct test_* functions, "expected_tests" is {expected}'
+            )
         if any(isinstance(node, ast.Import | ast.ImportFrom) and _imports_pytest(node) for node in ast.walk(tree)):
             raise ValueError('"test_code" imports pytest, which the sandbox does not have: use plain assert')
         return cls(test_code, names)
@@ -111,12 +118,16 @@ class PytestVerifier(SandboxedVerifier):
             return prepared
         criteria, code = prepared
         nonce = secrets.token_hex(16)
-        files = {"/sandbox/driver.py": DRIVER, "/sandbox/solution.py": code.encode("utf-8", "replace"),
-                 "/sandbox/tests.py": criteria.test_code.encode(),
-                 "/sandbox/job.json": json.dumps({"nonce": nonce}).encode()}
+        files = {
+            "/sandbox/driver.py": DRIVER,
+            "/sandbox/solution.py": code.encode("utf-8", "replace"),
+            "/sandbox/tests.py": criteria.test_code.encode(),
+            "/sandbox/job.json": json.dumps({"nonce": nonce}).encode(),
+        }
         try:
-            run = run_untrusted([sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files,
-                                limits=self.limits, channel=True)
+            run = run_untrusted(
+                [sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files, limits=self.limits, channel=True
+            )
         except SandboxUnavailable as error:
             return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
         return self._judge(criteria, run, nonce)
@@ -148,8 +159,11 @@ class PytestVerifier(SandboxedVerifier):
             elapsed = float(elapsed) if isinstance(elapsed, int | float) else 0.0
             outcomes.append(TestOutcome(str(result["name"]), passed, "" if passed else f"{outcome}: {detail}", elapsed))
             if not passed:
-                classes.append(ErrorClass.MEMORY if detail == "MemoryError"
-                               else _ERROR_CLASSES.get(outcome, ErrorClass.RUNTIME_ERROR))
+                classes.append(
+                    ErrorClass.MEMORY
+                    if detail == "MemoryError"
+                    else _ERROR_CLASSES.get(outcome, ErrorClass.RUNTIME_ERROR)
+                )
         passed_count = sum(outcome.passed for outcome in outcomes)
         summary = f"{passed_count}/{len(outcomes)} tests passed"
         if not classes:

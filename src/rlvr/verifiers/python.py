@@ -40,8 +40,9 @@ DEFAULT_LIMITS = SandboxLimits(wall_s=5.0, cpu_s=3, memory_mb=512, processes=16,
 
 FLOAT_REL_TOL = 1e-9
 
-SELF_CHECK = Query("python-self-check", "", {"type": "python", "entry_point": "f",
-                                             "tests": [{"args": [2], "expected": 4}]})
+SELF_CHECK = Query(
+    "python-self-check", "", {"type": "python", "entry_point": "f", "tests": [{"args": [2], "expected": 4}]}
+)
 SELF_CHECK_CODE = "def f(x):\n    return x * 2\n"
 """A known-good answer run once per verifier: if it does not pass, the sandbox or the driver is
 broken, and every result is ``error`` (infrastructure), not a silent fail for the completions."""
@@ -87,11 +88,17 @@ def same_value(expected: Any, returned: Any) -> bool:
         except OverflowError:  # an int too large for a float is not close to any float
             return False
     if isinstance(expected, list):
-        return (type(returned) is list and len(returned) == len(expected)
-                and all(same_value(e, r) for e, r in zip(expected, returned)))
+        return (
+            type(returned) is list
+            and len(returned) == len(expected)
+            and all(same_value(e, r) for e, r in zip(expected, returned))
+        )
     if isinstance(expected, dict):
-        return (type(returned) is dict and returned.keys() == expected.keys()
-                and all(same_value(expected[k], returned[k]) for k in expected))
+        return (
+            type(returned) is dict
+            and returned.keys() == expected.keys()
+            and all(same_value(expected[k], returned[k]) for k in expected)
+        )
     raise ValueError(f"expected value of type {type(expected).__name__} is not plain JSON")
 
 
@@ -106,8 +113,14 @@ class PythonVerifier(SandboxedVerifier):
     name = "python"
     self_check = (SELF_CHECK, SELF_CHECK_CODE)
 
-    def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS, partial_credit: bool = False,
-                 isolation: Literal["pool", "fresh"] = "pool", slots: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        partial_credit: bool = False,
+        isolation: Literal["pool", "fresh"] = "pool",
+        slots: int | None = None,
+    ) -> None:
         if isolation not in ("pool", "fresh"):
             raise ValueError(f"isolation must be 'pool' or 'fresh', got {isolation!r}")
         self.limits = limits
@@ -155,8 +168,11 @@ class PythonVerifier(SandboxedVerifier):
             return prepared
         criteria, code = prepared
         nonce = secrets.token_hex(16)
-        job = {"nonce": nonce, "entry_point": criteria.entry_point,
-               "args": [json.dumps(test["args"]) for test in criteria.tests]}  # inputs only, never "expected"
+        job = {
+            "nonce": nonce,
+            "entry_point": criteria.entry_point,
+            "args": [json.dumps(test["args"]) for test in criteria.tests],
+        }  # inputs only, never "expected"
         return criteria, nonce, {"solution.py": code, "job.json": json.dumps(job)}
 
     def _run(self, jobs: list[dict[str, str]]) -> list[SandboxRun]:
@@ -165,10 +181,18 @@ class PythonVerifier(SandboxedVerifier):
             return self._pool.run_batch([PoolJob("python", files, self.limits) for files in jobs])
         runs = []
         for files in jobs:
-            sandbox_files = {"/sandbox/driver.py": DRIVER,
-                             **{f"/sandbox/{name}": text.encode("utf-8", "replace") for name, text in files.items()}}
-            runs.append(run_untrusted([sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=sandbox_files,
-                                      limits=self.limits, channel=True))
+            sandbox_files = {
+                "/sandbox/driver.py": DRIVER,
+                **{f"/sandbox/{name}": text.encode("utf-8", "replace") for name, text in files.items()},
+            }
+            runs.append(
+                run_untrusted(
+                    [sandbox_python(), "-I", "-S", "/sandbox/driver.py"],
+                    files=sandbox_files,
+                    limits=self.limits,
+                    channel=True,
+                )
+            )
         return runs
 
     def _judge(self, criteria: PythonCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
@@ -195,8 +219,14 @@ class PythonVerifier(SandboxedVerifier):
                 passed, detail = False, clip(f"raised {result['raised']}")
                 raised.append(str(result["raised"]))
             else:
-                passed, detail = False, clip(f"returned a non-plain value: {result.get('bad_type', '?')}"
-                                             if isinstance(result, dict) else "malformed result")
+                passed, detail = (
+                    False,
+                    clip(
+                        f"returned a non-plain value: {result.get('bad_type', '?')}"
+                        if isinstance(result, dict)
+                        else "malformed result"
+                    ),
+                )
             outcomes.append(TestOutcome(name, passed, detail))
         passed_count = sum(outcome.passed for outcome in outcomes)
         share = passed_count / len(outcomes)

@@ -69,9 +69,7 @@ class RewardFunction:
                     per_item[name] = result
         return [self._combine(per_item) for per_item in results]
 
-    def _score_correctness(
-        self, items: list[tuple[Query, str]], results: list[dict[str, VerifierResult]]
-    ) -> None:
+    def _score_correctness(self, items: list[tuple[Query, str]], results: list[dict[str, VerifierResult]]) -> None:
         indices_by_type: dict[str, list[int]] = {}
         for index, (query, _) in enumerate(items):
             indices_by_type.setdefault(_row_type(query), []).append(index)

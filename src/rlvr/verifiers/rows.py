@@ -33,9 +33,15 @@ class VerifyReport:
         return self.checked / self.wall_s if self.wall_s > 0 else 0.0
 
     def summary(self) -> dict[str, Any]:
-        return {"rows": len(self.records), "checked": self.checked, "bad": self.bad, "verdicts": self.verdicts,
-                "error_classes": self.error_classes, "wall_s": round(self.wall_s, 3),
-                "checks_per_s": round(self.checks_per_s, 1)}
+        return {
+            "rows": len(self.records),
+            "checked": self.checked,
+            "bad": self.bad,
+            "verdicts": self.verdicts,
+            "error_classes": self.error_classes,
+            "wall_s": round(self.wall_s, 3),
+            "checks_per_s": round(self.checks_per_s, 1),
+        }
 
 
 def parse_row(line: str) -> tuple[str | None, Any]:
@@ -44,7 +50,11 @@ def parse_row(line: str) -> tuple[str | None, Any]:
         row = json.loads(line)
     except ValueError as error:
         return f"malformed JSON ({error})", None
-    if not isinstance(row, dict) or not isinstance(row.get("query"), dict) or not isinstance(row.get("completion"), str):
+    if (
+        not isinstance(row, dict)
+        or not isinstance(row.get("query"), dict)
+        or not isinstance(row.get("completion"), str)
+    ):
         return 'expected an object with "query" (an object) and "completion" (a string)', None
     query, query_id = row["query"], row["query"].get("id")
     criteria = query.get("verifier")
@@ -77,7 +87,10 @@ def verify_rows(lines: list[str]) -> VerifyReport:
             records[index] = {**records[index], "query_id": query.id or None, **result.to_dict()}
     checked = [r for r in records if "verdict" in r]
     return VerifyReport(
-        records=records, wall_s=time.perf_counter() - started, checked=len(checked), bad=len(records) - len(checked),
+        records=records,
+        wall_s=time.perf_counter() - started,
+        checked=len(checked),
+        bad=len(records) - len(checked),
         verdicts=dict(sorted(Counter(r["verdict"] for r in checked).items())),
         error_classes=dict(sorted(Counter(r["error_class"] for r in checked).items())),
     )

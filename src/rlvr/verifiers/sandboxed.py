@@ -83,8 +83,9 @@ class SandboxedVerifier(BaseVerifier):
             ran = iter([_copy(broken) for _ in to_run] if broken is not None else self._verify_many(to_run))
         return [result if result is not None else next(ran) for result in screened]
 
-    def _criteria_and_code(self, query: Query, completion: str, parse: Callable[[dict[str, Any]], Criteria],
-                           language: str) -> tuple[Criteria, str] | VerifierResult:
+    def _criteria_and_code(
+        self, query: Query, completion: str, parse: Callable[[dict[str, Any]], Criteria], language: str
+    ) -> tuple[Criteria, str] | VerifierResult:
         """(criteria, code) to run, or the result that decides without a run: a row whose criteria do
         not parse is the dataset's fault (``error``), a completion with no code is ``no_answer``."""
         try:

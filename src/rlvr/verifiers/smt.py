@@ -110,7 +110,7 @@ def parse_assignment(answer: str) -> list[tuple[str, str]] | str:
 
 
 def check_term(term: str) -> str:
-    """"" if ``term`` is ONE balanced s-expression or atom, else why not.
+    """ "" if ``term`` is ONE balanced s-expression or atom, else why not.
 
     The term is pasted into ``(assert (distinct TERM REFERENCE))``; balance and a single item
     keep it from closing that command and adding its own (``0) (assert false``). Comments,
@@ -147,13 +147,26 @@ class SmtVerifier(BaseVerifier):
 
     name = "smt"
 
-    def __init__(self, *, solver_timeout_ms: int = 1000, kill_after_s: float = 5.0, pool_size: int = 2,
-                 start_method: StartMethod = "forkserver", memory_limit_mb: int | None = 2048,
-                 unknown_as_fail: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        solver_timeout_ms: int = 1000,
+        kill_after_s: float = 5.0,
+        pool_size: int = 2,
+        start_method: StartMethod = "forkserver",
+        memory_limit_mb: int | None = 2048,
+        unknown_as_fail: bool = False,
+    ) -> None:
         self.solver_timeout_ms = solver_timeout_ms
         self.unknown_as_fail = unknown_as_fail
-        self.pool = WorkerPool(SMT_JOB, size=pool_size, timeout_s=kill_after_s, start_method=start_method,
-                               memory_limit_mb=memory_limit_mb, warmup=WARMUP)
+        self.pool = WorkerPool(
+            SMT_JOB,
+            size=pool_size,
+            timeout_s=kill_after_s,
+            start_method=start_method,
+            memory_limit_mb=memory_limit_mb,
+            warmup=WARMUP,
+        )
 
     def verify(self, query: Query, completion: str) -> VerifierResult:
         return self.verify_batch([(query, completion)])[0]
@@ -169,8 +182,9 @@ class SmtVerifier(BaseVerifier):
             return _row_error(query, str(error))
         answer = extract_answer(completion)
         if not answer:
-            return _fail(ErrorClass.NO_ANSWER, "no <answer>...</answer> in completion" if answer is None
-                         else "<answer> is empty")
+            return _fail(
+                ErrorClass.NO_ANSWER, "no <answer>...</answer> in completion" if answer is None else "<answer> is empty"
+            )
         if len(answer) > MAX_ANSWER_CHARS:
             return _fail(ErrorClass.UNPARSEABLE, f"answer is over {MAX_ANSWER_CHARS} characters")
         if criteria.mode == "model":
@@ -181,8 +195,14 @@ class SmtVerifier(BaseVerifier):
         problem = check_term(answer)
         if problem:
             return _fail(ErrorClass.UNPARSEABLE, f"answer is not one SMT-LIB term: {problem}")
-        return ("equivalent", criteria.declarations, criteria.constraints, criteria.reference, answer,
-                self.solver_timeout_ms)
+        return (
+            "equivalent",
+            criteria.declarations,
+            criteria.constraints,
+            criteria.reference,
+            answer,
+            self.solver_timeout_ms,
+        )
 
     def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
         """A worker's outcome as a result: a kill at the deadline is the answer's, a crash is ours."""

@@ -108,12 +108,20 @@ class StdioVerifier(SandboxedVerifier):
 
     name = "stdio"
     language = "python"
-    self_check = (Query("stdio-self-check", "", {"type": "stdio", "tests": [{"stdin": "2\n", "stdout": "4\n"}]}),
-                  "print(int(input()) * 2)\n")
+    self_check = (
+        Query("stdio-self-check", "", {"type": "stdio", "tests": [{"stdin": "2\n", "stdout": "4\n"}]}),
+        "print(int(input()) * 2)\n",
+    )
     """A known-good answer run once per verifier: if it does not pass, every result is ``error``."""
 
-    def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS, test_timeout_s: float = TEST_TIMEOUT_S,
-                 max_stdout_bytes: int = MAX_STDOUT_BYTES, partial_credit: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        test_timeout_s: float = TEST_TIMEOUT_S,
+        max_stdout_bytes: int = MAX_STDOUT_BYTES,
+        partial_credit: bool = False,
+    ) -> None:
         self.limits = limits
         self.test_timeout_s = test_timeout_s
         self.max_stdout_bytes = max_stdout_bytes
@@ -126,8 +134,11 @@ class StdioVerifier(SandboxedVerifier):
 
     def program(self, criteria: StdioCriteria, code: str) -> Program:
         """The files and commands for ``code``; raises SandboxUnavailable if a tool is missing."""
-        return Program(files={"/sandbox/solution.py": code.encode("utf-8", "replace")},
-                       run=[sandbox_python(), "-I", "-S", "/sandbox/solution.py"], python_syntax="/sandbox/solution.py")
+        return Program(
+            files={"/sandbox/solution.py": code.encode("utf-8", "replace")},
+            run=[sandbox_python(), "-I", "-S", "/sandbox/solution.py"],
+            python_syntax="/sandbox/solution.py",
+        )
 
     # --- shared ---------------------------------------------------------------------------------
 
@@ -149,15 +160,23 @@ class StdioVerifier(SandboxedVerifier):
         return self._judge(criteria, run, nonce)
 
     def _run(self, program: Program, criteria: StdioCriteria, nonce: str) -> SandboxRun:
-        job = {"nonce": nonce, "stdins": [test["stdin"] for test in criteria.tests],  # never "stdout"
-               "run": program.run, "compile": program.compile, "python_syntax": program.python_syntax,
-               "timeout_s": self.test_timeout_s, "max_stdout": self.max_stdout_bytes,
-               "budget_s": max(0.5, self.limits.wall_s - STARTUP_MARGIN_S)}
+        job = {
+            "nonce": nonce,
+            "stdins": [test["stdin"] for test in criteria.tests],  # never "stdout"
+            "run": program.run,
+            "compile": program.compile,
+            "python_syntax": program.python_syntax,
+            "timeout_s": self.test_timeout_s,
+            "max_stdout": self.max_stdout_bytes,
+            "budget_s": max(0.5, self.limits.wall_s - STARTUP_MARGIN_S),
+        }
         # The channel carries every test's stdout, base64 (4/3) plus a little JSON per test.
         channel_bytes = len(criteria.tests) * (self.max_stdout_bytes * 4 // 3 + 2048) + 8192
         limits = replace(self.limits, output_bytes=max(self.limits.output_bytes, channel_bytes))
         files = {**program.files, "/sandbox/driver.py": DRIVER, "/sandbox/job.json": json.dumps(job).encode()}
-        return run_untrusted([sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files, limits=limits, channel=True)
+        return run_untrusted(
+            [sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files, limits=limits, channel=True
+        )
 
     def _judge(self, criteria: StdioCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
         frame, failure = self._frame_or_failure(run, nonce)
