@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,28 @@ def random_policy(random_model_dir: Path):
 @pytest.fixture()
 def base_policy(base_model_dir: Path):
     return load_policy(str(base_model_dir))
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run the `rlvr` command in this process (`rlvr.cli.main`): what a user sees, without a
+    subprocess. Argument errors exit through argparse's SystemExit, as they do for a user."""
+    from rlvr.cli import main
+
+    def run(*args: str) -> CliRun:
+        capsys.readouterr()  # only this command's output
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        out = capsys.readouterr()
+        return CliRun(code, out.out, out.err)
+
+    return run

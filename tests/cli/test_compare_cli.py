@@ -15,6 +15,7 @@ def rlvr(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_compare_grpo_and_dpo_end_to_end(tmp_path):
     out = tmp_path / "cmp"
     done = rlvr(
@@ -75,8 +76,8 @@ def test_compare_grpo_and_dpo_end_to_end(tmp_path):
         (["--n", "1"], "needs n >= 2"),
     ],
 )
-def test_budgets_too_small_and_bad_names_are_refused(args, message, tmp_path):
-    done = rlvr("compare", *args, "--out", str(tmp_path / "cmp"))
+def test_budgets_too_small_and_bad_names_are_refused(args, message, tmp_path, cli):
+    done = cli("compare", *args, "--out", str(tmp_path / "cmp"))
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "cmp").exists()

@@ -29,6 +29,7 @@ def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
     run, inspected = tmp_path / "run", tmp_path / "inspect"
     done = rlvr(
@@ -87,11 +88,12 @@ def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
         (["grad-variance", "--group-sizes", "two"], "comma-separated integers"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args, message):
-    done = rlvr(*args, timeout=120)
+def test_bad_input_is_one_line_and_exit_2(args, message, cli):
+    done = cli(*args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_replay_refuses_settings_that_made_the_batch(base_model_dir, tmp_path):
     done = rlvr(
         "inspect",

@@ -102,24 +102,24 @@ def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path):
         (["--resume", "/nonexistent"], "no run with a checkpoint"),
     ],
 )
-def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, tmp_path):
-    done = rlvr("train", *args, "--out", str(tmp_path / "r")) if "--resume" not in args else rlvr("train", *args)
+def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, tmp_path, cli):
+    done = cli("train", *args, "--out", str(tmp_path / "r")) if "--resume" not in args else cli("train", *args)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
-def test_asking_for_cuda_without_one_is_a_user_error(tmp_path):
-    done = rlvr("train", "--set", "model.device=cuda", "--set", "task.num_eval=8", "--out", str(tmp_path / "r"))
+def test_asking_for_cuda_without_one_is_a_user_error(tmp_path, cli):
+    done = cli("train", "--set", "model.device=cuda", "--set", "task.num_eval=8", "--out", str(tmp_path / "r"))
     assert done.returncode == 2 and "no CUDA device" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_dataset_row_without_criteria_is_named(tmp_path):
+def test_dataset_row_without_criteria_is_named(tmp_path, cli):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
         '{"id": "a", "prompt": "1+1", "verifier": {"type": "math", "answer": "2"}}\n{"id": "b", "prompt": "2+2"}\n'
     )
-    done = rlvr(
+    done = cli(
         "train",
         "--set",
         "task.name=jsonl",
@@ -143,6 +143,7 @@ def _wait_for_steps(metrics: Path, n: int, proc: subprocess.Popen, timeout: floa
     raise AssertionError("run made no progress")
 
 
+@pytest.mark.slow
 def test_resume_after_kill_loses_no_step_and_matches_an_uninterrupted_run(base_model_dir, tmp_path):
     common = ["--set", f"model.name={base_model_dir}", "--set", "train.steps=5", *SMALL, "--quiet"]
     straight = tmp_path / "straight"

@@ -92,8 +92,8 @@ def test_verify_exit_code_is_zero_when_every_row_is_processable(tmp_path: Path) 
     assert "1 checked, 0 bad" in done.stdout
 
 
-def test_verify_missing_input_is_one_line_exit_2(tmp_path: Path) -> None:
-    done = rlvr_verify("--input", str(tmp_path / "absent.jsonl"))
+def test_verify_missing_input_is_one_line_exit_2(tmp_path: Path, cli) -> None:
+    done = cli("verify", "--input", str(tmp_path / "absent.jsonl"))
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "no such file" in done.stderr
 
 

@@ -63,13 +63,13 @@ def test_eval_writes_json_and_png(base_model_dir, tmp_path):
         (["--base", "/nonexistent"], "--base /nonexistent: neither 'tiny-arith' nor a directory"),
     ],
 )
-def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, base_model_dir, tmp_path):
-    done = rlvr("eval", "--model", str(base_model_dir), *args, "--out", str(tmp_path / "ev"))
+def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, base_model_dir, tmp_path, cli):
+    done = cli("eval", "--model", str(base_model_dir), *args, "--out", str(tmp_path / "ev"))
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "ev").exists()
 
 
-def test_missing_model_dir_is_a_user_error(tmp_path):
-    done = rlvr("eval", "--model", str(tmp_path / "nope"))
+def test_missing_model_dir_is_a_user_error(tmp_path, cli):
+    done = cli("eval", "--model", str(tmp_path / "nope"))
     assert done.returncode == 2 and "neither 'tiny-arith' nor a directory" in done.stderr

@@ -3,8 +3,6 @@ sync contract and a real sampler/trainer mismatch for TIS, and the vLLM batch la
 
 import importlib.util
 import math
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -30,24 +28,10 @@ SMALL = [
 
 
 @pytest.mark.skipif(not NO_VLLM, reason="this machine has vLLM and a GPU")
-def test_vllm_backend_without_vllm_or_gpu_exits_2_before_loading_a_model(tmp_path):
+def test_vllm_backend_without_vllm_or_gpu_exits_2_before_loading_a_model(tmp_path, cli):
     # model.name points nowhere: had a model been loaded first, the error would be about the model
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rlvr.cli",
-            "train",
-            "--set",
-            "rollout.backend=vllm",
-            "--set",
-            "model.name=/nonexistent",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = cli(
+        "train", "--set", "rollout.backend=vllm", "--set", "model.name=/nonexistent", "--out", str(tmp_path / "run")
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -162,6 +162,7 @@ def test_a_batch_that_does_not_split_is_a_user_error():
     assert World(rank=1, world_size=2).shard(list(range(6))) == [3, 4, 5]
 
 
+@pytest.mark.slow
 def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}

@@ -88,8 +88,8 @@ def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp
         (["--grid", "train.steps=1", "--seeds", "a"], "--seeds 'a'"),
     ],
 )
-def test_bad_grids_fail_before_any_run_with_one_line(tmp_path, args, message):
-    done = rlvr("sweep", "--out", str(tmp_path / "s"), *args)
+def test_bad_grids_fail_before_any_run_with_one_line(tmp_path, args, message, cli):
+    done = cli("sweep", "--out", str(tmp_path / "s"), *args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "s").exists()
 
