@@ -168,3 +168,35 @@ def test_html_is_self_contained_and_renders_every_stage(captured, tmp_path):
         assert f"{capture['loss']:.6f}" in shown["stage4"]
         assert ("replay_weight_difference" in shown["options"]) == has_replay
         assert ("‖g_new − g_captured‖" in shown["replay"]) == has_replay
+
+
+@pytest.mark.parametrize("preset", ["ppo", "dpo"])
+def test_ppo_and_dpo_captures_render_their_own_records(preset, base_model_dir, tmp_path):
+    node = shutil.which("node")
+    cfg = load_config(f"configs/{preset}.yaml", [f"model.name={base_model_dir}", *SMALL])
+    capture = inspect_config(cfg, tmp_path)
+    write_capture(capture, tmp_path)
+    saved = json.loads((tmp_path / "capture.json").read_text())  # strict JSON: NaN would not parse in a page
+    if preset == "ppo":
+        n, t = len(saved["completions"]), len(saved["mask"][0])
+        for key in ("values", "returns", "gae_advantages", "token_advantages"):
+            assert [len(row) for row in saved[key]] == [t] * n, key
+        assert saved["token_advantages"] == saved["gae_advantages"]  # what the loss is fed
+    else:
+        pairs = saved["pairs"]
+        assert len(pairs["chosen"]) == len(pairs["rejected"]) == len(pairs["margins"]) >= 1
+        for m, (chosen, rejected) in enumerate(zip(pairs["chosen"], pairs["rejected"])):
+            assert saved["completions"][chosen]["verdict"] == "pass"
+            assert saved["completions"][rejected]["verdict"] == "fail"
+            margin = (pairs["policy_chosen"][m] - pairs["ref_chosen"][m]) - (
+                pairs["policy_rejected"][m] - pairs["ref_rejected"][m]
+            )
+            assert pairs["margins"][m] == pytest.approx(margin, abs=1e-5)
+    if node is None:
+        pytest.skip("node is not installed: the page's script cannot be run")
+    shim = Path(__file__).with_name("page_shim.js")
+    done = subprocess.run([node, str(shim), str(tmp_path / "capture.html")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert ("pair" in shown["options"]) == (preset == "dpo")
+    assert ("mean over the M pairs" in shown["stage4"]) == (preset == "dpo")

@@ -102,11 +102,11 @@ def capture_update(trainer: Trainer, step: int, out_dir: Path) -> dict[str, Any]
     record = {
         **batch_record(rollouts.batch, rollouts.scored, trainer.tokenizer),
         "rewards": to_json(rollouts.rewards),
-        "loss": metrics["loss"],
-        "stats": {k: v for k, v in metrics.items() if k in STAT_KEYS},
+        "loss": to_json(metrics["loss"]),  # NaN (a DPO step with no pair) is null, as everywhere in the file
+        "stats": to_json({k: v for k, v in metrics.items() if k in STAT_KEYS}),
         "grad_norm": metrics["grad_norm"],
         "update_norm": metrics["update_norm"],
-        "grad_noise": {k: v for k, v in metrics.items() if k.startswith("grad/")},
+        "grad_noise": to_json({k: v for k, v in metrics.items() if k.startswith("grad/")}),
         "learning_rate": metrics["learning_rate"],
         "metrics": to_json(metrics),
     }

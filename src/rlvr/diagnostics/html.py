@@ -33,8 +33,12 @@ const fmt = (x, d=4) => x === null || x === undefined ? 'null' : typeof x === 'b
 const el = (tag, attrs={}, ...kids) => { const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) { if (k === 'class') e.className = v; else e.setAttribute(k, v); }
   for (const k of kids) e.append(k); return e; };
-const adv = (i) => D.advantages[Math.floor(i / G)][i % G];
-const QUANTITIES = {
+const PAIRS = D.pairs || null;  // DPO: a pairwise loss, no per-token terms
+const adv = (i) => D.advantages ? D.advantages[Math.floor(i / G)][i % G] : null;
+const role = (i) => !PAIRS || !PAIRS.chosen ? 0 : PAIRS.chosen.includes(i) ? -1 : PAIRS.rejected.includes(i) ? 1 : 0;
+const QUANTITIES = PAIRS ? {
+  pair: {label: 'role in a pair (blue: chosen, red: rejected)', get: (i, t) => role(i), center: 0},
+} : {
   advantage: {label: 'advantage A_i (same on every token)', get: (i, t) => adv(i), center: 0},
   ratio: {label: 'ratio ρ = π_θ / π_old', get: (i, t) => D.ratio[i][t], center: 1},
   clipped: {label: 'clipped (gradient switched off)', get: (i, t) => D.clipped[i][t] ? 1 : 0, center: 0},
@@ -64,6 +68,7 @@ function paint() {
   }
 }
 function tokenTitle(i, t) {
+  if (PAIRS) return `token: ${JSON.stringify(D.completions[i].tokens[t])}`;
   const rows = [['token', JSON.stringify(D.completions[i].tokens[t])], ['logp', D.logp[i][t]], ['old_logp', D.old_logp[i][t]],
     ['ref_logp', D.ref_logp ? D.ref_logp[i][t] : null], ['ratio', D.ratio[i][t]], ['clipped', D.clipped[i][t]],
     ['kl', D.kl[i][t]], ['per_token_loss', D.per_token_loss[i][t]], ['dloss/dlogp', D.token_weight[i][t]]];
@@ -81,13 +86,21 @@ function stageCompletions(root) {
     const box = el('div', {class: 'query'}, el('div', {}, el('b', {}, `query ${b}: `), el('code', {}, D.prompts[b])));
     for (let g = 0; g < G; g++) {
       const i = b * G + g, c = D.completions[i];
-      const meta = el('span', {class: 'meta'}, `#${i} r=${fmt(D.rewards[b][g], 2)} A=${fmt(adv(i), 3)} ${c.verdict || ''} ${c.finish_reason} ℓ_i=${fmt(D.row_loss[i], 5)}`);
+      const tail = PAIRS ? ['', 'chosen', 'rejected'][[0, -1, 1].indexOf(role(i))] : `ℓ_i=${fmt(D.row_loss[i], 5)}`;
+      const meta = el('span', {class: 'meta'}, `#${i} r=${fmt(D.rewards[b][g], 2)}${PAIRS ? '' : ` A=${fmt(adv(i), 3)}`} ${c.verdict || ''} ${c.finish_reason} ${tail}`);
       const toks = el('span', {});
-      c.tokens.forEach((tok, t) => toks.append(el('span', {class: 'tok' + (D.clipped[i][t] ? ' clip' : ''), 'data-i': i, 'data-t': t, title: tokenTitle(i, t)}, tok)));
+      c.tokens.forEach((tok, t) => toks.append(el('span', {class: 'tok' + (D.clipped && D.clipped[i][t] ? ' clip' : ''), 'data-i': i, 'data-t': t, title: tokenTitle(i, t)}, tok)));
       box.append(el('div', {class: 'comp'}, meta, toks));
     }
     root.append(box);
   }
+}
+function stagePairs(root) {
+  const p = PAIRS, head = el('tr', {}, ...['pair', 'chosen', 'rejected', 'log π_θ chosen', 'log π_θ rejected', 'log π_ref chosen', 'log π_ref rejected', 'margin'].map(h => el('th', {}, h)));
+  const table = el('table', {}, head);
+  (p.chosen || []).forEach((c, m) => table.append(el('tr', {}, el('td', {}, String(m)), el('td', {}, `#${c}`), el('td', {}, `#${p.rejected[m]}`),
+    ...[p.policy_chosen[m], p.policy_rejected[m], p.ref_chosen[m], p.ref_rejected[m], p.margins[m]].map(v => el('td', {}, fmt(v, 4))))));
+  root.append(p.chosen ? table : el('div', {}, 'no group held both a pass and a fail: no pair, no update'));
 }
 function stageAdvantages(root) {
   const head = el('tr', {}, el('th', {}, 'b'));
@@ -98,14 +111,23 @@ function stageAdvantages(root) {
   for (let b = 0; b < B; b++) {
     const row = el('tr', {}, el('td', {}, String(b)));
     D.rewards[b].forEach(r => row.append(el('td', {}, fmt(r, 2))));
-    row.append(el('td', {}, fmt(D.group_mean[b])), el('td', {}, fmt(D.group_std[b])));
-    D.advantages[b].forEach(a => row.append(el('td', {}, fmt(a, 3))));
+    row.append(el('td', {}, fmt(D.group_mean ? D.group_mean[b] : null)), el('td', {}, fmt(D.group_std ? D.group_std[b] : null)));
+    (D.advantages ? D.advantages[b] : Array(G).fill(null)).forEach(a => row.append(el('td', {}, fmt(a, 3))));
     table.append(row);
   }
   root.append(table);
+  if (PAIRS) stagePairs(root);
 }
 function stageLoss(root) {
   const c = D.config, n = D.counts;
+  if (PAIRS) {
+    const s = D.stats;
+    root.append(el('div', {class: 'formula'},
+      `loss = mean over the M pairs of −log σ(β · margin), margin = (log π_θ/π_ref)(chosen) − (log π_θ/π_ref)(rejected)   (${c.algorithm})\n` +
+      `trainer's loss ${fmt(D.loss, 6)}; rewards/margins ${fmt(s['rewards/margins'], 6)}; rewards/accuracies ${fmt(s['rewards/accuracies'], 4)}\n` +
+      `grad_norm ${fmt(D.grad_norm, 6)} (before clipping to max_grad_norm); update_norm ‖Δθ‖ ${fmt(D.update_norm, 6)} at lr ${D.learning_rate}`));
+    return;
+  }
   const norm = {sequence_mean: `Σ_i (Σ_t ℓ_it / |o_i|) / ${n.num_sequences}`, token_mean: `Σ_i Σ_t ℓ_it / ${n.num_tokens}`,
     constant: `Σ_i Σ_t ℓ_it / (${n.num_sequences} · ${n.max_tokens})`}[c.aggregation];
   const s = D.stats;
@@ -134,7 +156,7 @@ function build() {
   document.getElementById('config').append(cfg);
   const select = document.getElementById('quantity');
   for (const [k, q] of Object.entries(QUANTITIES)) select.append(el('option', {value: k}, q.label));
-  select.value = R ? 'replay_weight_difference' : 'token_weight';
+  select.value = R ? 'replay_weight_difference' : PAIRS ? 'pair' : 'token_weight';
   select.addEventListener('change', paint);
   stageQueries(document.getElementById('stage1'));
   stageCompletions(document.getElementById('stage2'));
@@ -169,5 +191,7 @@ def render_capture(capture: dict[str, Any], replay: dict[str, Any] | None = None
     data = {k: v for k, v in capture.items() if k not in _KEEP_OUT}
     if replay is not None:
         data["replay"] = replay
-    text = json.dumps(data).replace("</", "<\\/")  # a "</script>" inside a completion must not end the block
+    text = json.dumps(data, allow_nan=False).replace(
+        "</", "<\\/"
+    )  # a "</script>" inside a completion must not end the block
     return _PAGE.replace("@CSS@", _CSS).replace("@JS@", _JS).replace("@DATA@", text)

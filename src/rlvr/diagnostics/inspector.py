@@ -82,7 +82,7 @@ def write_capture(capture: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     from rlvr.diagnostics.html import render_capture
 
     json_path, html_path = out_dir / CAPTURE_FILE, out_dir / "capture.html"
-    json_path.write_text(json.dumps(capture) + "\n")
+    json_path.write_text(json.dumps(capture, allow_nan=False) + "\n")  # NaN is null here: a page must parse it
     html_path.write_text(render_capture(capture))
     return json_path, html_path
 
