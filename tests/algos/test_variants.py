@@ -102,3 +102,13 @@ def test_every_algorithm_gives_zero_mean_group_signal_and_a_finite_loss(name):
     )
     loss.backward()
     assert torch.isfinite(loss) and logp.grad.abs().sum() > 0
+
+
+def test_the_config_offers_exactly_the_registry_algorithms():
+    # algo.algorithm's choices are written as a Literal so that --help lists them without importing
+    # torch; the registry is where each algorithm is defined. They must name the same set.
+    import typing
+
+    from rlvr.config import AlgoConfig
+
+    assert set(typing.get_args(typing.get_type_hints(AlgoConfig)["algorithm"])) == set(ALGORITHMS)
