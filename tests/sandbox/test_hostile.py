@@ -335,21 +335,6 @@ def _query(name: str, expected: object) -> Query:
     )
 
 
-def _sandbox_uid_processes() -> list[int]:
-    """Host pids owned by a sandbox uid (read from the host's /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
-            if uid in bwrap.SANDBOX_UIDS:
-                found.append(int(entry.name))
-    return found
-
-
 def test_the_suite_is_big_enough() -> None:
     assert len(CASES) >= 40
     assert len({name for name, _, _ in CASES}) == len(CASES)
@@ -369,13 +354,14 @@ def test_no_hostile_completion_passes_and_nothing_escapes(isolation: str) -> Non
         assert not passed, passed  # no false pass, no infrastructure error: each is a plain fail
         # The machine is unharmed: nothing of the runs is alive, nothing was written to the host,
         # and an honest answer still passes afterwards.
-        assert _sandbox_uid_processes() == []
+        assert leaks.sandbox_uid_processes() == []
         assert not HOST_MARKER.exists() and not Path("/usr/bin/rlvr-hostile").exists()
         honest = verifier.verify(_query("honest", SECRET), f"def f():\n    return {SECRET}")
         assert honest.verdict is Verdict.PASS, honest
     finally:
         verifier.close()
-    assert _sandbox_uid_processes() == []
+    assert leaks.sandbox_uid_processes() == []
+    assert leaks.sandbox_kernel_objects() == []  # no SysV object or kernel key a sandbox made
 
 
 def test_resource_abuse_is_classified() -> None:
