@@ -160,7 +160,7 @@ class AlgoConfig:
     dpo_pairs_per_group: int = 0
     """dpo: most (pass, fail) pairs per query group; 0 = min(#pass, #fail), each completion in at most one pair."""
     tis_cap: float = 0.0
-    """Truncated importance sampling for the sampler/trainer mismatch (Yao et al. 2025; TRL's vllm_importance_sampling_correction): weight each token by min(pi_old/pi_sampler, tis_cap); 0 = off; TRL 1.16 defaults to 3, its older vllm_importance_sampling_cap to 2 (docs/algorithms.md)."""
+    """Truncated importance sampling for the sampler/trainer mismatch (Yao et al. 2025; TRL's vllm_importance_sampling_correction): weight each token by min(pi_old/pi_sampler, tis_cap); 0 = off; TRL's default cap is 3 (docs/algorithms.md)."""
 
 
 @dataclass
