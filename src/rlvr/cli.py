@@ -554,6 +554,50 @@ def _cmd_grad_variance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _atlas_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "atlas",
+        help="real runs around the default config, one knob at a time (fidelity, algorithm, G, beta, lr), for the lab",
+        description="Train every value of every knob (verifier fidelity, algorithm, G, beta, learning rate) "
+        "around the default configuration, a few seeds each, several single-thread runs side by side; "
+        "finished runs are kept and interrupted ones resume. Writes <out>/runs/ and <out>/atlas.json.",
+    )
+    p.add_argument("--out", required=True, help="atlas folder: runs/ and atlas.json")
+    p.add_argument(
+        "--knobs", help="comma-separated knobs to build (default: all of fidelity, algorithm, group_size, beta, lr)"
+    )
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
+    p.add_argument("--steps", type=int, default=60, help="training steps per run (default 60)")
+    p.add_argument("--jobs", type=int, help="runs side by side, one torch thread each (default: one per core)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_atlas)
+
+
+def _cmd_atlas(args: argparse.Namespace) -> int:
+    from rlvr.train.atlas import build_atlas
+    from rlvr.train.sweep import parse_seeds
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: must be >= 1")
+    knobs = [k.strip() for k in args.knobs.split(",") if k.strip()] if args.knobs else None
+    command = "rlvr atlas " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "atlas" else None
+    index = build_atlas(
+        args.out,
+        knobs=knobs,
+        seeds=tuple(parse_seeds(args.seeds)),
+        steps=args.steps,
+        jobs=args.jobs,
+        progress=not args.quiet,
+        command=command,
+    )
+    runs = sum(len(v["runs"]) for values in index["knobs"].values() for v in values)
+    print(
+        f"rlvr atlas: {index['runs_made']} runs made in {index['build_wall_s']:.0f} s; "
+        f"{len(index['knobs'])} knobs, {runs} (value, seed) pairs; index: {Path(args.out) / 'atlas.json'}"
+    )
+    return 0
+
+
 def _sweep_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
@@ -703,6 +747,7 @@ def build_parser() -> argparse.ArgumentParser:
     _inspect_parser(sub)
     _grad_variance_parser(sub)
     _sweep_parser(sub)
+    _atlas_parser(sub)
     _compare_parser(sub)
     _lab_parser(sub)
     return parser

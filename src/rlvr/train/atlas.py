@@ -1,0 +1,222 @@
+"""`rlvr atlas`: real runs around the default configuration, one knob at a time, several seeds each.
+
+    rlvr atlas --out runs/atlas                          # every knob, seeds 0,1,2
+    rlvr atlas --knobs beta,group_size --seeds 0 --out runs/atlas-small
+
+For each knob of the lab (verifier fidelity, algorithm, G, β, learning rate) every value is one
+setting: the atlas's base configuration (``BASE``: the default GRPO run on arith, shortened to
+``steps`` steps) with that one knob changed. Settings that are the same configuration (the default
+value of each knob) are run once and shared. Every (setting, seed) is an ordinary run directory
+``<out>/runs/<setting>-seed<N>``, made by ``rlvr train`` in a process of its own with one torch
+thread, as many side by side as the machine has cores. A finished run (summary.json) is kept; an
+interrupted one resumes from its checkpoint; so an interrupted atlas continues where it stopped.
+``<out>/atlas.json`` indexes the runs by knob and value and records the machine, date, rlvr
+version and the command.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from tqdm import tqdm
+
+from rlvr.config import load_config
+from rlvr.errors import UserError
+
+PRESETS = Path(__file__).resolve().parents[3] / "configs"
+"""The repository's presets (src/rlvr/train/atlas.py -> configs/), so that the atlas runs from any folder."""
+
+
+def preset_path(config: str | None) -> str | None:
+    """A setting's preset as a path that works from any working directory."""
+    if config is None:
+        return None
+    shipped = PRESETS / Path(config).name
+    return str(shipped) if shipped.is_file() else config
+
+
+BASE = ["train.steps=60", "train.threads=1", "task.num_eval=100", "train.eval_samples=4"]
+"""Every atlas run: the default run shortened to 60 steps, one torch thread, 100 held-out queries."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One value of one knob: a preset (or none: the default) and overrides on top of BASE."""
+
+    knob: str
+    value: str
+    config: str | None = None
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The run-directory stem, the same for two settings that are the same configuration."""
+        parts = [
+            self.config.removeprefix("configs/").removesuffix(".yaml") if self.config else "default",
+            *self.overrides,
+        ]
+        return "_".join(part.replace("/", "-") for part in parts)
+
+
+def _fidelity() -> list[Setting]:
+    noisy = ["reward.fidelity=noisy", "reward.false_negative_rate=0.0"]
+    return [
+        Setting("fidelity", "gold"),
+        Setting("fidelity", "lenient (arith)", None, ("reward.fidelity=lenient",)),
+        Setting("fidelity", "noisy 10%", None, (*noisy[:1], "reward.false_positive_rate=0.1", noisy[1])),
+        Setting("fidelity", "noisy 30%", None, (*noisy[:1], "reward.false_positive_rate=0.3", noisy[1])),
+        # a coin flip whatever the answer: the control every effect of the reward is measured against
+        Setting("fidelity", "random reward", None,
+                ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")),
+        Setting("fidelity", "gold (funcsynth)", "configs/funcsynth-gold.yaml"),
+        Setting("fidelity", "visible_only (funcsynth)", "configs/funcsynth-visible.yaml"),
+    ]  # fmt: skip
+
+
+KNOBS = {
+    "fidelity": _fidelity(),
+    "algorithm": [Setting("algorithm", "grpo")]
+    + [Setting("algorithm", name, f"configs/{name}.yaml")
+       for name in ("dr_grpo", "dapo", "gspo", "rloo", "reinforce_pp", "ppo", "dpo")],
+    "group_size": [Setting("group_size", str(g), None, () if g == 8 else (f"rollout.group_size={g}",))
+                   for g in (2, 4, 8, 16)],
+    "beta": [Setting("beta", str(b), None, () if b == 0.04 else (f"algo.beta={b}",)) for b in (0.0, 0.01, 0.04, 0.1, 0.4)],
+    "lr": [Setting("lr", lr, None, () if lr == "5e-4" else (f"optim.lr={lr}",)) for lr in ("1e-4", "5e-4", "2e-3")],
+}  # fmt: skip
+"""The knobs of the lab and their values; the default configuration's value of each has no override."""
+
+
+class AtlasError(UserError):
+    """An unknown knob, bad seeds, or a run that failed."""
+
+
+@dataclass(frozen=True)
+class AtlasRun:
+    setting: Setting
+    seed: int
+    steps: int
+
+    @property
+    def dir_name(self) -> str:
+        return f"{self.setting.name}-seed{self.seed}"
+
+    def argv(self, out: Path) -> list[str]:
+        """The `rlvr train` command line of this run (a resume when it has a checkpoint)."""
+        run_dir = out / "runs" / self.dir_name
+        if (run_dir / "checkpoint").is_dir():
+            return ["train", "--resume", str(run_dir), "--quiet"]
+        sets = [*BASE, f"train.steps={self.steps}", *self.setting.overrides, f"train.seed={self.seed}"]
+        config = ["--config", preset_path(self.setting.config)] if self.setting.config else []
+        return ["train", *config, *(arg for s in sets for arg in ("--set", s)), "--out", str(run_dir), "--quiet"]
+
+
+def plan(knobs: list[str], seeds: list[int], steps: int) -> list[AtlasRun]:
+    """The distinct runs of these knobs and seeds (a configuration shared by knobs runs once),
+    each validated before the first one starts."""
+    unknown = [k for k in knobs if k not in KNOBS]
+    if unknown:
+        raise AtlasError(f"--knobs: unknown knob {unknown[0]!r}; known: {', '.join(KNOBS)}")
+    if steps < 2:
+        raise AtlasError(f"--steps {steps}: an atlas run needs at least 2 steps to show a change")
+    runs: dict[str, AtlasRun] = {}
+    for knob in knobs:
+        for setting in KNOBS[knob]:
+            for seed in seeds:
+                run = AtlasRun(setting, seed, steps)
+                if run.dir_name not in runs:
+                    sets = [*BASE, f"train.steps={steps}", *setting.overrides, f"train.seed={seed}"]
+                    load_config(preset_path(setting.config), sets)  # a bad setting fails here, before any run
+                    runs[run.dir_name] = run
+    return list(runs.values())
+
+
+def build_atlas(
+    out: str | Path,
+    *,
+    knobs: list[str] | None = None,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    steps: int = 60,
+    jobs: int | None = None,
+    progress: bool = True,
+    command: str | None = None,
+) -> dict:
+    """Run (or keep) every run of the atlas, `jobs` at a time, and write `<out>/atlas.json`."""
+    out = Path(out)
+    knobs = list(knobs or KNOBS)
+    runs = plan(knobs, list(seeds), steps)
+    jobs = jobs or max(1, os.cpu_count() or 1)
+    todo = [run for run in runs if not (out / "runs" / run.dir_name / "summary.json").is_file()]
+    started = time.perf_counter()
+    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="atlas", unit="run", disable=not progress)
+    failed = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_train, run, out): run for run in todo}
+        for future in as_completed(futures):
+            if future.result() != 0:
+                failed.append(futures[future].dir_name)
+            bar.update(1)
+    bar.close()
+    if failed:
+        raise AtlasError(
+            f"{len(failed)} atlas run(s) failed, first {failed[0]}: see {out / 'runs' / failed[0]} "
+            "and run the same command again to retry them"
+        )
+    index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, len(todo), command)
+    (out / "atlas.json").write_text(json.dumps(index, indent=2) + "\n")
+    return index
+
+
+def _train(run: AtlasRun, out: Path) -> int:
+    """One run in a process of its own (one torch thread); its output goes to its own log."""
+    run_dir = out / "runs" / run.dir_name
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with open(out / "runs" / f"{run.dir_name}.log", "w") as log:
+        done = subprocess.run(
+            [sys.executable, "-m", "rlvr.cli", *run.argv(out)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            check=False,
+        )
+    return done.returncode
+
+
+def _cpu_name() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def _index(
+    out: Path, knobs: list[str], runs: list[AtlasRun], seeds, steps: int, wall_s: float, ran: int, command: str | None
+) -> dict:
+    by_name = {run.setting.name for run in runs}
+    return {
+        "command": command,
+        "made": {"date": datetime.date.today().isoformat(), "rlvr": metadata.version("rlvr"),
+                 "machine": f"{_cpu_name()}, {os.cpu_count()} cores"},
+        "steps": steps,
+        "seeds": list(seeds),
+        "base": BASE,
+        "build_wall_s": round(wall_s, 1),
+        "runs_made": ran,
+        "knobs": {
+            knob: [{"value": s.value, "config": s.config, "overrides": list(s.overrides),
+                    "runs": [f"runs/{s.name}-seed{seed}" for seed in seeds]}
+                   for s in KNOBS[knob] if s.name in by_name]
+            for knob in knobs
+        },
+    }  # fmt: skip

@@ -1,0 +1,63 @@
+"""`rlvr atlas`: the plan of runs (one knob at a time, shared defaults), and a real small build that
+keeps finished runs and redoes only what is missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlvr.train.atlas import KNOBS, AtlasError, plan
+
+
+def test_every_knob_of_the_lab_is_planned_once_per_distinct_configuration():
+    runs = plan(list(KNOBS), [0, 1, 2], steps=60)
+    names = [run.dir_name for run in runs]
+    assert len(names) == len(set(names))
+    # the default value of each knob (gold, grpo, G=8, beta=0.04, lr=5e-4) is one configuration
+    defaults = [s for settings in KNOBS.values() for s in settings if s.name == "default"]
+    assert {s.knob for s in defaults} == set(KNOBS) and len(defaults) == len(KNOBS)
+    distinct = {s.name for settings in KNOBS.values() for s in settings}
+    assert len(runs) == 3 * len(distinct)  # 3 seeds of each distinct configuration
+    assert {s.value for s in KNOBS["algorithm"]} == {"grpo", "dr_grpo", "dapo", "gspo", "rloo", "reinforce_pp",
+                                                     "ppo", "dpo"}  # fmt: skip
+    assert [s.value for s in KNOBS["beta"]] == ["0.0", "0.01", "0.04", "0.1", "0.4"]
+    assert len(KNOBS["fidelity"]) >= 6 and any("random" in s.value for s in KNOBS["fidelity"])
+
+
+def test_a_random_reward_is_a_coin_flip_whatever_the_answer():
+    (random,) = [s for s in KNOBS["fidelity"] if s.value == "random reward"]
+    assert set(random.overrides) == {"reward.fidelity=noisy", "reward.false_positive_rate=0.5",
+                                     "reward.false_negative_rate=0.5"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("knobs", "steps", "message"), [(["temperature"], 60, "unknown knob"), (["lr"], 1, "at least 2")]
+)
+def test_bad_requests_are_refused_before_any_run(knobs, steps, message):
+    with pytest.raises(AtlasError, match=message):
+        plan(knobs, [0], steps)
+
+
+@pytest.mark.slow
+def test_a_small_atlas_builds_indexes_and_redoes_only_what_is_missing(tmp_path: Path, cli):
+    done = cli(
+        "atlas", "--knobs", "lr", "--seeds", "0", "--steps", "2", "--jobs", "2", "--out", str(tmp_path), "--quiet"
+    )
+    assert done.returncode == 0, done.stderr
+    index = json.loads((tmp_path / "atlas.json").read_text())
+    assert index["runs_made"] == 3 and index["steps"] == 2 and index["made"]["rlvr"]
+    values = index["knobs"]["lr"]
+    assert [v["value"] for v in values] == ["1e-4", "5e-4", "2e-3"]
+    for value in values:
+        (run,) = value["runs"]
+        summary = json.loads((tmp_path / run / "summary.json").read_text())
+        assert summary["steps"] == 2
+    lr_runs = {v["value"]: v["runs"][0] for v in values}
+    assert "lr: 0.002" in (tmp_path / lr_runs["2e-3"] / "config.yaml").read_text()
+    # a missing result is made again, the others are kept
+    (tmp_path / lr_runs["1e-4"] / "summary.json").unlink()
+    done = cli("atlas", "--knobs", "lr", "--seeds", "0", "--steps", "2", "--out", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "atlas.json").read_text())["runs_made"] == 1
