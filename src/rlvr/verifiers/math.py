@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-import signal
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -235,7 +234,7 @@ def _from_outcome(outcome: JobOutcome) -> VerifierResult:
     elif outcome.status == "timeout":
         detail = f"math-verify timed out: {outcome.detail}"
         result = _result(Verdict.FAIL, ErrorClass.TIMEOUT, detail)
-    elif outcome.status == "crashed" or outcome.exitcode == -signal.SIGKILL:
+    elif not outcome.caused_by_job:  # a pool fault, or a SIGKILL from outside
         detail = f"math-verify worker failed: {outcome.detail}"
         result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
     else:  # "raised" or "died" on this answer

@@ -65,6 +65,13 @@ class JobOutcome:
     exitcode: int | None = None
     """How the worker ended when status is "died": an exit status, or minus a signal number."""
 
+    @property
+    def caused_by_job(self) -> bool:
+        """The job raised, or its worker died while running it by anything but a SIGKILL from
+        outside (the host's OOM killer; the pool's own kills are timeouts): what went wrong follows
+        the job's input, so a verifier makes it that answer's fail, never an ``error``."""
+        return self.status in ("raised", "died") and self.exitcode != -signal.SIGKILL
+
 
 @dataclass
 class _Worker:

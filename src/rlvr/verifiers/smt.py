@@ -28,7 +28,6 @@ the pool's address-space cap bound what an answer can take, and the pool's own k
 from __future__ import annotations
 
 import re
-import signal
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,7 +217,7 @@ class SmtVerifier(BaseVerifier):
                     result.verdict, result.error_class = Verdict.FAIL, ErrorClass.TIMEOUT
         elif outcome.status == "timeout":
             result = _fail(ErrorClass.TIMEOUT, f"z3 killed: {outcome.detail}")
-        elif outcome.status == "crashed" or outcome.exitcode == -signal.SIGKILL:  # not the answer's doing
+        elif not outcome.caused_by_job:  # a pool fault, or a SIGKILL from outside
             detail = f"z3 worker failed: {outcome.detail}"
             result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
         else:  # "raised" or "died": this answer broke z3, and the pool retired that worker
