@@ -4,8 +4,8 @@
     rlvr atlas --knobs beta,group_size --seeds 0 --out runs/atlas-small
 
 For each knob of the lab (verifier fidelity, algorithm, G, β, learning rate) every value is one
-setting: the atlas's base configuration (``BASE``: the default GRPO run on arith, shortened to
-``steps`` steps) with that one knob changed. Settings that are the same configuration (the default
+setting: the atlas's base configuration (``BASE``: the default GRPO run on arith, with ``steps``
+steps) with that one knob changed. Settings that are the same configuration (the default
 value of each knob) are run once and shared. Every (setting, seed) is an ordinary run directory
 ``<out>/runs/<setting>-seed<N>``, made by ``rlvr train`` in a process of its own with one torch
 thread, as many side by side as the machine has cores. A finished run (summary.json) is kept; an
@@ -45,8 +45,9 @@ def preset_path(config: str | None) -> str | None:
     return str(shipped) if shipped.is_file() else config
 
 
-BASE = ["train.steps=60", "train.threads=1", "task.num_eval=100", "train.eval_samples=4"]
-"""Every atlas run: the default run shortened to 60 steps, one torch thread, 100 held-out queries."""
+BASE = ["train.threads=1", "task.num_eval=100", "train.eval_samples=4"]
+"""Every atlas run: the default run with one torch thread, 100 held-out queries x 4 samples (and
+the atlas's `steps`, 60 by default)."""
 
 
 @dataclass(frozen=True)
@@ -110,14 +111,19 @@ class AtlasRun:
     def dir_name(self) -> str:
         return f"{self.setting.name}-seed{self.seed}"
 
+    @property
+    def overrides(self) -> list[str]:
+        """The `--set` values of this run, on top of the setting's preset."""
+        return [*BASE, f"train.steps={self.steps}", *self.setting.overrides, f"train.seed={self.seed}"]
+
     def argv(self, out: Path) -> list[str]:
         """The `rlvr train` command line of this run (a resume when it has a checkpoint)."""
         run_dir = out / "runs" / self.dir_name
         if (run_dir / "checkpoint").is_dir():
             return ["train", "--resume", str(run_dir), "--quiet"]
-        sets = [*BASE, f"train.steps={self.steps}", *self.setting.overrides, f"train.seed={self.seed}"]
         config = ["--config", preset_path(self.setting.config)] if self.setting.config else []
-        return ["train", *config, *(arg for s in sets for arg in ("--set", s)), "--out", str(run_dir), "--quiet"]
+        sets = [arg for value in self.overrides for arg in ("--set", value)]
+        return ["train", *config, *sets, "--out", str(run_dir), "--quiet"]
 
 
 def plan(knobs: list[str], seeds: list[int], steps: int) -> list[AtlasRun]:
@@ -134,8 +140,7 @@ def plan(knobs: list[str], seeds: list[int], steps: int) -> list[AtlasRun]:
             for seed in seeds:
                 run = AtlasRun(setting, seed, steps)
                 if run.dir_name not in runs:
-                    sets = [*BASE, f"train.steps={steps}", *setting.overrides, f"train.seed={seed}"]
-                    load_config(preset_path(setting.config), sets)  # a bad setting fails here, before any run
+                    load_config(preset_path(setting.config), run.overrides)  # a bad setting fails here, before any run
                     runs[run.dir_name] = run
     return list(runs.values())
 
