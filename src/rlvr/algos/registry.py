@@ -70,6 +70,11 @@ class Algorithm:
         """The frozen reference is held whatever β is (DPO's implicit reward is relative to it)."""
         return self.update == "preference"
 
+    def holds_reference(self, beta: float) -> bool:
+        """Whether training keeps the frozen reference: β > 0, or a loss relative to it. With
+        neither, none is held (DESIGN.md): it would only cost memory, and `kl` is not measured."""
+        return beta > 0 or self.needs_reference
+
 
 class NotPolicyGradientError(ValueError):
     """A tool that works on advantages and a per-token policy loss was given a preference algorithm."""

@@ -116,7 +116,7 @@ def algorithm_memory(name: str) -> AlgorithmMemory:
     algorithm = ALGORITHMS[name]
 
     def reference(setup: TrainingSetup) -> bool:
-        return algorithm.needs_reference or setup.beta > 0
+        return algorithm.holds_reference(setup.beta)
 
     return AlgorithmMemory(algorithm.critic, reference, algorithm.update != "preference", algorithm.paper)
 

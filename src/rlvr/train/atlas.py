@@ -10,14 +10,17 @@ value of each knob) are run once and shared. Every (setting, seed) is an ordinar
 ``<out>/runs/<setting>-seed<N>``, made by ``rlvr train`` in a process of its own with one torch
 thread, as many side by side as the machine has cores. A finished run (summary.json) is kept; an
 interrupted one resumes from its checkpoint; so an interrupted atlas continues where it stopped.
-``<out>/atlas.json`` indexes the runs by knob and value and records the machine, date, rlvr
-version and the command.
+``<out>/atlas.json`` indexes the runs by knob and value, records the machine, date, rlvr version
+and the command, and holds each run's small results (``run_card``: per-step curves, held-out
+evaluations, peak memory by component, wall time), so that it stands alone without the run
+directories. The package ships one such file, built by this command (src/rlvr/lab/atlas/).
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import platform
 import subprocess
@@ -28,10 +31,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+import yaml
 from tqdm import tqdm
 
+from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
 from rlvr.errors import UserError
+from rlvr.eval.compare import peak_memory
 
 PRESETS = Path(__file__).resolve().parents[3] / "configs"
 """The repository's presets (src/rlvr/train/atlas.py -> configs/), so that the atlas runs from any folder."""
@@ -45,9 +51,9 @@ def preset_path(config: str | None) -> str | None:
     return str(shipped) if shipped.is_file() else config
 
 
-BASE = ["train.threads=1", "task.num_eval=100", "train.eval_samples=4"]
-"""Every atlas run: the default run with one torch thread, 100 held-out queries x 4 samples (and
-the atlas's `steps`, 60 by default)."""
+BASE = ["train.threads=1", "task.num_eval=100", "train.eval_samples=4", "train.eval_every=20"]
+"""Every atlas run: the default run with one torch thread, 100 held-out queries x 4 samples,
+evaluated every 20 steps as well as before and after (and the atlas's `steps`, 60 by default)."""
 
 
 @dataclass(frozen=True)
@@ -177,8 +183,23 @@ def build_atlas(
             "and run the same command again to retry them"
         )
     index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, len(todo), command)
-    (out / "atlas.json").write_text(json.dumps(index, indent=2) + "\n")
+    _previous = out / "atlas.json"
+    if _previous.is_file():  # a resumed build: its time and runs are the sum of its parts
+        try:
+            before = json.loads(_previous.read_text())
+            index["build_wall_s"] = round(index["build_wall_s"] + float(before.get("build_wall_s") or 0), 1)
+            index["runs_made"] += int(before.get("runs_made") or 0)
+        except (ValueError, TypeError):
+            pass  # an unreadable index is replaced
+    (out / "atlas.json").write_text(dump(index))
     return index
+
+
+def dump(index: dict) -> str:
+    """atlas.json's text: the index indented, then one line per run card (small, and diffable)."""
+    head = json.dumps({key: value for key, value in index.items() if key != "runs"}, indent=2)
+    cards = ",\n".join(f"    {json.dumps(name)}: {json.dumps(card)}" for name, card in index["runs"].items())
+    return head[: -len("\n}")] + ',\n  "runs": {\n' + cards + "\n  }\n}\n"
 
 
 def _train(run: AtlasRun, out: Path) -> int:
@@ -197,6 +218,91 @@ def _train(run: AtlasRun, out: Path) -> int:
     return done.returncode
 
 
+SCHEMA = "rlvr.atlas/1"
+
+CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate", "time/step")
+"""Per-step metrics a run card keeps (docs/metrics.md); a metric the run did not log is left out."""
+
+EVALS = ("pass@1", "greedy", "gold_pass@1", "hacking_rate", "unscorable")
+"""Held-out evaluation fields a run card keeps: before training (step 0), every `train.eval_every`
+steps, and after the last step (summary.json's base and final)."""
+
+
+def _small(value):
+    """A number as the atlas stores it: 4 significant digits; None for a missing or non-finite one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return value if isinstance(value, int) else float(f"{value:.4g}")
+
+
+def run_card(run_dir: str | Path) -> dict | None:
+    """The small results of one run directory (None: no metrics.jsonl yet, or unreadable).
+
+    ``curves``: step and each of CURVES per logged training step; ``evals``: step and each of EVALS
+    per held-out evaluation, step 0 being the base model; ``memory``: the peak of each `memory/*`
+    metric (bytes); ``wall_s`` and ``steps`` from summary.json and config.yaml.
+    """
+    run_dir = Path(run_dir)
+    try:
+        lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+        config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+        summary_file = run_dir / "summary.json"
+        summary = json.loads(summary_file.read_text()) if summary_file.is_file() else None
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    rows = []
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # the last line of a run being written
+    steps = [row for row in rows if "reward" in row and "step" in row]
+    curves = {"step": [row["step"] for row in steps]}
+    for key in CURVES:
+        if any(key in row for row in steps):
+            curves[key] = [_small(row.get(key)) for row in steps]
+    evals: dict[str, list] = {"step": [], **{key: [] for key in EVALS}}
+
+    def add_eval(step: int, result: dict) -> None:
+        evals["step"].append(step)
+        for key in EVALS:
+            evals[key].append(_small(result.get(key)))
+
+    if summary and "base" in summary:
+        add_eval(0, summary["base"])
+    for row in rows:
+        if "eval/pass@1" in row and (summary is None or row["step"] != summary.get("steps")):
+            add_eval(row["step"], {key: row.get(f"eval/{key}") for key in EVALS})
+    if summary and "final" in summary:
+        add_eval(summary.get("steps", steps[-1]["step"] if steps else 0), summary["final"])
+    algo = config.get("algo") or {}
+    name = algo.get("algorithm", "grpo")
+    if "kl" in curves and name in ALGORITHMS and not ALGORITHMS[name].holds_reference(algo.get("beta") or 0):
+        del curves["kl"]  # logged as 0 when no reference is held (docs/metrics.md): not a measurement
+    train = config.get("train") or {}
+    return {
+        "seed": train.get("seed"),
+        "steps": train.get("steps"),
+        "finished": summary is not None,
+        "wall_s": _small(summary.get("wall_s")) if summary else None,
+        "curves": curves,
+        "evals": evals,
+        "memory": {key.removeprefix("memory/"): int(value) for key, value in peak_memory(rows).items()},
+    }
+
+
+def _commit() -> str | None:
+    """The repository's commit when rlvr runs from a git checkout (None otherwise)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(PRESETS.parent), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    except OSError:
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
 def _cpu_name() -> str:
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
@@ -210,8 +316,9 @@ def _index(
 ) -> dict:
     by_name = {run.setting.name for run in runs}
     return {
+        "schema": SCHEMA,
         "command": command,
-        "made": {"date": datetime.date.today().isoformat(), "rlvr": metadata.version("rlvr"),
+        "made": {"date": datetime.date.today().isoformat(), "rlvr": metadata.version("rlvr"), "commit": _commit(),
                  "machine": f"{_cpu_name()}, {os.cpu_count()} cores"},
         "steps": steps,
         "seeds": list(seeds),
@@ -220,8 +327,10 @@ def _index(
         "runs_made": ran,
         "knobs": {
             knob: [{"value": s.value, "config": s.config, "overrides": list(s.overrides),
-                    "runs": [f"runs/{s.name}-seed{seed}" for seed in seeds]}
+                    "runs": [f"runs/{s.name}-seed{seed}" for seed in seeds],
+                    "resolved": load_config(preset_path(s.config), list(s.overrides)).to_dict()}
                    for s in KNOBS[knob] if s.name in by_name]
             for knob in knobs
         },
+        "runs": {f"runs/{run.dir_name}": run_card(out / "runs" / run.dir_name) for run in runs},
     }  # fmt: skip

@@ -80,8 +80,7 @@ class Trainer:
         checkpoint = find_checkpoint(out_dir) if resume else None
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
         # No reference model is held when β = 0 (DESIGN.md): it would only cost memory. DPO always needs one.
-        needs_reference = cfg.algo.beta > 0 or algorithm.needs_reference
-        self.reference = self._frozen_copy(self.policy) if needs_reference else None
+        self.reference = self._frozen_copy(self.policy) if algorithm.holds_reference(cfg.algo.beta) else None
         self.exploration = ExplorationTracker()
         self.critic = Critic(self.policy, cfg.ppo) if algorithm.critic else None
         if checkpoint is not None:
