@@ -106,7 +106,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if cfg.reward.fidelity != "gold":
         print(
             f"gold verifier (reward.fidelity={cfg.reward.fidelity} trained): held-out gold pass@1 "
-            f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}; hacking rate "
+            f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}, greedy {base['gold_greedy']:.3f} -> "
+            f"{final['gold_greedy']:.3f}; hacking rate "
             f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)"
         )
     print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
@@ -560,7 +561,8 @@ def _atlas_parser(sub: argparse._SubParsersAction) -> None:
         help="real runs around the default config, one knob at a time (fidelity, algorithm, G, beta, lr), for the lab",
         description="Train every value of every knob (verifier fidelity, algorithm, G, beta, learning rate) "
         "around the default configuration, a few seeds each, several single-thread runs side by side; "
-        "finished runs are kept and interrupted ones resume. Writes <out>/runs/ and <out>/atlas.json.",
+        "finished runs are kept and interrupted ones resume. Writes <out>/runs/ and <out>/atlas.json (the index "
+        "and each run's small results; the lab reads the runs, and the package ships one such file).",
     )
     p.add_argument("--out", required=True, help="atlas folder: runs/ and atlas.json")
     p.add_argument(
@@ -720,8 +722,10 @@ def _lab_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "lab",
         help="a local web page: turn knobs and see measured effects from real runs (needs rlvr[lab])",
-        description="Serve the lab on localhost: knobs -> effects from the run directories under --runs, "
-        "live training runs started from the page, and the memory estimator. Needs Gradio: "
+        description="Serve the lab on localhost. Its first page shows each knob's values side by side from the "
+        "atlas of real runs the package ships (made by `rlvr atlas`), with your runs under --runs beside or "
+        "instead of them; other tabs: single runs, live training runs started from the page, the memory "
+        "estimator, pass@k, one update opened up, paradigms compared, verifiers attacked. Needs Gradio: "
         "pip install 'rlvr[lab]'.",
     )
     p.add_argument("--runs", default="runs", help="folder of run directories to read and write (default runs/)")

@@ -29,6 +29,8 @@ class HeldoutResult:
     """pass@1 of the same samples judged by the gold verifier (equal to pass_at_1 when training is gold)."""
     hacking_rate: float | None = None
     """Share of the samples the training verifier passes and the gold verifier fails."""
+    gold_greedy: float | None = None
+    """Greedy accuracy judged by the gold verifier (equal to greedy when training is gold)."""
 
     def to_dict(self) -> dict[str, float | int]:
         extra = (
@@ -36,6 +38,8 @@ class HeldoutResult:
             if self.gold_pass_at_1 is None
             else {"gold_pass@1": self.gold_pass_at_1, "hacking_rate": self.hacking_rate}
         )
+        if self.gold_greedy is not None:
+            extra["gold_greedy"] = self.gold_greedy
         return {
             "pass@1": self.pass_at_1,
             "greedy": self.greedy,
@@ -130,13 +134,24 @@ def evaluate_heldout(
         top_p=top_p,
         max_new_tokens=max_new_tokens,
     )
+    gold_g = GoldCheck(gold_fn) if gold_fn is not None else None
     greedy, bad_g = _correct_counts(
-        model, tokenizer, queries, reward_fn, n=1, chunk=chunk_completions, greedy=True, max_new_tokens=max_new_tokens
+        model,
+        tokenizer,
+        queries,
+        reward_fn,
+        n=1,
+        chunk=chunk_completions,
+        gold=gold_g,
+        greedy=True,
+        max_new_tokens=max_new_tokens,
     )
     pass_at_1 = mean_pass_at_k(sampled, 1) if sampled else float("nan")
+    greedy_share = sum(c for _, c in greedy) / max(len(greedy), 1)
     return HeldoutResult(
         pass_at_1=pass_at_1,
-        greedy=sum(c for _, c in greedy) / max(len(greedy), 1),
+        greedy=greedy_share,
+        gold_greedy=gold_g.pass_at_1() if gold_g is not None else greedy_share,
         n=n,
         num_queries=len(queries),
         unscorable=bad_s + bad_g,
