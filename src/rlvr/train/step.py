@@ -173,6 +173,12 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
     valid = ~torch.isnan(rewards)  # [B, G]
     judged = rewards[valid]  # [n]
     _, group_stats = group_advantages(rewards)  # [B, G]: which groups have no reward spread
+    correct = torch.tensor([s.correct for s in scored])  # [N]
+    judged_flat = valid.flatten()  # [N]
+
+    def mean_length(rows: torch.Tensor) -> float:
+        return float(lengths[rows].mean()) if rows.any() else float("nan")
+
     return {
         "reward": float(judged.mean()) if valid.any() else float("nan"),
         "reward_std": float(judged.std()) if judged.numel() > 1 else 0.0,  # TRL: std of the step's rewards
@@ -180,6 +186,9 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
         "accuracy": sum(s.correct for s in scored) / len(scored),
         "format_rate": sum(s.results["format"].score for s in scored) / len(scored),
         "completions/mean_length": float(lengths.mean()),
+        # Dr. GRPO (Liu et al. 2025, fig. 5): per-sequence length normalisation lets wrong answers grow long
+        "completions/correct_mean_length": mean_length(correct & judged_flat),
+        "completions/wrong_mean_length": mean_length(~correct & judged_flat),
         "completions/clipped_ratio": batch.finish_reasons.count("length") / len(batch.finish_reasons),
         "verifier/unscorable": int((~valid).sum()),
     }
