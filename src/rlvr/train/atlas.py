@@ -167,6 +167,7 @@ def build_atlas(
     runs = plan(knobs, list(seeds), steps)
     jobs = jobs or max(1, os.cpu_count() or 1)
     todo = [run for run in runs if not (out / "runs" / run.dir_name / "summary.json").is_file()]
+    commit = _commit()  # the code that trains the runs, whatever is committed while they run
     started = time.perf_counter()
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="atlas", unit="run", disable=not progress)
     failed = []
@@ -182,7 +183,7 @@ def build_atlas(
             f"{len(failed)} atlas run(s) failed, first {failed[0]}: see {out / 'runs' / failed[0]} "
             "and run the same command again to retry them"
         )
-    index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, len(todo), command)
+    index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, len(todo), command, commit)
     _previous = out / "atlas.json"
     if _previous.is_file():  # a resumed build: its time and runs are the sum of its parts
         try:
@@ -220,10 +221,11 @@ def _train(run: AtlasRun, out: Path) -> int:
 
 SCHEMA = "rlvr.atlas/1"
 
-CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate", "time/step")
+CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate",
+          "completions/mean_length", "completions/wrong_mean_length", "time/step")  # fmt: skip
 """Per-step metrics a run card keeps (docs/metrics.md); a metric the run did not log is left out."""
 
-EVALS = ("pass@1", "greedy", "gold_pass@1", "hacking_rate", "unscorable")
+EVALS = ("pass@1", "greedy", "gold_pass@1", "gold_greedy", "hacking_rate", "unscorable")
 """Held-out evaluation fields a run card keeps: before training (step 0), every `train.eval_every`
 steps, and after the last step (summary.json's base and final)."""
 
@@ -262,8 +264,11 @@ def run_card(run_dir: str | Path) -> dict | None:
         if any(key in row for row in steps):
             curves[key] = [_small(row.get(key)) for row in steps]
     evals: dict[str, list] = {"step": [], **{key: [] for key in EVALS}}
+    gold_trained = (config.get("reward") or {}).get("fidelity", "gold") == "gold"
 
     def add_eval(step: int, result: dict) -> None:
+        if gold_trained and result.get("gold_greedy") is None:
+            result = {**result, "gold_greedy": result.get("greedy")}  # one verifier: the same number
         evals["step"].append(step)
         for key in EVALS:
             evals[key].append(_small(result.get(key)))
@@ -312,13 +317,21 @@ def _cpu_name() -> str:
 
 
 def _index(
-    out: Path, knobs: list[str], runs: list[AtlasRun], seeds, steps: int, wall_s: float, ran: int, command: str | None
+    out: Path,
+    knobs: list[str],
+    runs: list[AtlasRun],
+    seeds,
+    steps: int,
+    wall_s: float,
+    ran: int,
+    command: str | None,
+    commit: str | None,
 ) -> dict:
     by_name = {run.setting.name for run in runs}
     return {
         "schema": SCHEMA,
         "command": command,
-        "made": {"date": datetime.date.today().isoformat(), "rlvr": metadata.version("rlvr"), "commit": _commit(),
+        "made": {"date": datetime.date.today().isoformat(), "rlvr": metadata.version("rlvr"), "commit": commit,
                  "machine": f"{_cpu_name()}, {os.cpu_count()} cores"},
         "steps": steps,
         "seeds": list(seeds),
