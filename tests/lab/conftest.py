@@ -37,30 +37,27 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def eval_json(runs_root: Path) -> Path:
-    """A real `rlvr eval` of the beta=0.04 run against the shipped base (n=4, k=1,2,4, 8 queries)."""
-    out = runs_root / "sweep" / "beta0.04" / "eval"
+def _eval(run: Path) -> Path:
+    """A real `rlvr eval` of a run against the shipped base (n=4, k=1,2,4, 8 queries)."""
+    out = run / "eval"
     code = main(
-        [
-            "eval",
-            "--model",
-            str(runs_root / "sweep" / "beta0.04" / "final"),
-            "--base",
-            "tiny-arith",
-            "--n",
-            "4",
-            "--k",
-            "1,2,4",
-            "--num-queries",
-            "8",
-            "--out",
-            str(out),
-            "--quiet",
-        ]
-    )
+        ["eval", "--model", str(run / "final"), "--base", "tiny-arith", "--n", "4", "--k", "1,2,4",
+         "--num-queries", "8", "--out", str(out), "--quiet"]
+    )  # fmt: skip
     assert code == 0
     return out / "eval.json"
+
+
+@pytest.fixture(scope="session")
+def eval_json(runs_root: Path) -> Path:
+    """The beta=0.04 run's eval.json."""
+    return _eval(runs_root / "sweep" / "beta0.04")
+
+
+@pytest.fixture(scope="session")
+def eval_json_beta0(runs_root: Path) -> Path:
+    """The beta=0.0 run's eval.json, to put beside the other on one plot."""
+    return _eval(runs_root / "sweep" / "beta0.0")
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import socket
 import urllib.request
 from pathlib import Path
@@ -83,7 +84,22 @@ def test_passk_view_reads_the_eval_json(lab: str, eval_json: Path) -> None:
     client = gradio_client.Client(lab, verbose=False)
     text, plot = client.predict(str(eval_json), api_name="/passk")
     assert "n=4 samples" in text and "8 held-out arith queries" in text
-    assert "No eval.json chosen" in client.predict("", api_name="/passk")[0]
+    assert "No eval.json chosen" in client.predict([], api_name="/passk")[0]
+
+
+def test_passk_view_overlays_several_runs(lab: str, eval_json: Path, eval_json_beta0: Path) -> None:
+    client = gradio_client.Client(lab, verbose=False)
+    text, plot = client.predict([str(eval_json), str(eval_json_beta0)], api_name="/passk")
+    assert "**beta0.04/eval**" in text and "**beta0.0/eval**" in text
+    assert plot["columns"] == ["k", "series", "value"]
+    rows = {(series, k): value for k, series, value in plot["data"]}
+    series = {s for s, _ in rows}
+    for name, path in (("beta0.04/eval", eval_json), ("beta0.0/eval", eval_json_beta0)):
+        report = json.loads(path.read_text())
+        for label in ("base", "model"):
+            assert f"{name}: {label} pass@k" in series
+            expected = report["models"][label]["pass@k"]
+            assert [rows[(f"{name}: {label} pass@k", k)] for k in report["k"]] == pytest.approx(expected)
 
 
 def test_one_step_view_embeds_the_capture(lab: str, capture_html: Path) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -17,9 +20,95 @@ pytestmark = [
 ]
 
 from rlvr.lab import run_lab  # noqa: E402
+from rlvr.lab.effects import load_atlas  # noqa: E402
 from rlvr.lab.runs import measured, read_run  # noqa: E402
 
 from .test_app import free_port  # noqa: E402
+
+
+def _spread(xs: list[float], scale: float = 1.0) -> list[float]:
+    """Mean and, over 2+ runs, sample standard deviation: the numbers a cell shows (in its unit)."""
+    return [scale * statistics.fmean(xs)] + ([scale * statistics.stdev(xs)] if len(xs) > 1 else [])
+
+
+def _expected_cells(atlas: dict, knob: str) -> dict[str, dict[str, list[float]]]:
+    """Per value, the numbers each cell must show, recomputed here from the atlas file's run cards."""
+    out = {}
+    for entry in atlas["knobs"][knob]:
+        cards = [atlas["runs"][run] for run in entry["runs"]]
+        gold = [c["evals"]["gold_pass@1"] for c in cards]
+        greedy = [c["evals"]["gold_greedy"] for c in cards]
+        out[entry["value"]] = {
+            "pass1": _spread([g[0] for g in gold], 100) + _spread([g[-1] for g in gold], 100),
+            "greedy": _spread([g[0] for g in greedy], 100) + _spread([g[-1] for g in greedy], 100),
+            "wall": _spread([c["wall_s"] for c in cards]),
+            "memory": [statistics.fmean(c["memory"]["peak_total"] for c in cards) / 2**20],
+            "runs": [len(cards), *(c["seed"] for c in cards), atlas["steps"]],
+        }
+    return out
+
+
+def _shows(shown: str, expected: list[float]) -> bool:
+    """The cell's leading numbers equal the expected ones to the digits it prints (within half a
+    unit of the last printed digit: JavaScript and Python may round a tie differently)."""
+    printed = re.findall(r"-?\d+(?:\.(\d+))?", shown)
+    values = [float(m.group(0)) for m in re.finditer(r"-?\d+(?:\.\d+)?", shown)][: len(expected)]
+    digits = [len(decimals) for decimals in printed][: len(expected)]
+    return len(values) == len(expected) and all(
+        abs(v - e) <= 0.5 * 10**-d + 1e-9 for v, e, d in zip(values, expected, digits, strict=True)
+    )
+
+
+def _estimate_gib(cli, model: str, beta: str) -> str:
+    """`rlvr memory`'s peak for the default algorithm and G at this beta, as the page writes it."""
+    done = cli("memory", "--model", model, "--algorithm", "grpo", "--group", "8", "--beta", beta, "--json")
+    return f"{json.loads(done.stdout)['components']['peak_total']['bytes'] / 2**30:.1f} GiB"
+
+
+def test_first_page_shows_every_knob_from_the_shipped_atlas(tmp_path: Path, cli) -> None:
+    """A fresh lab folder (no run of yours): every knob's values side by side, numbers as in the file."""
+    atlas = load_atlas()
+    app, url = run_lab(tmp_path / "runs", free_port(), block=False)
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(url)
+            frame = page.frame_locator("#effects-frame")
+            playwright.expect(frame.locator("#provenance")).to_contain_text(atlas["made"]["machine"], timeout=60_000)
+            playwright.expect(frame.locator("#provenance")).to_contain_text(atlas["command"])
+            for knob in atlas["knobs"]:
+                frame.locator(f"#knob-{knob}").click()
+                playwright.expect(frame.locator(f"#knob-{knob}")).to_have_attribute("aria-pressed", "true")
+                expected = _expected_cells(atlas, knob)
+                rows = frame.locator("#effects-table tr[data-value]")
+                playwright.expect(rows).to_have_count(len(expected))
+                for value, cells in expected.items():
+                    row = frame.locator(f'#effects-table tr[data-value="{value}"]')
+                    for column, numbers in cells.items():
+                        shown = row.locator(f'td[data-col="{column}"]').inner_text()
+                        assert _shows(shown, numbers), (knob, value, column, shown, numbers)
+                # one line per effect, and every curve chart drawn with one line per value
+                assert frame.locator("#readings li").count() >= 4
+                lines = frame.locator('.chart[data-metric="reward"] polyline')
+                playwright.expect(lines).to_have_count(len(expected))
+                page.screenshot(path=str(tmp_path / f"effects-{knob}.png"), full_page=True)
+            # the memory estimate follows the chosen real model, as `rlvr memory` computes it
+            frame.locator("#knob-beta").click()
+            frame.locator("#model").select_option("Llama-3-8B")
+            for beta in ("0.0", "0.4"):
+                cell = frame.locator(f'#effects-table tr[data-value="{beta}"] td[data-col="estimate"]')
+                playwright.expect(cell).to_contain_text(_estimate_gib(cli, "Llama-3-8B", beta))
+            kl = frame.locator('.chart[data-metric="kl"] polyline[data-value="0.0"]')
+            playwright.expect(kl).to_have_count(0)  # β = 0 holds no reference: no KL line, not a line at 0
+            browser.close()
+    finally:
+        app.close()
+    assert errors == []
+    assert all((tmp_path / f"effects-{knob}.png").stat().st_size > 10_000 for knob in atlas["knobs"])
+    _keep_screenshots(tmp_path)
 
 
 def _pass_at_1(runs_root: Path, beta: str) -> str:
@@ -40,6 +129,7 @@ def test_views_in_a_browser(
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
+            page.get_by_role("tab", name="One run").click()
             answer = page.locator("#knobs-answer")
             # the first value of every knob is the beta=0.0 run
             playwright.expect(answer).to_contain_text("beta=0.0 ", timeout=60_000)
@@ -103,7 +193,8 @@ def test_views_in_a_browser(
     _keep_screenshots(tmp_path)
 
 
-SCREENSHOTS = {"knobs-beta0.04.png": "knobs.png", "live.png": "live.png", "memory.png": "memory.png",
+SCREENSHOTS = {"effects-beta.png": "effects-beta.png", "effects-algorithm.png": "effects-algorithm.png",
+               "effects-fidelity.png": "effects-fidelity.png", "knobs-beta0.04.png": "one-run.png", "live.png": "live.png", "memory.png": "memory.png",
                "passk.png": "passk.png", "one-step.png": "one-step.png", "paradigms.png": "paradigms.png",
                "verifiers.png": "verifiers.png"}  # fmt: skip
 """This test's screenshots -> the names docs/lab.md shows."""
@@ -115,4 +206,5 @@ def _keep_screenshots(taken: Path) -> None:
     keep = os.environ.get("RLVR_LAB_SCREENSHOTS")
     if keep:
         for name, saved_as in SCREENSHOTS.items():
-            shutil.copy(taken / name, Path(keep) / saved_as)
+            if (taken / name).is_file():  # each test keeps the pictures it took
+                shutil.copy(taken / name, Path(keep) / saved_as)

@@ -1,6 +1,8 @@
 """The Gradio page of `rlvr lab`: tabs that read run directories and call rlvr's library functions.
 
-Knobs -> effects: pick knob values, see the matching run's measured numbers and curves.
+Knobs -> effects: pick a knob, see all its values side by side (curves, table, readings) from the
+                 shipped atlas of real runs and your own runs (effects.py, drawn in the browser).
+One run:         pick knob values, see the matching run's measured numbers and curves.
 Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
 Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
 pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
@@ -23,7 +25,9 @@ from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
 from rlvr.lab.breaks import COLUMNS as HOSTILE_COLUMNS
 from rlvr.lab.breaks import HACK_COLUMNS, HOSTILE, hacked_examples, hacked_runs, judge_hostile
-from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval
+from rlvr.lab.effects import page_data
+from rlvr.lab.effects_page import render as render_effects
+from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval, short_names
 from rlvr.lab.live import LiveRuns
 from rlvr.lab.paradigms import (
     COMPARE_COMMAND,
@@ -134,6 +138,22 @@ def _plot(gr: Any, title: str, caption: str) -> Any:
     return gr.LinePlot(x="step", y="value", color="metric", title=title, label=caption)
 
 
+def effects_frame(root: Path) -> str:
+    """The first page (effects_page.render) in an iframe: its script redraws a knob change in the
+    browser, with no call to the server. Re-reading the runs under root needs a server call."""
+    page = render_effects(page_data(root))
+    return (
+        f'<iframe id="effects-frame" title="knobs and their effects" srcdoc="{html.escape(page)}" '
+        'style="width: 100%; height: 1500px; border: 0"></iframe>'
+    )
+
+
+def _effects_tab(gr: Any, root: Path) -> Any:
+    frame = gr.HTML(effects_frame(root), elem_id="effects")
+    gr.Button("Re-read your runs", size="sm").click(lambda: effects_frame(root), None, frame, api_name="effects")
+    return frame
+
+
 def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> tuple[list[Any], list[Any]]:
     gr.Markdown(
         "Pick knob values; the lab shows the finished run with exactly those settings, read from "
@@ -218,19 +238,25 @@ def _memory_tab(gr: Any) -> None:
     gr.Button("Estimate").click(memory_table, [model, algorithm], table, api_name="memory")
 
 
-def passk_answer(path: str | None) -> tuple[str, pd.DataFrame]:
-    """Markdown and the curve frame of one eval.json."""
-    report = read_eval(path) if path else None
-    if report is None:
+def passk_answer(paths: str | list[str] | None) -> tuple[str, pd.DataFrame]:
+    """Markdown and the curve frame of one or several eval.json (several: one plot, curves labelled by run)."""
+    chosen = [paths] if isinstance(paths, str) else list(paths or [])
+    found = [(Path(p), read_eval(p)) for p in chosen if p]
+    found = [(path, report) for path, report in found if report is not None]
+    if not found:
         return (
             "No eval.json chosen. Make one with `rlvr eval --model RUN/final --base tiny-arith --out RUN/eval`.",
             pd.DataFrame([], columns=["k", "series", "value"]),
         )
-    text = (
-        f"`{path}`: {report.get('num_queries')} held-out {report.get('task')} queries, n={report.get('n')} "
-        f"samples each at T={report.get('temperature')}. {crossing_text(report)}"
-    )
-    return text, pd.DataFrame(passk_rows(report), columns=["k", "series", "value"])
+    names = short_names([path for path, _ in found]) if len(found) > 1 else [""]
+    lines, rows = [], []
+    for (path, report), name in zip(found, names, strict=True):
+        lines.append(
+            f"{f'**{name}**: ' if name else ''}`{path}`: {report.get('num_queries')} held-out {report.get('task')} "
+            f"queries, n={report.get('n')} samples each at T={report.get('temperature')}. {crossing_text(report)}"
+        )
+        rows += passk_rows(report, f"{name}: " if name else "")
+    return "\n\n".join(lines), pd.DataFrame(rows, columns=["k", "series", "value"])
 
 
 def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
@@ -241,9 +267,10 @@ def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
     )
     evals = [str(p) for p in find_evals(root)]
     choice = gr.Dropdown(
-        choices=evals or [""],
-        value=(evals or [""])[0],
-        label="eval.json (from `rlvr eval`)",
+        choices=evals,
+        value=evals[:1],
+        multiselect=True,
+        label="eval.json (from `rlvr eval`); pick several to put their curves on one plot",
         allow_custom_value=True,
         elem_id="eval-choice",
     )
@@ -421,6 +448,8 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
     with gr.Blocks(title="rlvr lab", analytics_enabled=False) as app:
         gr.Markdown("# rlvr lab\nEvery number here is measured by a real run or computed by rlvr's own estimator.")
         with gr.Tab("Knobs -> effects"):
+            _effects_tab(gr, root)
+        with gr.Tab("One run"):
             dropdowns, outputs = _knobs_tab(gr, root, scan_runs(root))
         with gr.Tab("Run live"):
             _live_tab(gr, live, dropdowns)

@@ -28,14 +28,24 @@ def read_eval(path: str | Path) -> dict[str, Any] | None:
     return report if isinstance(report, dict) and {"k", "models"} <= report.keys() else None
 
 
-def passk_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Long-form rows {k, series, value}; series is '<model> <curve>', e.g. 'base CoT-pass@k'."""
+def passk_rows(report: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
+    """Long-form rows {k, series, value}; series is '<prefix><model> <curve>', e.g. 'base CoT-pass@k'."""
     rows = []
     for label, model in report["models"].items():
         for key, name in CURVE_NAMES.items():
             for k, value in zip(report["k"], model.get(key) or [], strict=False):
-                rows.append({"k": k, "series": f"{label} {name}", "value": value})
+                rows.append({"k": k, "series": f"{prefix}{label} {name}", "value": value})
     return rows
+
+
+def short_names(paths: list[Path]) -> list[str]:
+    """Labels that tell several eval.json apart: the shortest tails of their folders that differ."""
+    folders = [path.parent.parts for path in paths]
+    for depth in range(1, max((len(parts) for parts in folders), default=1) + 1):
+        names = ["/".join(parts[-depth:]) for parts in folders]
+        if len(set(names)) == len(names):
+            return names
+    return [str(path) for path in paths]
 
 
 def crossing_text(report: dict[str, Any]) -> str:

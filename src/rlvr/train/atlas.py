@@ -165,24 +165,10 @@ def build_atlas(
     out = Path(out)
     knobs = list(knobs or KNOBS)
     runs = plan(knobs, list(seeds), steps)
-    jobs = jobs or max(1, os.cpu_count() or 1)
     todo = [run for run in runs if not (out / "runs" / run.dir_name / "summary.json").is_file()]
-    commit = _commit()  # the code that trains the runs, whatever is committed while they run
+    commit = checkout_commit()  # the code that trains the runs, whatever is committed while they run
     started = time.perf_counter()
-    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="atlas", unit="run", disable=not progress)
-    failed = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(_train, run, out): run for run in todo}
-        for future in as_completed(futures):
-            if future.result() != 0:
-                failed.append(futures[future].dir_name)
-            bar.update(1)
-    bar.close()
-    if failed:
-        raise AtlasError(
-            f"{len(failed)} atlas run(s) failed, first {failed[0]}: see {out / 'runs' / failed[0]} "
-            "and run the same command again to retry them"
-        )
+    run_all(out, runs, jobs=jobs, progress=progress, desc="atlas")
     index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, len(todo), command, commit)
     _previous = out / "atlas.json"
     if _previous.is_file():  # a resumed build: its time and runs are the sum of its parts
@@ -201,6 +187,27 @@ def dump(index: dict) -> str:
     head = json.dumps({key: value for key, value in index.items() if key != "runs"}, indent=2)
     cards = ",\n".join(f"    {json.dumps(name)}: {json.dumps(card)}" for name, card in index["runs"].items())
     return head[: -len("\n}")] + ',\n  "runs": {\n' + cards + "\n  }\n}\n"
+
+
+def run_all(out: Path, runs: list[AtlasRun], *, jobs: int | None, progress: bool, desc: str) -> None:
+    """Make every run not finished yet (summary.json), `jobs` side by side (default one per core),
+    with a progress bar; raise AtlasError naming the first that failed."""
+    jobs = jobs or max(1, os.cpu_count() or 1)
+    todo = [run for run in runs if not (out / "runs" / run.dir_name / "summary.json").is_file()]
+    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc=desc, unit="run", disable=not progress)
+    failed = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_train, run, out): run for run in todo}
+        for future in as_completed(futures):
+            if future.result() != 0:
+                failed.append(futures[future].dir_name)
+            bar.update(1)
+    bar.close()
+    if failed:
+        raise AtlasError(
+            f"{len(failed)} run(s) failed, first {failed[0]}: see {out / 'runs' / (failed[0] + '.log')} "
+            "and run the same command again to retry them"
+        )
 
 
 def _train(run: AtlasRun, out: Path) -> int:
@@ -296,7 +303,13 @@ def run_card(run_dir: str | Path) -> dict | None:
     }
 
 
-def _commit() -> str | None:
+def provenance(commit: str | None) -> dict:
+    """What labels a result: date, rlvr version, the commit that made it, the machine."""
+    return {"date": datetime.date.today().isoformat(), "rlvr": metadata.version("rlvr"), "commit": commit,
+            "machine": f"{_cpu_name()}, {os.cpu_count()} cores"}  # fmt: skip
+
+
+def checkout_commit() -> str | None:
     """The repository's commit when rlvr runs from a git checkout (None otherwise)."""
     try:
         done = subprocess.run(
@@ -331,8 +344,7 @@ def _index(
     return {
         "schema": SCHEMA,
         "command": command,
-        "made": {"date": datetime.date.today().isoformat(), "rlvr": metadata.version("rlvr"), "commit": commit,
-                 "machine": f"{_cpu_name()}, {os.cpu_count()} cores"},
+        "made": provenance(commit),
         "steps": steps,
         "seeds": list(seeds),
         "base": BASE,
