@@ -718,6 +718,59 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reproduce",
+        help="measure a published claim about RLVR end to end (controls, pass@k sharpening, length bias)",
+        description="Run one study end to end: its arms over several seeds (single-thread runs side by side; "
+        "an interrupted study resumes), pass@k evaluations where the claim needs them, then print each "
+        "paper's claim beside the measured numbers and write <out>/reproduce.json and <out>/reproduce.png. "
+        "`rlvr reproduce --list` names the studies and their time on 2 cores.",
+    )
+    p.add_argument("name", nargs="?", help="the study (see --list)")
+    p.add_argument("--list", action="store_true", help="list the studies and exit")
+    p.add_argument("--out", help="study folder: runs/, reproduce.json, reproduce.png (default runs/reproduce/NAME)")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
+    p.add_argument("--steps", type=int, help="training steps per run (default: the study's, see --list)")
+    p.add_argument("--jobs", type=int, help="runs side by side, one torch thread each (default: one per core)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_reproduce)
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from rlvr.train.reproduce import STUDIES, reproduce
+    from rlvr.train.sweep import parse_seeds
+
+    if args.list:
+        for study in STUDIES.values():
+            arms = ", ".join(arm.value for arm in study.arms)
+            print(f"{study.name:<12} {study.title}\n{'':<12} arms: {arms}; {study.steps} steps; about "
+                  f"{study.minutes} min on 2 cores with seeds 0,1,2")  # fmt: skip
+        return 0
+    if not args.name:
+        raise UsageError(f"name a study: rlvr reproduce NAME, one of {', '.join(STUDIES)} (or --list)")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: must be >= 1")
+    out = Path(args.out or Path("runs") / "reproduce" / args.name)
+    command = "rlvr reproduce " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "reproduce" else None
+    card = reproduce(
+        args.name,
+        out,
+        seeds=tuple(parse_seeds(args.seeds)),
+        steps=args.steps,
+        jobs=args.jobs,
+        progress=not args.quiet,
+        command=command,
+    )
+    print(f"{card['title']} ({len(card['seeds'])} seeds x {card['steps']} steps, {card['wall_s']:.0f} s)")
+    for claim in card["claims"]:
+        print(f"  claimed, {claim['source']}: {claim['text']}")
+    for line in card["measured"]:
+        print(f"  measured here: {line}")
+    print(f"card: {out / 'reproduce.json'}, {out / 'reproduce.png'}")
+    return 0
+
+
 def _lab_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "lab",
@@ -752,6 +805,7 @@ def build_parser() -> argparse.ArgumentParser:
     _grad_variance_parser(sub)
     _sweep_parser(sub)
     _atlas_parser(sub)
+    _reproduce_parser(sub)
     _compare_parser(sub)
     _lab_parser(sub)
     return parser

@@ -229,7 +229,7 @@ def _train(run: AtlasRun, out: Path) -> int:
 SCHEMA = "rlvr.atlas/1"
 
 CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate",
-          "completions/mean_length", "completions/wrong_mean_length", "time/step")  # fmt: skip
+          "completions/mean_length", "completions/correct_mean_length", "completions/wrong_mean_length", "time/step")  # fmt: skip
 """Per-step metrics a run card keeps (docs/metrics.md); a metric the run did not log is left out."""
 
 EVALS = ("pass@1", "greedy", "gold_pass@1", "gold_greedy", "hacking_rate", "unscorable")

@@ -1,0 +1,404 @@
+"""`rlvr reproduce NAME`: a published claim about RLVR, measured end to end on this machine.
+
+    rlvr reproduce --list
+    rlvr reproduce controls --out runs/reproduce/controls
+
+A study is a few arms (configurations), each trained over several seeds by `rlvr train` in
+processes of their own, side by side (the atlas's runner, so a study resumes after an interruption
+too), then, where the claim is about pass@k, evaluated by `rlvr eval` against the base model. The
+study's report sets each paper's claim beside the numbers measured here, mean ± standard deviation
+over seeds, and writes a card: ``<out>/reproduce.json`` and ``<out>/reproduce.png``.
+
+Every held-out number is judged by the gold verifier: sampled pass@1 (n = 4 at T = 1) and greedy
+accuracy side by side, before training and after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr.config import load_config
+from rlvr.errors import UserError
+from rlvr.train.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
+
+PASSK = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+"""The k of a pass@k study (Yue et al. 2025 go to k = 256); n = 256 samples per held-out query."""
+
+
+class ReproduceError(UserError):
+    """An unknown study, or bad seeds."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    source: str
+    """Paper, as cited in REFERENCES.md."""
+    text: str
+    """What it reports, in its own setting."""
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    title: str
+    claims: tuple[Claim, ...]
+    arms: tuple[Setting, ...]
+    """Each arm is a configuration: a preset (or the default) and overrides (Setting.knob = the study)."""
+    steps: int
+    minutes: int
+    """What the whole study takes on 2 cores, measured (docs/results.md)."""
+    passk_arms: tuple[str, ...] = ()
+    """Arms whose trained models `rlvr eval` compares with the base at k = 1..256."""
+    report: Callable[[dict[str, list[dict]]], list[str]] = field(default=lambda arms: [], repr=False)
+    """Lines that set the measurements beside the claims, from {arm: [run results]}."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers every report uses
+
+
+def _spread(values: list[float | None]) -> tuple[float, float | None] | None:
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return None
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None)
+
+
+def _fmt(stat: tuple[float, float | None] | None, scale: float = 100.0, unit: str = "%", signed: bool = False) -> str:
+    """mean ± sd with its unit, e.g. "70.0 ± 14.1%" or "+30.0 ± 14.1 points"."""
+    if stat is None:
+        return "n/a"
+    mean, sd = stat
+    text = f"{scale * mean:{'+' if signed else ''}.1f}"
+    return (text if sd is None else f"{text} ± {scale * sd:.1f}") + unit
+
+
+def _held_out(run: dict, key: str, which: int) -> float | None:
+    evals = run["card"]["evals"]
+    return evals[key][which] if evals["step"] and key in evals else None
+
+
+def accuracy_line(label: str, runs: list[dict]) -> str:
+    """Sampled pass@1 and greedy accuracy (gold), base -> final, mean ± sd over seeds."""
+    cells = {
+        f"{what} {when}": _spread([_held_out(r, key, i) for r in runs])
+        for what, key in (("pass@1", "gold_pass@1"), ("greedy", "gold_greedy"))
+        for when, i in (("base", 0), ("final", -1))
+    }
+    gain = _spread([_held_out(r, "gold_pass@1", -1) - _held_out(r, "gold_pass@1", 0) for r in runs])
+    drop = _spread([_held_out(r, "gold_greedy", -1) - _held_out(r, "gold_greedy", 0) for r in runs])
+    return (
+        f"{label}: pass@1 {_fmt(cells['pass@1 base'])} -> {_fmt(cells['pass@1 final'])} "
+        f"({_fmt(gain, unit=' points', signed=True)}); greedy {_fmt(cells['greedy base'])} -> {_fmt(cells['greedy final'])} "
+        f"({_fmt(drop, unit=' points', signed=True)}) [{len(runs)} seeds]"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The studies
+
+
+def _bounds(runs: list[dict], key: str) -> tuple[float, float]:
+    """The mean change (final - base) minus and plus two standard errors over seeds (one seed: the change)."""
+    changes = [_held_out(r, key, -1) - _held_out(r, key, 0) for r in runs]
+    mean = statistics.fmean(changes)
+    margin = 2 * statistics.stdev(changes) / len(changes) ** 0.5 if len(changes) > 1 else 0.0
+    return mean - margin, mean + margin
+
+
+KEEP = 0.02
+"""A greedy drop under 2 points (2 of 100 held-out queries) counts as keeping greedy accuracy."""
+
+
+def _change(runs: list[dict], key: str) -> tuple[float, float | None]:
+    return _spread([_held_out(r, key, -1) - _held_out(r, key, 0) for r in runs])
+
+
+def raises(runs: list[dict], key: str = "gold_pass@1") -> bool:
+    """The mean change is above zero by more than two standard errors over seeds."""
+    return _bounds(runs, key)[0] > 0
+
+
+def lowers(runs: list[dict], key: str = "gold_greedy") -> bool:
+    """The mean change is below zero by more than two standard errors over seeds."""
+    return _bounds(runs, key)[1] < 0
+
+
+def _controls_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    others = [arm for arm in arms if arm != "gold" and raises(arms[arm])]
+    if raises(arms["gold"]) and not others:
+        reading = ("only the accurate reward raises gold pass@1 (mean gain above two standard errors), as Wu et al. "
+                   "found on clean arithmetic and Shao et al. on Llama3 and OLMo2; the spurious-reward gains of "
+                   "Qwen2.5-Math do not appear on this base")  # fmt: skip
+    else:
+        reading = f"arms whose gold pass@1 gain is above two standard errors: {', '.join(others) or 'none'}"
+    return [*lines, f"reading: {reading}"]
+
+
+def _sharpening_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    for arm, runs in arms.items():
+        reports = [r["eval"] for r in runs if r.get("eval")]
+        if not reports:
+            continue
+        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
+            ks = reports[0]["k"]
+            base = [statistics.fmean(r["models"]["base"][key][i] for r in reports) for i in range(len(ks))]
+            model = [statistics.fmean(r["models"]["model"][key][i] for r in reports) for i in range(len(ks))]
+            cross = next((k for k, b, m in zip(ks, base, model, strict=True) if b >= m), None)
+            lines.append(
+                f"{arm} {name} (mean of {len(reports)} seeds, base -> trained): "
+                + ", ".join(f"k={k} {100 * b:.1f}->{100 * m:.1f}" for k, b, m in zip(ks, base, model, strict=True))
+                + "; "
+                + (f"the base catches up at k={cross}" if cross else "the base stays below at every k")
+            )
+    keeps = [
+        f"{arm} (greedy {_fmt(_change(runs, 'gold_greedy'), unit=' points', signed=True)})"
+        for arm, runs in arms.items()
+        if raises(runs) and (not lowers(runs) or _change(runs, "gold_greedy")[0] >= -KEEP)
+    ]
+    lines.append(
+        f"raises pass@1 and keeps greedy (no drop beyond two standard errors, or under {100 * KEEP:.0f} points): "
+        + (", ".join(keeps) if keeps else "none of these arms")
+    )
+    return lines
+
+
+def _length_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines, growth = [], {}
+    for arm, runs in arms.items():
+        early = [_window(r, "completions/wrong_mean_length", 0, 10) for r in runs]
+        late = [_window(r, "completions/wrong_mean_length", -10, None) for r in runs]
+        right = _spread([_window(r, "completions/correct_mean_length", -10, None) for r in runs])
+        growth[arm] = [b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None]
+        lines.append(
+            f"{arm}: wrong answers {_fmt(_spread(early), 1, ' tokens')} (steps 1-10) -> "
+            f"{_fmt(_spread(late), 1, ' tokens')} (last 10 steps); right answers in the last 10 steps "
+            f"{_fmt(right, 1, ' tokens')}"
+        )
+    (first, a), (second, b) = list(growth.items())[:2]
+    if len(a) > 1 and len(b) > 1:
+        diff = statistics.fmean(a) - statistics.fmean(b)
+        se = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
+        verdict = "beyond" if abs(diff) > 2 * se else "within"
+        lines.append(
+            f"reading: wrong answers grew {diff:+.2f} ± {se:.2f} tokens more under {first} than under {second}, "
+            f"{verdict} two standard errors"
+        )
+    return lines
+
+
+def _window(run: dict, key: str, start: int, stop: int | None) -> float | None:
+    xs = [x for x in run["card"]["curves"].get(key, [])[start:stop] if x is not None]
+    return statistics.fmean(xs) if xs else None
+
+
+NOISY = ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")
+
+STUDIES: dict[str, Study] = {
+    study.name: study
+    for study in (
+        Study(
+            "controls",
+            "Spurious rewards: does a reward that ignores correctness still teach?",
+            (
+                Claim("Shao et al. 2025 (arXiv 2506.10947)",
+                      "Qwen2.5-Math-7B on MATH-500: ground truth +28.8, random reward +21.4, format-only +13.8 "
+                      "points; no gains on Llama3 or OLMo2"),
+                Claim("Wu et al. 2025 (arXiv 2507.10532)",
+                      "on a clean arithmetic generator only accurate rewards beat the base; random ones do not"),
+            ),
+            (
+                Setting("controls", "gold"),
+                Setting("controls", "random reward", None, NOISY),
+                Setting("controls", "format only", None, ("reward.correctness_weight=0", "reward.format_weight=1")),
+            ),
+            steps=100,
+            minutes=5,
+            report=_controls_report,
+        ),
+        Study(
+            "sharpening",
+            "Compression or new capability? pass@k of base and trained model up to k = 256",
+            (
+                Claim("Yue et al. 2025 (arXiv 2504.13837)",
+                      "RL wins at small k; the base overtakes it between k of tens and hundreds"),
+                Claim("Wen et al. 2025 (arXiv 2506.14245)", "RLVR raises CoT-pass@k at all k"),
+            ),
+            (
+                Setting("sharpening", "default"),
+                Setting("sharpening", "lr 1e-4", None, ("optim.lr=1e-4",)),
+                Setting("sharpening", "beta 0.4", None, ("algo.beta=0.4",)),
+            ),
+            steps=100,
+            minutes=6,
+            passk_arms=("default",),
+            report=_sharpening_report,
+        ),
+        Study(
+            "length-bias",
+            "Dr. GRPO: per-sequence normalisation lets wrong answers grow long",
+            (
+                Claim("Liu et al. 2025, Dr. GRPO (arXiv 2503.20783)",
+                      "the 1/|o| weighting lets wrong answers grow long; a constant normaliser removes the bias"),
+            ),
+            (
+                Setting("length-bias", "sequence_mean (GRPO)"),
+                Setting("length-bias", "constant (Dr. GRPO)", None, ("algo.aggregation=constant",)),
+            ),
+            steps=100,
+            minutes=3,
+            report=_length_report,
+        ),
+    )
+}  # fmt: skip
+
+# ---------------------------------------------------------------------------------------------
+# Running a study
+
+
+def runs_of(study: Study, seeds: list[int], steps: int | None = None) -> list[AtlasRun]:
+    return [AtlasRun(arm, seed, steps or study.steps) for arm in study.arms for seed in seeds]
+
+
+def _evaluate(out: Path, run: AtlasRun, queries: int) -> int:
+    """`rlvr eval` of one trained run against the base at k = 1..256 (kept if already made)."""
+    run_dir = out / "runs" / run.dir_name
+    if (run_dir / "eval" / "eval.json").is_file():
+        return 0
+    argv = ["eval", "--model", str(run_dir / "final"), "--base", "tiny-arith", "--n", str(PASSK[-1]),
+            "--k", ",".join(map(str, PASSK)), "--num-queries", str(queries), "--out", str(run_dir / "eval"), "--quiet"]  # fmt: skip
+    with open(out / "runs" / f"{run.dir_name}.eval.log", "w") as log:
+        return subprocess.run(
+            [sys.executable, "-m", "rlvr.cli", *argv],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            check=False,
+        ).returncode
+
+
+def reproduce(
+    name: str,
+    out: str | Path,
+    *,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    steps: int | None = None,
+    jobs: int | None = None,
+    progress: bool = True,
+    command: str | None = None,
+    eval_queries: int = 100,
+) -> dict[str, Any]:
+    """Run a study (keeping what is already made) and write its card; return the card. `steps`
+    shortens (or lengthens) every run; `eval_queries` is the pass@k evaluation's held-out size."""
+    if name not in STUDIES:
+        raise ReproduceError(f"unknown study {name!r}; known: {', '.join(STUDIES)} (rlvr reproduce --list)")
+    if len(seeds) < 1:
+        raise ReproduceError("--seeds: give at least one seed")
+    if steps is not None and steps < 2:
+        raise ReproduceError(f"--steps {steps}: a study run needs at least 2 steps")
+    study, out = STUDIES[name], Path(out)
+    runs = runs_of(study, list(seeds), steps)
+    for run in runs:  # a bad arm fails before any run starts
+        load_config(preset_path(run.setting.config), run.overrides)
+    commit, started = checkout_commit(), time.perf_counter()
+    run_all(out, runs, jobs=jobs, progress=progress, desc=name)
+    to_eval = [run for run in runs if run.setting.value in study.passk_arms]
+    with ThreadPoolExecutor(max_workers=jobs or max(1, os.cpu_count() or 1)) as pool:
+        codes = list(pool.map(lambda run: _evaluate(out, run, eval_queries), to_eval))
+    if any(codes):
+        failed = to_eval[codes.index(next(c for c in codes if c))].dir_name
+        raise ReproduceError(f"rlvr eval failed for {failed}: see {out / 'runs' / (failed + '.eval.log')}")
+    arms: dict[str, list[dict]] = {}
+    for run in runs:
+        run_dir = out / "runs" / run.dir_name
+        evaluation = run_dir / "eval" / "eval.json"
+        arms.setdefault(run.setting.value, []).append(
+            {
+                "dir": f"runs/{run.dir_name}",
+                "seed": run.seed,
+                "card": run_card(run_dir),
+                "eval": json.loads(evaluation.read_text()) if evaluation.is_file() else None,
+            }
+        )
+    card = {
+        "study": study.name,
+        "title": study.title,
+        "command": command,
+        "made": provenance(commit),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "seeds": list(seeds),
+        "steps": steps or study.steps,
+        "claims": [{"source": c.source, "text": c.text} for c in study.claims],
+        "measured": study.report(arms),
+        "arms": {
+            arm: [{k: v for k, v in r.items() if k != "eval"} | {"eval": _passk(r["eval"])} for r in results]
+            for arm, results in arms.items()
+        },  # fmt: skip
+    }
+    previous = out / "reproduce.json"
+    if previous.is_file():  # a resumed study: its time is the sum of its parts
+        try:
+            card["wall_s"] = round(card["wall_s"] + float(json.loads(previous.read_text()).get("wall_s") or 0), 1)
+        except (ValueError, TypeError):
+            pass  # an unreadable card is replaced
+    previous.write_text(json.dumps(card, indent=1) + "\n")
+    draw_card(card, out / "reproduce.png")
+    return card
+
+
+def _passk(report: dict | None) -> dict | None:
+    """The pass@k curves of an eval.json (base and trained), without its per-query detail."""
+    if report is None:
+        return None
+    return {"k": report["k"], "models": {m: {key: v.get(key) for key in ("pass@k", "cot_pass@k")}
+                                          for m, v in report["models"].items()}}  # fmt: skip
+
+
+def draw_card(card: dict[str, Any], path: Path) -> None:
+    """The card's picture: held-out pass@1 (gold) over training per arm, and pass@k where measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with_passk = [(arm, runs) for arm, runs in card["arms"].items() if any(r["eval"] for r in runs)]
+    fig, axes = plt.subplots(1, 2 if with_passk else 1, figsize=(11 if with_passk else 6, 4), squeeze=False)
+    ax = axes[0][0]
+    for arm, runs in card["arms"].items():
+        curves = [r["card"]["evals"] for r in runs if r["card"]]
+        steps = curves[0]["step"]
+        values = [[c["gold_pass@1"][i] for c in curves] for i in range(len(steps))]
+        mean = [statistics.fmean(v) for v in values]
+        ax.plot(steps, mean, marker="o", label=arm)
+        ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], alpha=0.15)
+    ax.set(xlabel="step", ylabel="held-out pass@1 (gold)", title=f"rlvr reproduce {card['study']}", ylim=(0, 1))
+    ax.legend(fontsize=8)
+    if with_passk:
+        ax = axes[0][1]
+        for arm, runs in with_passk:
+            reports = [r["eval"] for r in runs if r["eval"]]
+            ks = reports[0]["k"]
+            for model, style in (("base", "--"), ("model", "-")):
+                for key, marker in (("pass@k", "o"), ("cot_pass@k", "s")):
+                    if reports[0]["models"][model].get(key) is None:
+                        continue
+                    mean = [statistics.fmean(r["models"][model][key][i] for r in reports) for i in range(len(ks))]
+                    label = f"{arm} {'base' if model == 'base' else 'trained'} {key.replace('_', '-')}"
+                    ax.plot(ks, mean, style, marker=marker, markersize=3, label=label)
+        ax.set(xscale="log", xlabel="k samples", ylabel="held-out pass@k", title="pass@k, mean over seeds", ylim=(0, 1))
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,104 @@
+"""`rlvr reproduce`: the studies' arms, their reports' arithmetic, and real small studies end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlvr.config import load_config
+from rlvr.train.atlas import preset_path
+from rlvr.train.reproduce import PASSK, STUDIES, ReproduceError, accuracy_line, lowers, raises, reproduce
+
+
+@pytest.mark.parametrize("name", list(STUDIES))
+def test_every_arm_of_every_study_is_a_valid_configuration(name: str) -> None:
+    study = STUDIES[name]
+    assert len(study.arms) >= 2 and study.claims and study.minutes > 0
+    for arm in study.arms:
+        load_config(preset_path(arm.config), list(arm.overrides))
+    assert set(study.passk_arms) <= {arm.value for arm in study.arms}
+
+
+def test_the_control_arms_change_only_the_reward() -> None:
+    arms = {arm.value: arm for arm in STUDIES["controls"].arms}
+    random = load_config(None, list(arms["random reward"].overrides))
+    assert (random.reward.fidelity, random.reward.false_positive_rate, random.reward.false_negative_rate) == (
+        "noisy", 0.5, 0.5)  # fmt: skip
+    fmt = load_config(None, list(arms["format only"].overrides))
+    assert (fmt.reward.correctness_weight, fmt.reward.format_weight) == (0.0, 1.0)
+    assert arms["gold"].overrides == ()
+
+
+def _run(base: float, final: float, greedy: tuple[float, float]) -> dict:
+    evals = {"step": [0, 100], "gold_pass@1": [base, final], "gold_greedy": list(greedy)}
+    return {"card": {"evals": evals, "curves": {}}}
+
+
+def test_an_accuracy_line_is_mean_and_spread_over_seeds() -> None:
+    line = accuracy_line("gold", [_run(0.4, 0.8, (1.0, 0.9)), _run(0.4, 0.6, (1.0, 0.8))])
+    # finals 0.8 and 0.6: mean 70.0%, sample sd 14.1; gains +40 and +20: 30.0 ± 14.1 points
+    assert "pass@1 40.0 ± 0.0% -> 70.0 ± 14.1% (+30.0 ± 14.1 points)" in line
+    assert "greedy 100.0 ± 0.0% -> 85.0 ± 7.1% (-15.0 ± 7.1 points)" in line and "[2 seeds]" in line
+
+
+def test_a_change_counts_only_beyond_two_standard_errors() -> None:
+    steady = [_run(0.4, 0.6, (1.0, 0.98)), _run(0.4, 0.62, (1.0, 1.0)), _run(0.4, 0.58, (1.0, 0.99))]
+    assert raises(steady) and not lowers(steady)  # +20 points every seed; greedy -1 +- 0.6: noise
+    noisy = [_run(0.4, 0.7, (1.0, 0.8)), _run(0.4, 0.2, (1.0, 0.8)), _run(0.4, 0.45, (1.0, 0.8))]
+    assert not raises(noisy) and lowers(noisy)  # +30, -20, +5 points: no sign; greedy -20 every seed
+
+
+def test_bad_requests_are_refused_before_any_run(tmp_path: Path, cli) -> None:
+    done = cli("reproduce", "nope", "--out", str(tmp_path))
+    assert done.returncode == 2 and "unknown study 'nope'" in done.stderr
+    assert cli("reproduce").returncode == 2
+    done = cli("reproduce", "controls", "--steps", "1", "--out", str(tmp_path))
+    assert done.returncode == 2 and "at least 2 steps" in done.stderr
+    assert not (tmp_path / "runs").exists()
+    with pytest.raises(ReproduceError, match="at least one seed"):
+        reproduce("controls", tmp_path, seeds=())
+
+
+def test_list_names_every_study_with_its_time(cli) -> None:
+    done = cli("reproduce", "--list")
+    assert done.returncode == 0
+    for study in STUDIES.values():
+        assert study.name in done.stdout and f"about {study.minutes} min" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_pass_at_k_study_end_to_end(tmp_path: Path) -> None:
+    card = reproduce("sharpening", tmp_path, seeds=(0,), steps=2, jobs=2, progress=False, eval_queries=4)
+    saved = json.loads((tmp_path / "reproduce.json").read_text())
+    assert saved["measured"] == card["measured"] and saved["made"]["machine"] and saved["made"]["rlvr"]
+    assert (tmp_path / "reproduce.png").stat().st_size > 10_000
+    arms = {arm.value for arm in STUDIES["sharpening"].arms}
+    assert set(card["arms"]) == arms
+    (default,) = card["arms"]["default"]
+    evaluation = json.loads((tmp_path / default["dir"] / "eval" / "eval.json").read_text())
+    assert evaluation["k"] == list(PASSK) and evaluation["num_queries"] == 4
+    assert default["eval"]["models"]["base"]["pass@k"] == evaluation["models"]["base"]["pass@k"]
+    assert all(r["eval"] is None for arm in arms - {"default"} for r in card["arms"][arm])  # pass@k only where claimed
+    summary = json.loads((tmp_path / default["dir"] / "summary.json").read_text())
+    line = next(line for line in card["measured"] if line.startswith("default:"))
+    assert f"-> {100 * summary['final']['gold_pass@1']:.1f}%" in line  # one seed: no spread
+    passk = next(line for line in card["measured"] if line.startswith("default pass@k"))
+    base, model = evaluation["models"]["base"]["pass@k"][-1], evaluation["models"]["model"]["pass@k"][-1]
+    assert f"k=256 {100 * base:.1f}->{100 * model:.1f}" in passk
+
+
+@pytest.mark.slow
+def test_a_study_from_the_command_line_prints_claims_beside_measurements(tmp_path: Path, cli) -> None:
+    done = cli("reproduce", "length-bias", "--seeds", "0", "--steps", "2", "--out", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "claimed, Liu et al. 2025, Dr. GRPO" in done.stdout
+    measured = [line for line in done.stdout.splitlines() if "measured here" in line]
+    assert len(measured) == 2 and all("wrong answers" in line for line in measured)
+    card = json.loads((tmp_path / "reproduce.json").read_text())
+    assert [c["source"] for c in card["claims"]] == [c.source for c in STUDIES["length-bias"].claims]
+    # a second call keeps the finished runs: nothing is trained again
+    logs = {p: p.stat().st_mtime for p in (tmp_path / "runs").glob("*.log")}
+    again = cli("reproduce", "length-bias", "--seeds", "0", "--steps", "2", "--out", str(tmp_path), "--quiet")
+    assert again.returncode == 0 and {p: p.stat().st_mtime for p in logs} == logs
