@@ -133,8 +133,29 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed, the same for both models (default 0)")
     p.add_argument("--out", default="eval", help="folder for eval.json and passk.png (default ./eval)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"the held-out task and sampling length, as `rlvr train` takes them: {', '.join(EVAL_SETTABLE)} "
+        "(e.g. --set task.operands=5 to evaluate longer chains than training saw)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_eval)
+
+
+EVAL_SETTABLE = ("task.operands", "task.digits", "task.max_value", "task.data_seed", "rollout.max_new_tokens")
+"""The config fields `rlvr eval --set` takes: those that decide the held-out queries and their length."""
+
+
+def eval_set_problem(overrides: list[str]) -> str | None:
+    """The message for the first `rlvr eval --set` key eval does not take, or None."""
+    for item in overrides:
+        if item.split("=", 1)[0].strip() not in EVAL_SETTABLE:
+            return f"--set {item}: rlvr eval takes only {', '.join(EVAL_SETTABLE)}"
+    return None
 
 
 def _parse_ks(text: str, n: int) -> list[int]:
@@ -157,9 +178,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.temperature <= 0:
         raise UsageError("--temperature must be > 0 (pass@k is estimated from sampled completions)")
     ks = _parse_ks(args.k, args.n)
+    from rlvr.config import load_config
+
+    outside = eval_set_problem(args.overrides)
+    if outside:
+        raise UsageError(outside)
+    cfg = load_config(None, args.overrides)  # the trainer's own validation of each value
     for flag, name in (("--model", args.model), ("--base", args.base)):
         if name and name != "tiny-arith" and not (Path(name).expanduser() / "config.json").is_file():
             raise UsageError(f"{flag} {name}: neither 'tiny-arith' nor a directory with a Hugging Face config.json")
+    from rlvr.tasks.arith import ArithSpec
     from rlvr.train.passk_eval import evaluate_passk
 
     _quiet_hugging_face()
@@ -179,6 +207,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         out=out,
         progress=not args.quiet,
+        spec=ArithSpec(operands=cfg.task.operands, digits=cfg.task.digits, max_value=cfg.task.max_value),
+        data_seed=cfg.task.data_seed,
+        max_new_tokens=cfg.rollout.max_new_tokens,
     )
     print(format_eval_table(report))
     print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")

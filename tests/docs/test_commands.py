@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.cli import build_parser, main
+from rlvr.cli import build_parser, eval_set_problem, main
 from rlvr.config import RunConfig, apply_mapping, load_config, parse_override
 from rlvr.errors import UserError
 from rlvr.train.sweep import parse_grid, parse_seeds, plan
@@ -137,6 +137,8 @@ def _config_problem(args) -> str | None:
             return f"--replay recomputes only algo.* settings, not {', '.join(outside)}"
     if args.command == "train" and args.seed is not None:
         overrides.append(f"train.seed={args.seed}")
+    if args.command == "eval" and eval_set_problem(overrides):
+        return eval_set_problem(overrides)
     try:
         for text in overrides:  # each key exists and its value has the field's type
             section, name, value = parse_override(text)
@@ -197,7 +199,8 @@ def test_documented_command_is_accepted(command: DocCommand):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("rlvr eval --model m --set algo.beta=0.1", "unrecognized arguments: --set algo.beta=0.1"),
+        ("rlvr eval --model m --set algo.beta=0.1", "--set algo.beta=0.1: rlvr eval takes only task.operands"),
+        ("rlvr eval --model m --sets task.operands=5", "unrecognized arguments: --sets task.operands=5"),
         ("rlvr train --set algo.betta=0.1", "unknown config key 'algo.betta'"),
         ("rlvr train --set algo.beta=high  # a comment", "algo.beta must be a number (got 'high')"),
         ("rlvr train --config configs/missing.yaml", "--config configs/missing.yaml: no such file"),

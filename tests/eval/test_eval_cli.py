@@ -61,6 +61,9 @@ def test_eval_writes_json_and_png(base_model_dir, tmp_path):
         (["--n", "0"], "--n and --num-queries must be >= 1"),
         (["--temperature", "0"], "--temperature must be > 0"),
         (["--base", "/nonexistent"], "--base /nonexistent: neither 'tiny-arith' nor a directory"),
+        (["--set", "algo.beta=0.1"], "rlvr eval takes only task.operands"),
+        (["--set", "task.operands=zero"], "task.operands"),
+        (["--set", "task.operands=1"], "task.operands"),
     ],
 )
 def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, base_model_dir, tmp_path, cli):
@@ -73,3 +76,22 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, base_m
 def test_missing_model_dir_is_a_user_error(tmp_path, cli):
     done = cli("eval", "--model", str(tmp_path / "nope"))
     assert done.returncode == 2 and "neither 'tiny-arith' nor a directory" in done.stderr
+
+
+def test_set_evaluates_another_held_out_spec(tmp_path, cli):
+    """--set task.operands=5: the held-out queries are the trainer's for that spec (longer chains)."""
+    from rlvr.tasks.arith import ArithSpec, make_queries
+    from rlvr.train.passk_eval import evaluate_passk
+
+    sets = ("--set", "task.operands=5", "--set", "rollout.max_new_tokens=64")
+    done = cli("eval", "--model", "tiny-arith", "--n", "2", "--k", "1,2", "--num-queries", "3", *sets,
+               "--out", str(tmp_path / "ev"), "--quiet")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert report["spec"]["operands"] == 5 and report["max_new_tokens"] == 64
+    expected = make_queries(3, split="heldout", seed=0, spec=ArithSpec(operands=5))
+    assert all(q.prompt.count("(") == 3 for q in expected)  # 5 operands: 4 operations, 3 parentheses
+    direct = evaluate_passk("tiny-arith", base=None, task="arith", n=2, ks=[1, 2], num_queries=3, temperature=1.0,
+                            seed=0, out=tmp_path / "direct", progress=False, spec=ArithSpec(operands=5),
+                            max_new_tokens=64)  # fmt: skip
+    assert direct["models"]["model"]["per_query"] == report["models"]["model"]["per_query"]

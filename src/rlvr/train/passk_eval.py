@@ -21,7 +21,7 @@ from rlvr.eval.curves import QueryCounts, crossing_k, curves
 from rlvr.eval.plots import plot_passk
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
-from rlvr.tasks.arith import make_queries
+from rlvr.tasks.arith import ArithSpec, make_queries
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
 
@@ -79,6 +79,7 @@ def _evaluate_model(
     seed: int,
     progress: bool,
     label: str,
+    max_new_tokens: int,
 ) -> dict:
     model, tokenizer = load_policy(name)
     torch.manual_seed(seed)  # both models start sampling from the same RNG state
@@ -91,7 +92,7 @@ def _evaluate_model(
         checker,
         n=n,
         temperature=temperature,
-        max_new_tokens=RolloutConfig.max_new_tokens,
+        max_new_tokens=max_new_tokens,
         progress=progress,
         label=label,
     )
@@ -116,15 +117,28 @@ def evaluate_passk(
     seed: int,
     out: Path,
     progress: bool = True,
+    spec: ArithSpec = ArithSpec(),
+    data_seed: int = 0,
+    max_new_tokens: int = RolloutConfig.max_new_tokens,
 ) -> dict:
-    """Evaluate `model` (and `base`) on `num_queries` held-out queries; write out/eval.json and
+    """Evaluate `model` (and `base`) on `num_queries` held-out queries of the arith task `spec`
+    (the trainer's held-out split for that spec and `data_seed`); write out/eval.json and
     out/passk.png and return the report (the eval.json object)."""
-    queries = make_queries(num_queries, split="heldout", seed=0)  # the trainer's held-out split
+    queries = make_queries(num_queries, split="heldout", seed=data_seed, spec=spec)
     checker = reasoning_checker(task)
     named = {"model": model, **({"base": base} if base else {})}
     models = {
         label: _evaluate_model(
-            path, queries, checker, n=n, ks=ks, temperature=temperature, seed=seed, progress=progress, label=label
+            path,
+            queries,
+            checker,
+            n=n,
+            ks=ks,
+            temperature=temperature,
+            seed=seed,
+            progress=progress,
+            label=label,
+            max_new_tokens=max_new_tokens,
         )
         for label, path in named.items()
     }
@@ -140,7 +154,13 @@ def evaluate_passk(
         "num_queries": num_queries,
         "temperature": temperature,
         "seed": seed,
-        "max_new_tokens": RolloutConfig.max_new_tokens,
+        "max_new_tokens": max_new_tokens,
+        "spec": {
+            "operands": spec.operands,
+            "digits": spec.digits,
+            "max_value": spec.max_value,
+            "data_seed": data_seed,
+        },  # fmt: skip
         "models": models,
         "crossing": crossing,
     }
