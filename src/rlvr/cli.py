@@ -184,9 +184,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if outside:
         raise UsageError(outside)
     cfg = load_config(None, args.overrides)  # the trainer's own validation of each value
+    from rlvr.models import BASE_NAMES
+
     for flag, name in (("--model", args.model), ("--base", args.base)):
-        if name and name != "tiny-arith" and not (Path(name).expanduser() / "config.json").is_file():
-            raise UsageError(f"{flag} {name}: neither 'tiny-arith' nor a directory with a Hugging Face config.json")
+        if name and name not in BASE_NAMES and not (Path(name).expanduser() / "config.json").is_file():
+            raise UsageError(
+                f"{flag} {name}: neither a built-in base ({', '.join(BASE_NAMES)}) nor a directory with a "
+                "Hugging Face config.json"
+            )
     from rlvr.tasks.arith import ArithSpec
     from rlvr.train.passk_eval import evaluate_passk
 
@@ -255,20 +260,22 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--task",
         default="arith",
-        choices=["arith", "funcsynth"],
+        choices=["arith", "funcsynth", "arith-check"],
         help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
-        "lookup-table and wrong answers (docs/hacking.md)",
+        "lookup-table and wrong answers (docs/hacking.md); arith-check: 'tiny-arith-check', tiny-arith "
+        "warmed up on solutions that sometimes check a step and redo it (docs/reproduce.md)",
     )
     p.set_defaults(func=_cmd_build_base)
 
 
 def _cmd_build_base(args: argparse.Namespace) -> int:
-    from rlvr.models import build_embedded, cache_root, embedded_path, funcsynth_base
+    from rlvr.models import build_embedded, cache_root, embedded_path, funcsynth_base, selfcheck_base
     from rlvr.train.evaluate import arith_warmup_report, funcsynth_warmup_report
 
     builders = {
         "arith": (build_embedded, embedded_path, arith_warmup_report),
         "funcsynth": (funcsynth_base.build, lambda: funcsynth_base.cache_path(cache_root()), funcsynth_warmup_report),
+        "arith-check": (selfcheck_base.build, lambda: selfcheck_base.cache_path(cache_root()), arith_warmup_report),
     }
     build, default_path, report = builders[args.task]
     out = Path(args.out) if args.out else default_path()
@@ -625,7 +632,8 @@ def _cmd_atlas(args: argparse.Namespace) -> int:
     )
     runs = sum(len(v["runs"]) for values in index["knobs"].values() for v in values)
     print(
-        f"rlvr atlas: {index['runs_made']} runs made in {index['build_wall_s']:.0f} s; "
+        f"rlvr atlas: {index['runs_made']} runs made in {index['call_wall_s']:.0f} s "
+        f"(the whole build: {index['build_wall_s']:.0f} s); "
         f"{len(index['knobs'])} knobs, {runs} (value, seed) pairs; index: {Path(args.out) / 'atlas.json'}"
     )
     return 0

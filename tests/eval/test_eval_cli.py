@@ -60,7 +60,7 @@ def test_eval_writes_json_and_png(base_model_dir, tmp_path):
         (["--k", "0,1"], "every k must be an integer >= 1"),
         (["--n", "0"], "--n and --num-queries must be >= 1"),
         (["--temperature", "0"], "--temperature must be > 0"),
-        (["--base", "/nonexistent"], "--base /nonexistent: neither 'tiny-arith' nor a directory"),
+        (["--base", "/nonexistent"], "--base /nonexistent: neither a built-in base (tiny-arith"),
         (["--set", "algo.beta=0.1"], "rlvr eval takes only task.operands"),
         (["--set", "task.operands=zero"], "task.operands"),
         (["--set", "task.operands=1"], "task.operands"),
@@ -75,7 +75,7 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, base_m
 
 def test_missing_model_dir_is_a_user_error(tmp_path, cli):
     done = cli("eval", "--model", str(tmp_path / "nope"))
-    assert done.returncode == 2 and "neither 'tiny-arith' nor a directory" in done.stderr
+    assert done.returncode == 2 and "neither a built-in base (tiny-arith" in done.stderr
 
 
 def test_set_evaluates_another_held_out_spec(tmp_path, cli):

@@ -8,7 +8,18 @@ import shutil
 from pathlib import Path
 
 from rlvr.cli import build_parser
-from rlvr.lab.runs import KNOBS, knob_values, measured, pick_runs, read_curves, read_run, scan_runs, sweep_command
+from rlvr.lab.runs import (
+    KNOBS,
+    SELF_CHECK_CURVES,
+    accuracy_metrics,
+    knob_values,
+    measured,
+    pick_runs,
+    read_curves,
+    read_run,
+    scan_runs,
+    sweep_command,
+)
 from rlvr.train.metrics import read_metrics
 from rlvr.train.sweep import parse_grid, parse_seeds, plan
 
@@ -71,3 +82,19 @@ def test_sweep_command_makes_exactly_the_missing_setting(runs_root: Path) -> Non
     [(name, point, seed, cfg)] = plan(args.config, parse_grid(args.grid), parse_seeds(args.seeds), args.overrides)
     assert (cfg.rollout.group_size, cfg.train.seed, cfg.algo.beta, cfg.train.steps) == (8, 3, 0.0, 2)
     assert Path(args.out).parent == runs_root
+
+
+def test_self_check_curves_appear_only_for_a_base_that_checks(runs_root: Path, tmp_path: Path, cli) -> None:
+    # tiny-arith never checks a step: its runs log a rate of 0, and the view leaves the curves out
+    plain = runs_root / "sweep" / "beta0.04"
+    rates = [json.loads(line).get("selfcheck/rate") for line in (plain / "metrics.jsonl").read_text().splitlines()]
+    assert {r for r in rates if r is not None} == {0.0}
+    assert accuracy_metrics(plain) == ("reward", "accuracy")
+    done = cli("train", "--config", SMOKE, "--set", "model.name=tiny-arith-check", "--set", "rollout.max_new_tokens=64",
+               "--set", "train.steps=2", "--set", "train.threads=1", "--out", str(tmp_path / "check"), "--quiet")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "check" / "metrics.jsonl").read_text().splitlines()]
+    assert any(row.get("selfcheck/rate", 0) > 0 for row in rows)  # the base checks some steps
+    assert accuracy_metrics(tmp_path / "check")[2:] == SELF_CHECK_CURVES
+    shown = {row["metric"] for row in read_curves(tmp_path / "check", SELF_CHECK_CURVES)}
+    assert "selfcheck/rate" in shown

@@ -64,3 +64,19 @@ def test_error_rate_is_per_step():
         claims = re.findall(r"(-?\d+)([+\-*])(\d+)=(-?\d+)", text)
         steps_right += sum(apply(int(a), op, int(b)) == int(c) for a, op, b, c in claims)
     assert 0.65 < steps_right / 800 < 0.75  # 2 steps per query, each right with probability 0.7
+
+
+def test_self_checks_count_the_marks_in_the_reasoning_only():
+    import random
+
+    from rlvr.tasks.arith import self_checks
+
+    queries = make_queries(50, split="train", seed=0, spec=ArithSpec(operands=4))
+    rng = random.Random(0)
+    for q in queries:
+        plain = worked_solution(q, rng=rng, error_rate=0.3)
+        assert self_checks(plain) == (0, 0)  # no check_rate: the shipped base's format, unchanged
+        checked = worked_solution(q, rng=rng, error_rate=0.3, check_rate=1.0)
+        checks, redos = self_checks(checked)
+        assert checks == 3 and redos == checked.count("#")  # one check per step of 4 operands
+    assert self_checks("<think>1+1=2</think><answer>2!#</answer>") == (0, 0)  # marks outside <think>

@@ -60,4 +60,12 @@ def test_a_small_atlas_builds_indexes_and_redoes_only_what_is_missing(tmp_path: 
     (tmp_path / lr_runs["1e-4"] / "summary.json").unlink()
     done = cli("atlas", "--knobs", "lr", "--seeds", "0", "--steps", "2", "--out", str(tmp_path), "--quiet")
     assert done.returncode == 0, done.stderr
-    assert json.loads((tmp_path / "atlas.json").read_text())["runs_made"] == 1
+    again = json.loads((tmp_path / "atlas.json").read_text())
+    assert again["runs_made"] == 1  # by this call
+    # the build's time is the sum of its calls'
+    assert again["build_wall_s"] == pytest.approx(index["build_wall_s"] + again["call_wall_s"], abs=0.11)
+    card = again["runs"][lr_runs["2e-3"]]  # each run's small results stand in the index
+    steps_logged = [
+        json.loads(line) for line in (tmp_path / lr_runs["2e-3"] / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert card["curves"]["step"] == [row["step"] for row in steps_logged if "reward" in row]

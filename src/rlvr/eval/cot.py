@@ -46,6 +46,11 @@ def _query_operands(query: Query) -> tuple[list[int], list[str]]:
     return parse_arith_expression(query.prompt)
 
 
+def _numbers(claim: re.Match) -> tuple[int, str, int, int]:
+    left, op, right, result = claim.groups()
+    return int(left), op, int(right), int(result)
+
+
 def check_arith_reasoning(query: Query, completion: str) -> bool:
     """True when the <think> steps are true claims that chain through the query to the <answer>.
 
@@ -53,6 +58,11 @@ def check_arith_reasoning(query: Query, completion: str) -> bool:
     (i+1)-th operand, `left` the query's first operand for step 1 and the previous step's result
     after that, `result` arithmetically equal to `left op right`; there is one step per operator,
     and the last result equals the integer in <answer>.
+
+    A step may carry a self-check (tasks/arith.py): `step!check#redo`. The check must be a true
+    claim re-deriving the step (b op a for + and *, c + b for -); the redo, written after a check
+    that disagreed, must restate the step, and its result is the one that counts. A mistake caught
+    and corrected this way is right reasoning; a false check is not.
     """
     operands, ops = _query_operands(query)
     think, answer = _THINK.search(completion), _ANSWER.search(completion)
@@ -63,15 +73,30 @@ def check_arith_reasoning(query: Query, completion: str) -> bool:
         return False
     acc = operands[0]
     for step, op, right in zip(steps, ops, operands[1:]):
-        claim = _CLAIM.match(step)
-        if claim is None:
+        first, _, rest = step.partition("!")
+        check, _, redo = rest.partition("#")
+        claims = [
+            _CLAIM.match(first),
+            *([_CLAIM.match(check)] if rest else []),
+            *([_CLAIM.match(redo)] if redo else []),
+        ]
+        if any(claim is None for claim in claims) or (redo and not rest):
             return False
-        left, claimed_op, claimed_right, result = claim.groups()
-        if (int(left), claimed_op, int(claimed_right)) != (acc, op, right):
+        left, claimed_op, claimed_right, result = _numbers(claims[0])
+        if (left, claimed_op, claimed_right) != (acc, op, right):
             return False  # the chain is broken: wrong operand, operator or carried value
-        if int(result) != _APPLY[op](acc, right):
-            return False  # a false claim
-        acc = int(result)
+        if rest:
+            c_left, c_op, c_right, c_result = _numbers(claims[1])
+            expected = (result, "+", right) if op == "-" else (right, op, left)
+            if (c_left, c_op, c_right) != expected or c_result != _APPLY[c_op](c_left, c_right):
+                return False  # a check that re-derives nothing, or a false one
+        if redo:
+            r_left, r_op, r_right, result = _numbers(claims[2])
+            if (r_left, r_op, r_right) != (acc, op, right):
+                return False  # a redo of another step
+        if result != _APPLY[op](acc, right):
+            return False  # a false claim stands as the step's result
+        acc = result
     return answer.group(1).strip() == str(acc)
 
 

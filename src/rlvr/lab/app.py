@@ -39,7 +39,18 @@ from rlvr.lab.paradigms import (
     measured_memory_frame,
     read_compare,
 )
-from rlvr.lab.runs import KNOBS, Run, knob_values, measured, pick_runs, read_curves, read_run, scan_runs, sweep_command
+from rlvr.lab.runs import (
+    KNOBS,
+    Run,
+    accuracy_metrics,
+    knob_values,
+    measured,
+    pick_runs,
+    read_curves,
+    read_run,
+    scan_runs,
+    sweep_command,
+)
 from rlvr.lab.step import step_controls
 
 CURVE_COLUMNS = ["step", "metric", "value"]
@@ -97,7 +108,7 @@ def knobs_answer(root: Path, values: list[str]) -> tuple[str, pd.DataFrame, pd.D
     run = matches[0]
     return (
         describe_run(run, len(matches) - 1),
-        curves_frame(run.path, ("reward", "accuracy")),
+        curves_frame(run.path, accuracy_metrics(run.path)),
         curves_frame(run.path, ("kl",)),
     )
 
@@ -175,7 +186,9 @@ def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> tuple[list[Any], list[An
     answer = gr.Markdown(elem_id="knobs-answer")
     gr.Markdown(
         "Reward (mean verifier reward per completion, 0-1) and accuracy (share of completions the "
-        "verifier passed, 0-1) at each training step:"
+        "verifier passed, 0-1) at each training step; for a base that checks its steps "
+        "(`tiny-arith-check`), also the share of completions that check a step and the accuracy of "
+        "those with and without a check (`selfcheck/*`, docs/metrics.md):"
     )
     reward_plot = _plot(gr, "reward and accuracy per step", "reward, accuracy (0-1) vs step")
     gr.Markdown(

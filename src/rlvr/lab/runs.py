@@ -8,6 +8,7 @@ through the readers those commands use.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,9 +114,20 @@ def read_curves(path: str | Path, metrics: tuple[str, ...] = CURVES) -> list[dic
         except json.JSONDecodeError:
             continue  # the trainer is writing this line right now
         for name in metrics:
-            if isinstance(record.get(name), (int, float)) and "step" in record:
-                rows.append({"step": record["step"], "metric": name, "value": float(record[name])})
+            value = record.get(name)
+            if isinstance(value, (int, float)) and math.isfinite(value) and "step" in record:
+                rows.append({"step": record["step"], "metric": name, "value": float(value)})
     return rows
+
+
+SELF_CHECK_CURVES = ("selfcheck/rate", "selfcheck/accuracy_checked", "selfcheck/accuracy_unchecked")
+"""Self-verification beside accuracy (arith with a base that checks steps; docs/metrics.md)."""
+
+
+def accuracy_metrics(path: str | Path) -> tuple[str, ...]:
+    """reward and accuracy, and the self-check curves when the run's completions ever checked a step."""
+    checked = any(row["value"] > 0 for row in read_curves(path, ("selfcheck/rate",)))
+    return ("reward", "accuracy", *(SELF_CHECK_CURVES if checked else ()))
 
 
 def _metric_rows(path: Path) -> list[dict[str, Any]]:

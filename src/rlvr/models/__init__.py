@@ -8,7 +8,7 @@ from pathlib import Path
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.errors import UserError
-from rlvr.models import funcsynth_base
+from rlvr.models import funcsynth_base, selfcheck_base
 from rlvr.models.arith_base import (
     EMBEDDED,
     SHIPPED,
@@ -28,10 +28,20 @@ __all__ = [
     "cache_root",
     "embedded_path",
     "embedded_recipe",
+    "BASE_NAMES",
+    "DERIVED",
     "funcsynth_base",
     "load_policy",
     "resolve_model_path",
 ]
+
+
+DERIVED = {funcsynth_base.NAME: funcsynth_base, selfcheck_base.NAME: selfcheck_base}
+"""Base models warmed up further from tiny-arith, by name: each module has NAME, SHIPPED,
+matches_recipe, cache_path and build."""
+
+BASE_NAMES = (EMBEDDED, *DERIVED)
+"""Every model.name rlvr resolves without a path."""
 
 
 class ModelNotFoundError(UserError):
@@ -47,24 +57,24 @@ def resolve_model_path(name: str) -> Path:
             return path
         print(f"rlvr: building the embedded base model into {path} (once; about 12 minutes on 2 cores)")
         return build_embedded(path)
-    if name == funcsynth_base.NAME:
-        return _resolve_funcsynth()
+    if name in DERIVED:
+        return _resolve_derived(DERIVED[name])
     path = Path(name).expanduser()
     if not (path / "config.json").is_file():
         raise ModelNotFoundError(
             f"model.name={name!r} is neither '{EMBEDDED}' nor a directory with a Hugging Face "
-            f"config.json (nor '{funcsynth_base.NAME}'); models cannot be downloaded here, so pass a local path"
+            f"config.json (nor one of {', '.join(DERIVED)}); models cannot be downloaded here, so pass a local path"
         )
     return path
 
 
-def _resolve_funcsynth() -> Path:
-    if funcsynth_base.matches_recipe(funcsynth_base.SHIPPED):
-        return funcsynth_base.SHIPPED
-    path = funcsynth_base.cache_path(cache_root())
-    if not funcsynth_base.matches_recipe(path):
-        print(f"rlvr: building the {funcsynth_base.NAME} base model into {path} (once; see docs/hacking.md)")
-        funcsynth_base.build(path)
+def _resolve_derived(base) -> Path:
+    if base.matches_recipe(base.SHIPPED):
+        return base.SHIPPED
+    path = base.cache_path(cache_root())
+    if not base.matches_recipe(path):
+        print(f"rlvr: building the {base.NAME} base model into {path} (once; `rlvr build-base --help`)")
+        base.build(path)
     return path
 
 

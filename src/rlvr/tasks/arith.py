@@ -125,14 +125,50 @@ def _wrong_value(rng: random.Random, right: int) -> int:
     return right + delta if right + delta >= 0 else right + abs(delta)
 
 
-def worked_solution(query: Query, *, rng: random.Random, error_rate: float = 0.0) -> str:
-    """A completion in the task format; each step is wrong with probability `error_rate`."""
+CHECK, REDO = "!", "#"
+"""Self-verification marks in a step: `step!check` re-derives the step another way (b op a for
++ and *, c + b for -), and `#step` after a check that disagreed writes the step again."""
+
+
+def check_claim(step: Step) -> Step:
+    """The check of a step, computed correctly: commuted for + and * (it must equal the step's
+    result), the inverse for - (c + b must give back the left operand)."""
+    if step.op == "-":
+        return Step(step.result, "+", step.right, step.result + step.right)
+    return Step(step.right, step.op, step.left, apply(step.right, step.op, step.left))
+
+
+def check_agrees(step: Step, check: Step) -> bool:
+    return check.result == (step.left if step.op == "-" else step.result)
+
+
+def worked_solution(query: Query, *, rng: random.Random, error_rate: float = 0.0, check_rate: float = 0.0) -> str:
+    """A completion in the task format; each step is wrong with probability `error_rate`.
+
+    With `check_rate` > 0 each step is followed, with that probability, by a check (CHECK, computed
+    correctly); a check that disagrees with the step is followed by the step written again (REDO),
+    itself wrong with probability `error_rate`. So a checked step is wrong with probability
+    error_rate², an unchecked one with error_rate: checking pays, which a reward can find.
+    """
     operands, ops = query.meta["operands"], query.meta["ops"]
-    acc, claims = operands[0], []
+    acc, parts = operands[0], []
     for op, value in zip(ops, operands[1:]):
-        result = apply(acc, op, value)
-        if rng.random() < error_rate:
-            result = _wrong_value(rng, result)
-        claims.append(Step(acc, op, value, result).claim())
+        right = apply(acc, op, value)
+        result = _wrong_value(rng, right) if rng.random() < error_rate else right
+        step = Step(acc, op, value, result)
+        text = step.claim()
+        if check_rate > 0 and rng.random() < check_rate:
+            check = check_claim(step)
+            text += CHECK + check.claim()
+            if not check_agrees(step, check):
+                result = _wrong_value(rng, right) if rng.random() < error_rate else right
+                text += REDO + Step(acc, op, value, result).claim()
+        parts.append(text)
         acc = result
-    return f"<think>{';'.join(claims)}</think><answer>{acc}</answer>"
+    return f"<think>{';'.join(parts)}</think><answer>{acc}</answer>"
+
+
+def self_checks(completion: str) -> tuple[int, int]:
+    """(checks, redos) written in a completion's reasoning: the self-verification it shows."""
+    think = completion.split("<think>", 1)[-1].split("</think>", 1)[0]
+    return think.count(CHECK), think.count(REDO)

@@ -171,11 +171,10 @@ def build_atlas(
     run_all(out, runs, jobs=jobs, progress=progress, desc="atlas")
     index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, len(todo), command, commit)
     _previous = out / "atlas.json"
-    if _previous.is_file():  # a resumed build: its time and runs are the sum of its parts
+    if _previous.is_file():  # a resumed build: its time is the sum of its calls'
         try:
-            before = json.loads(_previous.read_text())
-            index["build_wall_s"] = round(index["build_wall_s"] + float(before.get("build_wall_s") or 0), 1)
-            index["runs_made"] += int(before.get("runs_made") or 0)
+            before = float(json.loads(_previous.read_text()).get("build_wall_s") or 0)
+            index["build_wall_s"] = round(index["call_wall_s"] + before, 1)
         except (ValueError, TypeError):
             pass  # an unreadable index is replaced
     (out / "atlas.json").write_text(dump(index))
@@ -229,7 +228,9 @@ def _train(run: AtlasRun, out: Path) -> int:
 SCHEMA = "rlvr.atlas/1"
 
 CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate",
-          "completions/mean_length", "completions/correct_mean_length", "completions/wrong_mean_length", "time/step")  # fmt: skip
+          "completions/mean_length", "completions/correct_mean_length", "completions/wrong_mean_length",
+          "selfcheck/rate", "selfcheck/redo_rate", "selfcheck/accuracy_checked", "selfcheck/accuracy_unchecked",
+          "time/step")  # fmt: skip
 """Per-step metrics a run card keeps (docs/metrics.md); a metric the run did not log is left out."""
 
 EVALS = ("pass@1", "greedy", "gold_pass@1", "gold_greedy", "hacking_rate", "unscorable")
@@ -348,8 +349,9 @@ def _index(
         "steps": steps,
         "seeds": list(seeds),
         "base": BASE,
-        "build_wall_s": round(wall_s, 1),
-        "runs_made": ran,
+        "build_wall_s": round(wall_s, 1),  # every call's time, summed over a resumed build
+        "call_wall_s": round(wall_s, 1),  # this call's
+        "runs_made": ran,  # by this call
         "knobs": {
             knob: [{"value": s.value, "config": s.config, "overrides": list(s.overrides),
                     "runs": [f"runs/{s.name}-seed{seed}" for seed in seeds],

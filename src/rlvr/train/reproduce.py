@@ -199,12 +199,38 @@ def _length_report(arms: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+def _self_check_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = []
+    for arm, runs in arms.items():
+        early = [_window(r, "selfcheck/rate", 0, 10) for r in runs]
+        late = [_window(r, "selfcheck/rate", -10, None) for r in runs]
+        checked = _spread([_window(r, "selfcheck/accuracy_checked", -10, None) for r in runs])
+        unchecked = _spread([_window(r, "selfcheck/accuracy_unchecked", -10, None) for r in runs])
+        change = [b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None]
+        mean = statistics.fmean(change) if change else float("nan")
+        margin = 2 * statistics.stdev(change) / len(change) ** 0.5 if len(change) > 1 else 0.0
+        verdict = "rose" if mean - margin > 0 else "fell" if mean + margin < 0 else "did not move beyond noise"
+        curves = [r["card"]["curves"] for r in runs if r["card"]["curves"].get("selfcheck/rate")]
+        steps = curves[0]["step"] if curves else []
+        mean = [statistics.fmean(c["selfcheck/rate"][i] for c in curves) for i in range(len(steps))]
+        peak = max(range(len(mean)), key=mean.__getitem__) if mean else None
+        lines.append(
+            f"{arm}: completions that check a step {_fmt(_spread(early))} (steps 1-10) -> {_fmt(_spread(late))} "
+            f"(last 10 steps), {verdict}"
+            + (f"; the mean over seeds peaks at {100 * mean[peak]:.1f}% at step {steps[peak]}" if mean else "")
+            + f"; training accuracy in the last 10 steps with a check {_fmt(checked)}, without {_fmt(unchecked)}"
+        )
+    return [*lines, *(accuracy_line(arm, runs) for arm, runs in arms.items())]
+
+
 def _window(run: dict, key: str, start: int, stop: int | None) -> float | None:
     xs = [x for x in run["card"]["curves"].get(key, [])[start:stop] if x is not None]
     return statistics.fmean(xs) if xs else None
 
 
 NOISY = ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")
+SELF_CHECK = ("model.name=tiny-arith-check", "rollout.max_new_tokens=64")
+"""The base that sometimes checks a step (models/selfcheck_base.py), with room for its checks."""
 
 STUDIES: dict[str, Study] = {
     study.name: study
@@ -245,6 +271,22 @@ STUDIES: dict[str, Study] = {
             minutes=6,
             passk_arms=("default",),
             report=_sharpening_report,
+        ),
+        Study(
+            "self-verification",
+            "Does checking one's own steps emerge from an answer-only reward?",
+            (
+                Claim("DeepSeek-R1 (2025)", "with rule-based rewards and no SFT, self-verification and reflection "
+                      "emerge and grow over training"),
+                Claim("TinyZero (Countdown)", "a 3B Qwen2.5 base learns self-verification; a 0.5B one does not"),
+            ),
+            (
+                Setting("self-verification", "gold reward", None, SELF_CHECK),
+                Setting("self-verification", "random reward", None, (*SELF_CHECK, *NOISY)),
+            ),
+            steps=100,
+            minutes=7,
+            report=_self_check_report,
         ),
         Study(
             "length-bias",
@@ -374,7 +416,11 @@ def draw_card(card: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     with_passk = [(arm, runs) for arm, runs in card["arms"].items() if any(r["eval"] for r in runs)]
-    fig, axes = plt.subplots(1, 2 if with_passk else 1, figsize=(11 if with_passk else 6, 4), squeeze=False)
+    checks = any(
+        x for runs in card["arms"].values() for r in runs for x in r["card"]["curves"].get("selfcheck/rate", [])
+    )
+    panels = 1 + bool(with_passk) + checks
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
     ax = axes[0][0]
     for arm, runs in card["arms"].items():
         curves = [r["card"]["evals"] for r in runs if r["card"]]
@@ -399,6 +445,15 @@ def draw_card(card: dict[str, Any], path: Path) -> None:
                     ax.plot(ks, mean, style, marker=marker, markersize=3, label=label)
         ax.set(xscale="log", xlabel="k samples", ylabel="held-out pass@k", title="pass@k, mean over seeds", ylim=(0, 1))
         ax.legend(fontsize=7)
+    if checks:
+        ax = axes[0][-1]
+        for arm, runs in card["arms"].items():
+            series = [r["card"]["curves"] for r in runs]
+            steps = series[0]["step"]
+            rate = [statistics.fmean(c["selfcheck/rate"][i] for c in series) for i in range(len(steps))]
+            ax.plot(steps, rate, label=f"{arm}: completions that check a step")
+        ax.set(xlabel="step", ylabel="share of training completions", title="self-checks, mean over seeds", ylim=(0, 1))
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

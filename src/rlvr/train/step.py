@@ -24,6 +24,7 @@ import torch
 
 from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, group_advantages, kl_in_reward_advantages
 from rlvr.meters.grad_noise import MicroBatchNoise
+from rlvr.tasks.arith import self_checks
 from rlvr.train.context import StepContext, StepObserver, Timer, batch_queries, learning_rate
 from rlvr.train.dpo import preference_update
 from rlvr.train.ppo import actor_critic_update
@@ -58,6 +59,7 @@ def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) 
     metrics = ctx.dist.reduce_metrics(
         {
             **rollout_metrics(batch, scored, rewards),
+            **self_check_metrics(batch, scored),
             **rollouts.metrics,
             **hacking,
             **ctx.exploration.update(batch, scored),
@@ -191,6 +193,28 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
         "completions/wrong_mean_length": mean_length(~correct & judged_flat),
         "completions/clipped_ratio": batch.finish_reasons.count("length") / len(batch.finish_reasons),
         "verifier/unscorable": int((~valid).sum()),
+    }
+
+
+def self_check_metrics(batch: RolloutBatch, scored: list[ScoredCompletion]) -> dict[str, float]:
+    """Self-verification in arith rollouts: the share of completions that check a step (`!`) and
+    that redo one (`#`), and the accuracy of those with and without a check (tasks/arith.py
+    `self_checks`; NaN where a group is empty). {} for other tasks, which have no such marks."""
+    arith = [i for i in range(len(batch.texts)) if batch.query_of(i).meta.get("task") == "arith"]
+    if not arith:
+        return {}
+    marks = {i: self_checks(batch.texts[i]) for i in arith}
+    checked = [scored[i].correct for i in arith if marks[i][0] > 0]
+    unchecked = [scored[i].correct for i in arith if marks[i][0] == 0]
+
+    def share(values: list[bool]) -> float:
+        return sum(values) / len(values) if values else float("nan")
+
+    return {
+        "selfcheck/rate": len(checked) / len(arith),
+        "selfcheck/redo_rate": sum(marks[i][1] > 0 for i in arith) / len(arith),
+        "selfcheck/accuracy_checked": share(checked),
+        "selfcheck/accuracy_unchecked": share(unchecked),
     }
 
 

@@ -1,0 +1,85 @@
+"""The `tiny-arith-check` base: tiny-arith warmed up further on arith solutions that sometimes check
+a step and redo it when the check disagrees (tasks/arith.py `worked_solution(check_rate=...)`).
+
+The base checks a step at a low rate (CHECK_RATE of the warm-up corpus) and makes mistakes at
+tiny-arith's rate, so a checked step is more often right than an unchecked one. Whether RL with an
+answer-only reward raises the rate of checking, as DeepSeek-R1 reports self-verification emerging,
+is what `rlvr reproduce self-verification` measures (docs/reproduce.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+from rlvr.models.arith_base import SHIPPED as SHIPPED_ARITH
+from rlvr.models.arith_base import ReportFor, build_embedded, embedded_path, embedded_recipe
+from rlvr.models.arith_base import matches_recipe as arith_matches_recipe
+from rlvr.models.loading import load_pretrained
+from rlvr.models.warmup import WarmupSpec, save_built_model, warm_up
+from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
+
+NAME = "tiny-arith-check"
+FORMAT_VERSION = 1
+"""Bump when the tokenizer or the warm-up code changes what a given recipe produces."""
+
+CHECK_RATE = 0.2
+"""Share of warm-up steps followed by a check."""
+
+WARMUP = WarmupSpec(steps=1000, batch_size=64, lr=1e-3, warmup_steps=20, error_rate=0.35, seed=0)
+"""Short: it starts from tiny-arith, which already solves the task; only the check format is new."""
+
+SHIPPED = Path(__file__).parent / "assets" / NAME
+
+
+def recipe() -> dict:
+    """Everything that decides the base model; its hash names the cache entry."""
+    return {
+        "version": FORMAT_VERSION,
+        "task": "arith",
+        "init": {"from": "tiny-arith", "recipe_sha256": _arith_recipe_digest()},
+        "warmup": dataclasses.asdict(WARMUP),
+        "check_rate": CHECK_RATE,
+        "data": dataclasses.asdict(ArithSpec()) | {"num_train": 5000, "data_seed": 0},
+    }
+
+
+def _arith_recipe_digest() -> str:
+    return hashlib.sha256(json.dumps(embedded_recipe(), sort_keys=True).encode()).hexdigest()
+
+
+def cache_path(cache_root: Path) -> Path:
+    digest = hashlib.sha256(json.dumps(recipe(), sort_keys=True).encode()).hexdigest()[:12]
+    return cache_root / "models" / f"{NAME}-{digest}"
+
+
+def matches_recipe(path: Path) -> bool:
+    saved = path / "rlvr_recipe.json"
+    # JSON turns tuples into lists: compare through one round trip
+    return saved.is_file() and json.loads(saved.read_text()) == json.loads(json.dumps(recipe()))
+
+
+def build(path: Path, *, report: ReportFor | None = None) -> Path:
+    """Warm tiny-arith up on solutions with checks and save it (model + tokenizer) atomically at
+    `path`; `report(tokenizer, heldout)`, if given, makes the progress line warm_up prints."""
+    spec_recipe = recipe()
+    data = spec_recipe["data"]
+    arith = ArithSpec(**{k: data[k] for k in ("operands", "digits", "max_value", "operators")})
+    start = SHIPPED_ARITH if arith_matches_recipe(SHIPPED_ARITH) else embedded_path()
+    if not arith_matches_recipe(start):
+        build_embedded(start)
+    model, tokenizer = load_pretrained(start)  # the same char tokenizer and architecture
+    queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=arith)
+    heldout = make_queries(200, split="heldout", seed=data["data_seed"], spec=arith)
+    warm_up(
+        model,
+        tokenizer,
+        queries,
+        lambda q, rng: worked_solution(q, rng=rng, error_rate=WARMUP.error_rate, check_rate=CHECK_RATE),
+        WARMUP,
+        report=report(tokenizer, heldout) if report else None,
+        report_every=100,
+    )
+    return save_built_model(model, tokenizer, spec_recipe, path)
