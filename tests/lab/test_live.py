@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -92,8 +93,11 @@ def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, st
         stderr=subprocess.STDOUT,
         text=True,
     )
+    output: list[str] = []
     try:
         assert "http://127.0.0.1:" in lab.stdout.readline()  # the address, printed once it serves
+        # keep reading what the lab prints: a full pipe would block it, and the text explains a failure
+        threading.Thread(target=lambda: output.extend(lab.stdout), daemon=True).start()
         client = gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)
         knobs = ["arith", "grpo", "4", "0.04", "gold", "0.0005", "500", "0"]
         status = client.predict(*knobs, api_name="/start_live")  # the State output stays on the server
@@ -101,7 +105,10 @@ def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, st
         assert Path(run_path).parent == tmp_path and "running" in status
         assert _wait(lambda: bool(_processes_mentioning(run_path)), 30)
         lab.send_signal(stop_signal)
-        lab.wait(timeout=60)
+        try:
+            lab.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the lab did not exit within 60 s of the signal; it printed:\n" + "".join(output[-40:]))
     finally:
         if lab.poll() is None:
             lab.kill()
