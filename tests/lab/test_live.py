@@ -85,6 +85,7 @@ def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, st
 
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    inherited = signal.getsignal(signal.SIGINT)
     lab = subprocess.Popen(
         [sys.executable, "-m", "rlvr.cli", "lab", "--runs", str(tmp_path), "--port", str(port)],
         cwd=REPO,
@@ -92,6 +93,9 @@ def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, st
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # as from a terminal: an ignored SIGINT is inherited through exec, and a process started
+        # with SIGINT ignored (a background job, or a test run whose parent ignores it) never sees Ctrl-C
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     output: list[str] = []
     try:
@@ -108,7 +112,10 @@ def test_killing_the_lab_kills_its_live_runs(runs_root: Path, tmp_path: Path, st
         try:
             lab.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            pytest.fail("the lab did not exit within 60 s of the signal; it printed:\n" + "".join(output[-40:]))
+            pytest.fail(
+                f"the lab did not exit within 60 s of signal {stop_signal} (SIGINT in the test process: "
+                f"{inherited}); it printed:\n" + "".join(output[-40:])
+            )
     finally:
         if lab.poll() is None:
             lab.kill()
