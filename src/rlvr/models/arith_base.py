@@ -4,8 +4,6 @@ built once from its recipe and cached, or shipped in the package."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +12,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import build_char_tokenizer
-from rlvr.models.warmup import WarmupSpec, save_built_model, warm_up
+from rlvr.models.warmup import WarmupSpec, built_from, built_path, save_built_model, warm_up
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 from rlvr.types import Query
 
@@ -43,8 +41,7 @@ def embedded_recipe() -> dict:
 
 
 def embedded_path() -> Path:
-    digest = hashlib.sha256(json.dumps(embedded_recipe(), sort_keys=True).encode()).hexdigest()[:12]
-    return cache_root() / "models" / f"{EMBEDDED}-{digest}"
+    return built_path(cache_root(), EMBEDDED, embedded_recipe())
 
 
 SHIPPED = Path(__file__).parent / "assets" / EMBEDDED
@@ -74,5 +71,4 @@ def build_embedded(path: Path, *, report: ReportFor | None = None) -> Path:
 
 
 def matches_recipe(path: Path) -> bool:
-    recipe = path / "rlvr_recipe.json"
-    return recipe.is_file() and json.loads(recipe.read_text()) == embedded_recipe()
+    return built_from(path, embedded_recipe())

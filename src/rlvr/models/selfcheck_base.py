@@ -10,15 +10,13 @@ is what `rlvr reproduce self-verification` measures (docs/reproduce.md).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from pathlib import Path
 
 from rlvr.models.arith_base import SHIPPED as SHIPPED_ARITH
 from rlvr.models.arith_base import ReportFor, build_embedded, embedded_path, embedded_recipe
 from rlvr.models.arith_base import matches_recipe as arith_matches_recipe
 from rlvr.models.loading import load_pretrained
-from rlvr.models.warmup import WarmupSpec, save_built_model, warm_up
+from rlvr.models.warmup import WarmupSpec, built_from, built_path, recipe_digest, save_built_model, warm_up
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 
 NAME = "tiny-arith-check"
@@ -39,26 +37,19 @@ def recipe() -> dict:
     return {
         "version": FORMAT_VERSION,
         "task": "arith",
-        "init": {"from": "tiny-arith", "recipe_sha256": _arith_recipe_digest()},
+        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(embedded_recipe())},
         "warmup": dataclasses.asdict(WARMUP),
         "check_rate": CHECK_RATE,
         "data": dataclasses.asdict(ArithSpec()) | {"num_train": 5000, "data_seed": 0},
     }
 
 
-def _arith_recipe_digest() -> str:
-    return hashlib.sha256(json.dumps(embedded_recipe(), sort_keys=True).encode()).hexdigest()
-
-
 def cache_path(cache_root: Path) -> Path:
-    digest = hashlib.sha256(json.dumps(recipe(), sort_keys=True).encode()).hexdigest()[:12]
-    return cache_root / "models" / f"{NAME}-{digest}"
+    return built_path(cache_root, NAME, recipe())
 
 
 def matches_recipe(path: Path) -> bool:
-    saved = path / "rlvr_recipe.json"
-    # JSON turns tuples into lists: compare through one round trip
-    return saved.is_file() and json.loads(saved.read_text()) == json.loads(json.dumps(recipe()))
+    return built_from(path, recipe())
 
 
 def build(path: Path, *, report: ReportFor | None = None) -> Path:

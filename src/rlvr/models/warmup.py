@@ -7,6 +7,7 @@ writes a wrong one: pass@k is high, pass@1 is not, which is where RLVR has somet
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -85,6 +86,23 @@ def warm_up(
             model.train()
     model.eval()
     return model
+
+
+def recipe_digest(recipe: dict) -> str:
+    """The sha256 of a recipe (keys sorted): what names a built base's cache entry."""
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+
+
+def built_path(root: Path, name: str, recipe: dict) -> Path:
+    """Where a base of this name and recipe is cached under ``root``."""
+    return root / "models" / f"{name}-{recipe_digest(recipe)[:12]}"
+
+
+def built_from(path: Path, recipe: dict) -> bool:
+    """Whether ``path`` holds a base that ``save_built_model`` wrote from this recipe (compared
+    through one JSON round trip, since JSON turns tuples into lists)."""
+    saved = path / "rlvr_recipe.json"
+    return saved.is_file() and json.loads(saved.read_text()) == json.loads(json.dumps(recipe))
 
 
 def save_built_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, recipe: dict, path: Path) -> Path:
