@@ -165,11 +165,10 @@ def build_atlas(
     out = Path(out)
     knobs = list(knobs or KNOBS)
     runs = plan(knobs, list(seeds), steps)
-    todo = [run for run in runs if not (out / "runs" / run.dir_name / "summary.json").is_file()]
     commit = checkout_commit()  # the code that trains the runs, whatever is committed while they run
     started = time.perf_counter()
-    run_all(out, runs, jobs=jobs, progress=progress, desc="atlas")
-    index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, len(todo), command, commit)
+    made = run_all(out, runs, jobs=jobs, progress=progress, desc="atlas")
+    index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, made, command, commit)
     _previous = out / "atlas.json"
     if _previous.is_file():  # a resumed build: its time is the sum of its calls'
         try:
@@ -188,9 +187,9 @@ def dump(index: dict) -> str:
     return head[: -len("\n}")] + ',\n  "runs": {\n' + cards + "\n  }\n}\n"
 
 
-def run_all(out: Path, runs: list[AtlasRun], *, jobs: int | None, progress: bool, desc: str) -> None:
+def run_all(out: Path, runs: list[AtlasRun], *, jobs: int | None, progress: bool, desc: str) -> int:
     """Make every run not finished yet (summary.json), `jobs` side by side (default one per core),
-    with a progress bar; raise AtlasError naming the first that failed."""
+    with a progress bar, and return how many it made; raise AtlasError naming the first that failed."""
     jobs = jobs or max(1, os.cpu_count() or 1)
     todo = [run for run in runs if not (out / "runs" / run.dir_name / "summary.json").is_file()]
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc=desc, unit="run", disable=not progress)
@@ -207,6 +206,7 @@ def run_all(out: Path, runs: list[AtlasRun], *, jobs: int | None, progress: bool
             f"{len(failed)} run(s) failed, first {failed[0]}: see {out / 'runs' / (failed[0] + '.log')} "
             "and run the same command again to retry them"
         )
+    return len(todo)
 
 
 def _train(run: AtlasRun, out: Path) -> int:
