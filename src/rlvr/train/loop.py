@@ -166,11 +166,11 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     out_dir = Path(out_dir)
     main = world().is_main  # under accelerate/torchrun only rank 0 evaluates and writes (train/distributed.py)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if main:
-        (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     progress = progress and main
     say = print if progress else (lambda *_: None)
-    trainer = Trainer(cfg, out_dir, resume=resume)
+    trainer = Trainer(cfg, out_dir, resume=resume)  # loads task and model first: a bad one leaves no run behind
+    if main:
+        (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     log = (
         MetricsLog(
             out_dir,
