@@ -106,3 +106,16 @@ def test_presets_for_dapo_and_ppo_load():
     assert dapo.algo.dynamic_sampling and dapo.algo.overlong_penalty and dapo.algo.aggregation == "token_mean"
     ppo = load_config("configs/ppo.yaml")
     assert ppo.algo.algorithm == "ppo" and ppo.algo.kl_placement == "reward" and ppo.ppo.lam == 1.0
+
+
+def test_text_that_yaml_1_1_reads_as_base_60_stays_text(tmp_path):
+    # YAML 1.1 reads 4:30 as 270 and 1:3 as 63; a depth mix such as task.train_mix=4:30 must stay text
+    assert load_config(None, ["task.train_mix=4:30"]).task.train_mix == "4:30"
+    assert load_config(None, ["task.train_mix=1:3"]).task.train_mix == "1:3"
+    path = tmp_path / "c.yaml"
+    path.write_text("task:\n  train_mix: 4:30\n")
+    assert load_config(path).task.train_mix == "4:30"
+    with pytest.raises(ConfigError, match="train.steps must be an integer"):
+        load_config(None, ["train.steps=1:30"])  # not a number any more, and said so
+    cfg = load_config(None, ["optim.lr=3.0e-4", "algo.beta=.5", "train.steps=1_000", "algo.epsilon=0.2"])
+    assert (cfg.optim.lr, cfg.algo.beta, cfg.train.steps, cfg.algo.epsilon) == (3e-4, 0.5, 1000, 0.2)

@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import importlib.util
 import inspect
+import re
 import sys
 import textwrap
 import types
@@ -50,10 +51,14 @@ class TaskConfig:
     """JSONL file of held-out dataset rows for task 'jsonl'."""
     operands: int = 3
     """arith: numbers per expression (operands - 1 reasoning steps)."""
+    train_mix: str = ""
+    """arith: training chain lengths as 'K:N,...' (e.g. '4:300,5:300': 300 train queries with 4 operands and 300 with 5), a curriculum over depths; empty = num_train queries with `operands` numbers. Held-out queries always have `operands` numbers."""
     digits: int = 1
     """arith: digits per operand."""
     max_value: int = 99
     """arith: largest value an intermediate result may take (smallest is 0)."""
+    min_operand: int = 0
+    """arith: smallest operand (the largest has `digits` digits); 2 leaves out 0 and 1, so that few wrong chains land on the right answer."""
     num_train: int = 2000
     """arith, funcsynth: number of distinct training queries."""
     num_eval: int = 200
@@ -346,6 +351,9 @@ def _epsilon_high(cfg: RunConfig) -> str | None:
 def _arith(cfg: RunConfig) -> str | None:
     if cfg.task.operands < 2:
         return f"task.operands must be >= 2 (got {cfg.task.operands}): one operand has no step to reason"
+    if not 0 <= cfg.task.min_operand < 10**cfg.task.digits:
+        return (f"task.min_operand must be in [0, {10**cfg.task.digits - 1}] for task.digits={cfg.task.digits} "
+                f"(got {cfg.task.min_operand})")  # fmt: skip
     return None
 
 
@@ -572,6 +580,36 @@ def apply_mapping(cfg: RunConfig, data: Any, source: str) -> RunConfig:
     return cfg
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML as the safe loader reads it, minus YAML 1.1's base-60 numbers: `4:30` stays the text
+    "4:30" (a task.train_mix entry) instead of becoming the integer 270."""
+
+
+_SEXAGESIMAL = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_ConfigLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _SEXAGESIMAL]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"),
+    list("-+0123456789"),
+)
+_ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """A config file's or a --set value's YAML, read without base-60 numbers."""
+    return yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def parse_override(text: str) -> tuple[str, str, Any]:
     """'algo.beta=0.1' -> ('algo', 'beta', 0.1); the value is read as YAML (numbers, true/false, strings)."""
     if "=" not in text:
@@ -581,7 +619,7 @@ def parse_override(text: str) -> tuple[str, str, Any]:
         raise ConfigError(f"--set key must look like section.key (e.g. algo.beta), got '{key}'")
     section, name = key.split(".")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = read_yaml(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
     return section, name, value
@@ -597,7 +635,7 @@ def load_config(
         if not p.is_file():
             raise ConfigError(f"config file not found: {p}")
         try:
-            data = yaml.safe_load(p.read_text())
+            data = read_yaml(p.read_text())
         except yaml.YAMLError as err:
             raise ConfigError(f"{p}: not valid YAML ({err})") from None
         apply_mapping(cfg, data, str(p))

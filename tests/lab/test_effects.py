@@ -137,6 +137,12 @@ def test_a_run_of_an_atlas_setting_joins_it(placer: Placer, preset, overrides, e
     assert placer.place(_config(preset, *overrides, "train.seed=3")) == expected
 
 
+def test_a_run_made_before_a_config_field_existed_is_placed_as_if_it_had_the_default(placer: Placer) -> None:
+    config = _config(None, "algo.beta=0.4")
+    del config["task"]["min_operand"], config["task"]["train_mix"]  # fields added after the run was made
+    assert placer.place(config) == [("beta", "0.4")]
+
+
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [

@@ -3,7 +3,18 @@ import re
 
 import pytest
 
-from rlvr.tasks.arith import ArithSpec, apply, expression, make_queries, solve, split_of, worked_solution
+from rlvr.config import load_config
+from rlvr.tasks import DatasetError, load_task
+from rlvr.tasks.arith import (
+    ArithSpec,
+    apply,
+    expression,
+    make_queries,
+    parse_mix,
+    solve,
+    split_of,
+    worked_solution,
+)
 from rlvr.verifiers import RewardFunction
 
 
@@ -36,6 +47,44 @@ def test_queries_follow_the_dataset_schema_and_the_spec():
 def test_asking_for_more_queries_than_exist_is_a_clear_error():
     with pytest.raises(ValueError, match="only .* distinct"):
         make_queries(5000, split="heldout", seed=0, spec=ArithSpec(operands=2))
+
+
+def test_a_train_mix_draws_each_depth_and_holds_out_only_the_operands_depth():
+    cfg = load_config(None, ["task.train_mix=4:30,5:20", "task.operands=5", "task.max_value=999", "task.num_eval=10"])
+    train, heldout = load_task(cfg.task)
+    depths = [len(q.meta["operands"]) for q in train]
+    assert depths == [4] * 30 + [5] * 20 and {len(q.meta["operands"]) for q in heldout} == {5}
+    assert not {q.prompt for q in train} & {q.prompt for q in heldout}
+    assert max(int(q.verifier["answer"]) for q in train) > 99  # max_value applies to every depth
+    # the same depth drawn alone is the same queries: a mix is a curriculum over the usual splits
+    spec = ArithSpec(operands=4, max_value=999)
+    assert [q.prompt for q in train[:30]] == [q.prompt for q in make_queries(30, split="train", seed=0, spec=spec)]
+
+
+def test_min_operand_leaves_out_the_identity_operands():
+    spec = ArithSpec(operands=5, max_value=999, min_operand=2)
+    queries = make_queries(300, split="heldout", seed=0, spec=spec)
+    assert min(min(q.meta["operands"]) for q in queries) == 2
+    assert all(int(q.verifier["answer"]) == eval(q.prompt) for q in queries)
+    # without x*0 and x+0 answers spread out: far fewer held-out chains share their answer with another
+    share = lambda qs: 1 - len({q.verifier["answer"] for q in qs}) / len(qs)  # noqa: E731
+    loose = make_queries(300, split="heldout", seed=0, spec=ArithSpec(operands=5, max_value=999))
+    assert share(queries) < share(loose)
+    with pytest.raises(Exception, match=re.escape("task.min_operand must be in [0, 9]")):
+        load_config(None, ["task.min_operand=10"])
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [("4:x", "OPERANDS:COUNT"), ("4-300", "OPERANDS:COUNT"), ("1:30", ">= 2"), ("4:0", "counts >= 1"),
+     ("4:3,4:5", "each length once"), ("", "OPERANDS:COUNT")],
+)  # fmt: skip
+def test_a_bad_train_mix_is_refused_by_name(text, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        parse_mix(text)
+    if text:
+        with pytest.raises(DatasetError, match=re.escape("task.train_mix")):
+            load_task(load_config(None, [f"task.train_mix={text}"]).task)
 
 
 def test_worked_solutions_pass_or_fail_the_real_verifier():

@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from rlvr.algos import ALGORITHMS
-from rlvr.config import load_config
+from rlvr.config import RunConfig, load_config
 from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
@@ -150,11 +150,12 @@ class Placer:
                 except UserError:
                     continue  # its preset is not installed (a wheel without configs/): nothing joins it
         self.default = next(flat for _, s, flat in self.settings if s.name == "default")
+        self.defaults = _flatten(yaml.safe_load(yaml.safe_dump(RunConfig().to_dict(), sort_keys=False)))
 
     def place(self, config: dict[str, Any]) -> list[tuple[str, str]]:
         """The (knob, value) pairs a run's config.yaml belongs to: every knob listing its setting,
         or one knob it is a new value of, or none."""
-        flat = _flatten(config)
+        flat = self.defaults | _flatten(config)  # a run made before a field existed has that field's default
         same = [(knob, s.value) for knob, s, known in self.settings if known == flat]
         if same:
             return same

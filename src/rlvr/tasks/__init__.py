@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from rlvr.config import TaskConfig
-from rlvr.tasks.arith import ArithSpec, make_queries
+from rlvr.tasks.arith import ArithSpec, make_mixed_queries, make_queries, parse_mix
 from rlvr.tasks.dataset import DatasetError, load_jsonl
 from rlvr.types import Query
 
 
+def arith_spec(cfg: TaskConfig) -> ArithSpec:
+    """The arith generator's spec as a task config sets it."""
+    return ArithSpec(operands=cfg.operands, digits=cfg.digits, max_value=cfg.max_value, min_operand=cfg.min_operand)
+
+
 def _arith(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
-    spec = ArithSpec(operands=cfg.operands, digits=cfg.digits, max_value=cfg.max_value)
-    train = make_queries(cfg.num_train, split="train", seed=cfg.data_seed, spec=spec)
+    spec = arith_spec(cfg)
+    try:
+        mix = parse_mix(cfg.train_mix) if cfg.train_mix else {cfg.operands: cfg.num_train}
+    except ValueError as err:
+        raise ValueError(f"task.train_mix: {err}") from None
+    train = make_mixed_queries(mix, split="train", seed=cfg.data_seed, spec=spec)
     heldout = make_queries(cfg.num_eval, split="heldout", seed=cfg.data_seed, spec=spec)
     return train, heldout
 

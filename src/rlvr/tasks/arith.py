@@ -18,6 +18,7 @@ sharpens what the model can already do.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ class ArithSpec:
     digits: int = 1
     max_value: int = 99
     operators: str = OPERATORS
+    min_operand: int = 0
+    """Smallest operand; 2 leaves out 0 and 1, whose steps (x*0, x*1, x+0) make many chains share an answer."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def split_of(expr: str, heldout_fraction: float) -> str:
 
 def _sample(rng: random.Random, spec: ArithSpec) -> tuple[list[int], list[str]] | None:
     high = 10**spec.digits - 1
-    operands = [rng.randint(0, high) for _ in range(spec.operands)]
+    operands = [rng.randint(spec.min_operand, high) for _ in range(spec.operands)]
     ops = [rng.choice(spec.operators) for _ in range(spec.operands - 1)]
     steps = solve(operands, ops)
     if any(not 0 <= s.result <= spec.max_value for s in steps):
@@ -117,6 +120,29 @@ def make_queries(
             f"ask for fewer, or allow more operands/digits"
         )
     return list(seen.values())
+
+
+def parse_mix(text: str) -> dict[int, int]:
+    """'4:300,5:300' -> {4: 300, 5: 300}: how many queries of each chain length."""
+    mix: dict[int, int] = {}
+    for part in text.split(","):
+        operands, sep, count = part.strip().partition(":")
+        if not sep or not operands.strip().isdigit() or not count.strip().isdigit():
+            raise ValueError(f"expected 'OPERANDS:COUNT,...' such as '4:300,5:300' (got {text!r})")
+        k, n = int(operands), int(count)
+        if k < 2 or n < 1 or k in mix:
+            raise ValueError(f"{part.strip()!r}: operands must be >= 2, counts >= 1, each length once (got {text!r})")
+        mix[k] = n
+    return mix
+
+
+def make_mixed_queries(mix: dict[int, int], *, split: str, seed: int, spec: ArithSpec = ArithSpec()) -> list[Query]:
+    """The queries of `make_queries` for each chain length of `mix` (operands: count), in order."""
+    return [
+        query
+        for operands, count in mix.items()
+        for query in make_queries(count, split=split, seed=seed, spec=dataclasses.replace(spec, operands=operands))
+    ]
 
 
 def _wrong_value(rng: random.Random, right: int) -> int:

@@ -159,6 +159,7 @@ def evaluate_passk(
             "operands": spec.operands,
             "digits": spec.digits,
             "max_value": spec.max_value,
+            "min_operand": spec.min_operand,
             "data_seed": data_seed,
         },  # fmt: skip
         "models": models,
