@@ -146,7 +146,8 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_eval)
 
 
-EVAL_SETTABLE = ("task.operands", "task.digits", "task.max_value", "task.data_seed", "rollout.max_new_tokens")
+EVAL_SETTABLE = ("task.operands", "task.digits", "task.max_value", "task.min_operand", "task.data_seed",
+                 "rollout.max_new_tokens")  # fmt: skip
 """The config fields `rlvr eval --set` takes: those that decide the held-out queries and their length."""
 
 
@@ -192,7 +193,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 f"{flag} {name}: neither a built-in base ({', '.join(BASE_NAMES)}) nor a directory with a "
                 "Hugging Face config.json"
             )
-    from rlvr.tasks.arith import ArithSpec
+    from rlvr.tasks import arith_spec
     from rlvr.train.passk_eval import evaluate_passk
 
     _quiet_hugging_face()
@@ -212,7 +213,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         out=out,
         progress=not args.quiet,
-        spec=ArithSpec(operands=cfg.task.operands, digits=cfg.task.digits, max_value=cfg.task.max_value),
+        spec=arith_spec(cfg.task),
         data_seed=cfg.task.data_seed,
         max_new_tokens=cfg.rollout.max_new_tokens,
     )
@@ -260,22 +261,31 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--task",
         default="arith",
-        choices=["arith", "funcsynth", "arith-check"],
+        choices=["arith", "funcsynth", "arith-check", "arith-deep"],
         help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
         "lookup-table and wrong answers (docs/hacking.md); arith-check: 'tiny-arith-check', tiny-arith "
-        "warmed up on solutions that sometimes check a step and redo it (docs/reproduce.md)",
+        "warmed up on solutions that sometimes check a step and redo it (docs/reproduce.md); arith-deep: "
+        "'tiny-arith-deep', warmed up on 2- to 4-operand chains and 8 distinct 5-operand ones, so that it "
+        "rarely solves a 5-operand chain (docs/reproduce.md, the expansion study)",
     )
     p.set_defaults(func=_cmd_build_base)
 
 
 def _cmd_build_base(args: argparse.Namespace) -> int:
-    from rlvr.models import build_embedded, cache_root, embedded_path, funcsynth_base, selfcheck_base
+    from functools import partial
+
+    from rlvr.models import build_embedded, cache_root, deep_base, embedded_path, funcsynth_base, selfcheck_base
     from rlvr.train.evaluate import arith_warmup_report, funcsynth_warmup_report
 
     builders = {
         "arith": (build_embedded, embedded_path, arith_warmup_report),
         "funcsynth": (funcsynth_base.build, lambda: funcsynth_base.cache_path(cache_root()), funcsynth_warmup_report),
         "arith-check": (selfcheck_base.build, lambda: selfcheck_base.cache_path(cache_root()), arith_warmup_report),
+        "arith-deep": (
+            deep_base.build,
+            lambda: deep_base.cache_path(cache_root()),
+            partial(arith_warmup_report, max_new_tokens=80),  # a 5-operand solution is up to 70 characters
+        ),
     }
     build, default_path, report = builders[args.task]
     out = Path(args.out) if args.out else default_path()

@@ -6,16 +6,28 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rlvr.config import load_config
 from rlvr.train.atlas import preset_path
-from rlvr.train.reproduce import PASSK, STUDIES, ReproduceError, accuracy_line, lowers, raises, reproduce
+from rlvr.train.reproduce import (
+    PASSK,
+    STUDIES,
+    ReproduceError,
+    accuracy_line,
+    eval_argv,
+    expansion_verdict,
+    lowers,
+    raises,
+    reproduce,
+)
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
 def test_every_arm_of_every_study_is_a_valid_configuration(name: str) -> None:
     study = STUDIES[name]
-    assert len(study.arms) >= 2 and study.claims and study.minutes > 0
+    assert study.arms and study.claims and study.minutes > 0
+    assert len(study.arms) >= 2 or study.passk_arms  # one arm only where the base is the comparison
     for arm in study.arms:
         load_config(preset_path(arm.config), list(arm.overrides))
     assert set(study.passk_arms) <= {arm.value for arm in study.arms}
@@ -48,6 +60,34 @@ def test_a_change_counts_only_beyond_two_standard_errors() -> None:
     assert raises(steady) and not lowers(steady)  # +20 points every seed; greedy -1 +- 0.6: noise
     noisy = [_run(0.4, 0.7, (1.0, 0.8)), _run(0.4, 0.2, (1.0, 0.8)), _run(0.4, 0.45, (1.0, 0.8))]
     assert not raises(noisy) and lowers(noisy)  # +30, -20, +5 points: no sign; greedy -20 every seed
+
+
+def _report(base: list[float], model: list[float]) -> dict:
+    ks = [1, 16, 256]
+    return {"k": ks, "models": {"base": {"pass@k": base}, "model": {"pass@k": model}}}
+
+
+def test_expansion_needs_a_weak_base_a_gain_at_every_k_and_30_points_at_the_top() -> None:
+    grows = [_report([0.01, 0.04, 0.08], [0.40, 0.45, 0.50]), _report([0.01, 0.04, 0.08], [0.30, 0.40, 0.44])]
+    verdict = expansion_verdict(grows)
+    assert verdict["expansion"] and verdict["seeds_above_everywhere"] == 2
+    assert verdict["base_top"] == pytest.approx(0.08) and verdict["gain_top"][0] == pytest.approx(0.39)
+    strong_base = [_report([0.05, 0.10, 0.11], [0.45, 0.50, 0.60])] * 2  # base pass@256 above 10%
+    assert not expansion_verdict(strong_base)["expansion"]
+    small_gain = [_report([0.01, 0.04, 0.08], [0.30, 0.33, 0.35])] * 2  # +27 points at k = 256
+    assert not expansion_verdict(small_gain)["expansion"]
+    one_seed_crosses = [grows[0], _report([0.01, 0.04, 0.08], [0.005, 0.5, 0.6])]  # below the base at k = 1
+    verdict = expansion_verdict(one_seed_crosses)
+    assert verdict["seeds_above_everywhere"] == 1 and not verdict["expansion"]
+
+
+def test_a_run_is_evaluated_on_its_own_held_out_task_against_its_own_base(tmp_path: Path) -> None:
+    cfg = load_config(preset_path("configs/expansion.yaml"))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+    argv = eval_argv(tmp_path, 7)
+    assert argv[argv.index("--base") + 1] == "tiny-arith-deep" and argv[argv.index("--num-queries") + 1] == "7"
+    sets = {argv[i + 1] for i, arg in enumerate(argv) if arg == "--set"}
+    assert {"task.operands=5", "task.max_value=999", "rollout.max_new_tokens=80"} <= sets
 
 
 def test_bad_requests_are_refused_before_any_run(tmp_path: Path, cli) -> None:
@@ -87,6 +127,20 @@ def test_a_pass_at_k_study_end_to_end(tmp_path: Path) -> None:
     passk = next(line for line in card["measured"] if line.startswith("default pass@k"))
     base, model = evaluation["models"]["base"]["pass@k"][-1], evaluation["models"]["model"]["pass@k"][-1]
     assert f"k=256 {100 * base:.1f}->{100 * model:.1f}" in passk
+
+
+@pytest.mark.slow
+def test_the_expansion_study_evaluates_deep_chains_against_its_own_base(tmp_path: Path) -> None:
+    card = reproduce("expansion", tmp_path, seeds=(0,), steps=2, progress=False, eval_queries=3)
+    (run,) = card["arms"]["depth curriculum"]
+    evaluation = json.loads((tmp_path / run["dir"] / "eval" / "eval.json").read_text())
+    assert evaluation["spec"]["operands"] == 5 and evaluation["spec"]["max_value"] == 999
+    assert evaluation["max_new_tokens"] == 80 and evaluation["models"]["base"]["path"] == "tiny-arith-deep"
+    readings = [line for line in card["measured"] if line.startswith("reading")]
+    assert len(readings) == 2 and all("at every k on" in line for line in readings)
+    curves = json.loads((tmp_path / "passk.json").read_text())  # what the lab draws
+    trained = curves["arms"]["depth curriculum"]["trained"]["cot_pass@k"]
+    assert curves["study"] == "expansion" and trained == evaluation["models"]["model"]["cot_pass@k"]
 
 
 @pytest.mark.slow

@@ -27,7 +27,16 @@ from rlvr.lab.breaks import COLUMNS as HOSTILE_COLUMNS
 from rlvr.lab.breaks import HACK_COLUMNS, HOSTILE, hacked_examples, hacked_runs, judge_hostile
 from rlvr.lab.effects import page_data
 from rlvr.lab.effects_page import render as render_effects
-from rlvr.lab.evals import crossing_text, find_evals, passk_rows, read_eval, short_names
+from rlvr.lab.evals import (
+    crossing_text,
+    find_evals,
+    load_regimes,
+    passk_rows,
+    read_eval,
+    regime_rows,
+    regime_text,
+    short_names,
+)
 from rlvr.lab.live import LiveRuns
 from rlvr.lab.paradigms import (
     COMPARE_COMMAND,
@@ -278,6 +287,26 @@ def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
         "one of k samples is right (0-1, Chen et al. 2021); CoT-pass@k also needs right reasoning. If the "
         "base model catches up at large k, training compressed rather than added capability."
     )
+    regimes = load_regimes(root)
+    if regimes:
+        gr.Markdown(
+            "### Both regimes, measured by `rlvr reproduce`\nSharpening: on `tiny-arith` the base already samples "
+            "the right answer, and RL makes it likelier, so the base catches up at small k. Expansion: on "
+            "`tiny-arith-deep` the base rarely completes a 5-operand chain, and RL lifts pass@k at every k."
+        )
+    for curves in regimes:
+        with gr.Row():
+            gr.Markdown(regime_text(curves), elem_id=f"regime-{curves['study']}")
+            gr.LinePlot(
+                value=pd.DataFrame(regime_rows(curves), columns=["k", "series", "value"]),
+                x="k",
+                y="value",
+                color="series",
+                title=f"{curves['study']}: base against trained (mean over seeds)",
+                label=f"{curves['study']} pass@k (0-1) vs k samples",
+                elem_id=f"regime-plot-{curves['study']}",
+            )
+    gr.Markdown("### Your evaluations")
     evals = [str(p) for p in find_evals(root)]
     choice = gr.Dropdown(
         choices=evals,

@@ -8,7 +8,7 @@ from pathlib import Path
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.errors import UserError
-from rlvr.models import funcsynth_base, selfcheck_base
+from rlvr.models import deep_base, funcsynth_base, selfcheck_base
 from rlvr.models.arith_base import (
     EMBEDDED,
     SHIPPED,
@@ -30,15 +30,16 @@ __all__ = [
     "embedded_recipe",
     "BASE_NAMES",
     "DERIVED",
+    "deep_base",
     "funcsynth_base",
     "load_policy",
     "resolve_model_path",
 ]
 
 
-DERIVED = {funcsynth_base.NAME: funcsynth_base, selfcheck_base.NAME: selfcheck_base}
-"""Base models warmed up further from tiny-arith, by name: each module has NAME, SHIPPED,
-matches_recipe, cache_path and build."""
+DERIVED = {base.NAME: base for base in (funcsynth_base, selfcheck_base, deep_base)}
+"""The other built bases, by name (warmed up further from tiny-arith, or from scratch on another
+mix): each module has NAME, SHIPPED, matches_recipe, cache_path and build."""
 
 BASE_NAMES = (EMBEDDED, *DERIVED)
 """Every model.name rlvr resolves without a path."""

@@ -161,14 +161,14 @@ def evaluate_heldout(
 
 
 def arith_warmup_report(
-    tokenizer: PreTrainedTokenizerBase, heldout: list[Query]
+    tokenizer: PreTrainedTokenizerBase, heldout: list[Query], *, max_new_tokens: int = 40
 ) -> Callable[[int, PreTrainedModel], str]:
     """The progress line while tiny-arith warms up (`rlvr build-base`): held-out pass@1 and greedy."""
     reward_fn = RewardFunction()
 
     def report(step: int, model: PreTrainedModel) -> str:
         result = evaluate_heldout(
-            model, tokenizer, heldout, reward_fn, n=4, temperature=1.0, top_p=1.0, max_new_tokens=40
+            model, tokenizer, heldout, reward_fn, n=4, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens
         )
         return f"held-out pass@1 {result.pass_at_1:.3f} (n=4, T=1), greedy {result.greedy:.3f}"
 

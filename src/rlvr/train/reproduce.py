@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rlvr.config import load_config
 from rlvr.errors import UserError
 from rlvr.train.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
@@ -146,23 +148,72 @@ def _controls_report(arms: dict[str, list[dict]]) -> list[str]:
     return [*lines, f"reading: {reading}"]
 
 
+def _passk_mean(reports: list[dict], model: str, key: str) -> list[float]:
+    """The mean over seeds of one model's curve (base or trained) at each k."""
+    return [statistics.fmean(r["models"][model][key][i] for r in reports) for i in range(len(reports[0]["k"]))]
+
+
+def _passk_lines(arm: str, runs: list[dict]) -> list[str]:
+    """pass@k and CoT-pass@k, base -> trained, mean over seeds, and the k where the base catches up."""
+    reports = [r["eval"] for r in runs if r.get("eval")]
+    lines = []
+    for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")) if reports else ():
+        ks, base, model = reports[0]["k"], _passk_mean(reports, "base", key), _passk_mean(reports, "model", key)
+        cross = next((k for k, b, m in zip(ks, base, model, strict=True) if b >= m), None)
+        lines.append(
+            f"{arm} {name} (mean of {len(reports)} seeds, base -> trained): "
+            + ", ".join(f"k={k} {100 * b:.1f}->{100 * m:.1f}" for k, b, m in zip(ks, base, model, strict=True))
+            + "; "
+            + (f"the base catches up at k={cross}" if cross else "the base stays below at every k")
+        )
+    return lines
+
+
+EXPANSION_BASE_MAX = 0.10
+"""The expansion regime's base: pass@256 at most 10% on held-out problems."""
+EXPANSION_GAIN = 0.30
+"""... and the trained model at least 30 points above it at k = 256, above it at every k."""
+
+
+def expansion_verdict(reports: list[dict], key: str = "pass@k") -> dict[str, Any]:
+    """Whether eval reports (one per seed) show expansion: the base's pass@256 at most 10%, each
+    seed's trained model above the base at every k, and the mean gain at the largest k >= 30 points."""
+    base_top = statistics.fmean(r["models"]["base"][key][-1] for r in reports)
+    above = [all(m > b for b, m in zip(r["models"]["base"][key], r["models"]["model"][key], strict=True))
+             for r in reports]  # fmt: skip
+    gain = _spread([r["models"]["model"][key][-1] - r["models"]["base"][key][-1] for r in reports])
+    return {
+        "k": reports[0]["k"][-1],
+        "base_top": base_top,
+        "seeds_above_everywhere": sum(above),
+        "seeds": len(reports),
+        "gain_top": gain,
+        "expansion": base_top <= EXPANSION_BASE_MAX and all(above) and gain is not None and gain[0] >= EXPANSION_GAIN,
+    }
+
+
+def _expansion_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    for arm, runs in arms.items():
+        lines += _passk_lines(arm, runs)
+        reports = [r["eval"] for r in runs if r.get("eval")]
+        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")) if reports else ():
+            v = expansion_verdict(reports, key)
+            lines.append(
+                f"reading ({arm}, {name}): the base's {name.replace('k', str(v['k']))} is {100 * v['base_top']:.1f}% "
+                f"({'at most' if v['base_top'] <= EXPANSION_BASE_MAX else 'above'} {100 * EXPANSION_BASE_MAX:.0f}%); "
+                f"trained above the base at every k on {v['seeds_above_everywhere']} of {v['seeds']} seeds; "
+                f"gain at k={v['k']} {_fmt(v['gain_top'], unit=' points', signed=True)} -> "
+                + ("expansion: RL solved problems the base did not solve in 256 tries"
+                   if v["expansion"] else "not the expansion regime's criteria (see the numbers above)")
+            )  # fmt: skip
+    return lines
+
+
 def _sharpening_report(arms: dict[str, list[dict]]) -> list[str]:
     lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
     for arm, runs in arms.items():
-        reports = [r["eval"] for r in runs if r.get("eval")]
-        if not reports:
-            continue
-        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
-            ks = reports[0]["k"]
-            base = [statistics.fmean(r["models"]["base"][key][i] for r in reports) for i in range(len(ks))]
-            model = [statistics.fmean(r["models"]["model"][key][i] for r in reports) for i in range(len(ks))]
-            cross = next((k for k, b, m in zip(ks, base, model, strict=True) if b >= m), None)
-            lines.append(
-                f"{arm} {name} (mean of {len(reports)} seeds, base -> trained): "
-                + ", ".join(f"k={k} {100 * b:.1f}->{100 * m:.1f}" for k, b, m in zip(ks, base, model, strict=True))
-                + "; "
-                + (f"the base catches up at k={cross}" if cross else "the base stays below at every k")
-            )
+        lines += _passk_lines(arm, runs)
     keeps = [
         f"{arm} (greedy {_fmt(_change(runs, 'gold_greedy'), unit=' points', signed=True)})"
         for arm, runs in arms.items()
@@ -273,6 +324,22 @@ STUDIES: dict[str, Study] = {
             report=_sharpening_report,
         ),
         Study(
+            "expansion",
+            "Compression or new capability? RL on problems the base rarely solves, pass@k up to k = 256",
+            (
+                Claim("Wen et al. 2025 (arXiv 2506.14245)", "RLVR raises CoT-pass@k at all k, up to large k"),
+                Claim("Liu et al. 2025, ProRL (prolonged RL)",
+                      "on tasks where the base is weak, long RL raises pass@k at all k: the boundary moves"),
+                Claim("Yue et al. 2025 (arXiv 2504.13837)",
+                      "the base overtakes the RL model at large k: RL only reweights what the base can sample"),
+            ),
+            (Setting("expansion", "depth curriculum", "configs/expansion.yaml"),),
+            steps=500,
+            minutes=16,
+            passk_arms=("depth curriculum",),
+            report=_expansion_report,
+        ),
+        Study(
             "self-verification",
             "Does checking one's own steps emerge from an answer-only reward?",
             (
@@ -314,13 +381,27 @@ def runs_of(study: Study, seeds: list[int], steps: int | None = None) -> list[At
     return [AtlasRun(arm, seed, steps or study.steps) for arm in study.arms for seed in seeds]
 
 
+EVAL_FROM_RUN = (("task", "operands"), ("task", "digits"), ("task", "max_value"), ("task", "min_operand"),
+                 ("task", "data_seed"), ("rollout", "max_new_tokens"))  # fmt: skip
+"""What `rlvr eval` takes from the trained run's own config: its held-out task and sampling length."""
+
+
+def eval_argv(run_dir: Path, queries: int) -> list[str]:
+    """The `rlvr eval` command line that compares a trained run with the base it started from, on
+    the run's own held-out task (chain length, values, sampling length), at k = 1..256."""
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    sets = [arg for section, key in EVAL_FROM_RUN for arg in ("--set", f"{section}.{key}={config[section][key]}")]
+    return ["eval", "--model", str(run_dir / "final"), "--base", str(config["model"]["name"]), "--n", str(PASSK[-1]),
+            "--k", ",".join(map(str, PASSK)), "--num-queries", str(queries), *sets, "--out", str(run_dir / "eval"),
+            "--quiet"]  # fmt: skip
+
+
 def _evaluate(out: Path, run: AtlasRun, queries: int) -> int:
-    """`rlvr eval` of one trained run against the base at k = 1..256 (kept if already made)."""
+    """`rlvr eval` of one trained run against its base at k = 1..256 (kept if already made)."""
     run_dir = out / "runs" / run.dir_name
     if (run_dir / "eval" / "eval.json").is_file():
         return 0
-    argv = ["eval", "--model", str(run_dir / "final"), "--base", "tiny-arith", "--n", str(PASSK[-1]),
-            "--k", ",".join(map(str, PASSK)), "--num-queries", str(queries), "--out", str(run_dir / "eval"), "--quiet"]  # fmt: skip
+    argv = eval_argv(run_dir, queries)
     with open(out / "runs" / f"{run.dir_name}.eval.log", "w") as log:
         return subprocess.run(
             [sys.executable, "-m", "rlvr.cli", *argv],
@@ -397,7 +478,29 @@ def reproduce(
             pass  # an unreadable card is replaced
     previous.write_text(json.dumps(card, indent=1) + "\n")
     draw_card(card, out / "reproduce.png")
+    curves = passk_curves(card)
+    if curves["arms"]:
+        (out / "passk.json").write_text(json.dumps(curves, indent=1) + "\n")
     return card
+
+
+def passk_curves(card: dict[str, Any]) -> dict[str, Any]:
+    """A study card's pass@k in small: base and trained curves, mean over seeds and per seed, with
+    the claims and the measured lines (what the lab's "Compression or new capability?" tab draws)."""
+    arms = {}
+    for arm, runs in card["arms"].items():
+        reports = [r["eval"] for r in runs if r.get("eval")]
+        if not reports:
+            continue
+        arms[arm] = {
+            "base": {key: _passk_mean(reports, "base", key) for key in ("pass@k", "cot_pass@k")},
+            "trained": {key: _passk_mean(reports, "model", key) for key in ("pass@k", "cot_pass@k")},
+            "seeds": [{"seed": r["seed"], **{key: r["eval"]["models"]["model"][key] for key in ("pass@k", "cot_pass@k")}}
+                      for r in runs if r.get("eval")],
+        }  # fmt: skip
+    keys = ("study", "title", "command", "made", "wall_s", "seeds", "steps", "claims", "measured")
+    k = next((r["eval"]["k"] for runs in card["arms"].values() for r in runs if r.get("eval")), [])
+    return {"schema": "rlvr.passk/1", **{key: card.get(key) for key in keys}, "k": k, "arms": arms}
 
 
 def _passk(report: dict | None) -> dict | None:
