@@ -107,6 +107,8 @@ class RewardConfig:
     """Weight of the query's own verifier (pass = 1, fail = 0)."""
     format_weight: float = 0.0
     """Weight of the format check (<think>...</think><answer>...</answer>); 0 keeps rewards binary."""
+    reasoning_weight: float = 0.0
+    """Weight of the reasoning check (task arith): 1 when every step is a true claim that chains through the query to the answer (the CoT-pass@k checker); with correctness_weight 0 the reward is CoT-correctness."""
     fidelity: Literal["gold", "visible_only", "lenient", "noisy"] = "gold"
     """Training verifier: gold, visible_only (python: hidden tests dropped), lenient (math: answer anywhere in the text) or noisy (gold with injected errors); see docs/hacking.md."""
     false_positive_rate: float = 0.0
@@ -348,6 +350,13 @@ def _epsilon_high(cfg: RunConfig) -> str | None:
     return None if hi is None or hi >= 0 else f"algo.epsilon_high must be >= 0 or empty (got {hi})"
 
 
+def _reasoning(cfg: RunConfig) -> str | None:
+    if cfg.reward.reasoning_weight and cfg.task.name != "arith":
+        return (f"reward.reasoning_weight={cfg.reward.reasoning_weight} needs task.name=arith, the task with a "
+                f"reasoning checker (got task.name={cfg.task.name})")  # fmt: skip
+    return None
+
+
 def _arith(cfg: RunConfig) -> str | None:
     if cfg.task.operands < 2:
         return f"task.operands must be >= 2 (got {cfg.task.operands}): one operand has no step to reason"
@@ -472,6 +481,7 @@ _CHECKS = [
     _positive("task", "num_eval"),
     _positive("task", "digits"),
     _arith,
+    _reasoning,
     _jsonl_paths,
     _hf_path,
     _trackers,

@@ -73,7 +73,7 @@ def test_the_shipped_regimes_are_both_sides_of_the_debate() -> None:
 
 def test_your_own_study_replaces_the_shipped_one(tmp_path: Path) -> None:
     mine = json.loads((REGIMES / "expansion.json").read_text())
-    mine["arms"]["depth curriculum"]["trained"]["pass@k"] = [0.5] * len(mine["k"])
+    mine["arms"]["step-checked reward"]["trained"]["pass@k"] = [0.5] * len(mine["k"])
     (tmp_path / "study").mkdir()
     (tmp_path / "study" / "passk.json").write_text(json.dumps(mine))
     (tmp_path / "other").mkdir()

@@ -76,6 +76,8 @@ def test_expansion_needs_a_weak_base_a_gain_at_every_k_and_30_points_at_the_top(
     assert not expansion_verdict(strong_base)["expansion"]
     small_gain = [_report([0.01, 0.04, 0.08], [0.30, 0.33, 0.35])] * 2  # +27 points at k = 256
     assert not expansion_verdict(small_gain)["expansion"]
+    at_the_bound = [_report([0.01, 0.05, 0.1], [0.3, 0.35, 0.4])] * 3  # a mean of 0.1s can be 0.1000000001
+    assert expansion_verdict(at_the_bound)["expansion"]
     one_seed_crosses = [grows[0], _report([0.01, 0.04, 0.08], [0.005, 0.5, 0.6])]  # below the base at k = 1
     verdict = expansion_verdict(one_seed_crosses)
     assert verdict["seeds_above_everywhere"] == 1 and not verdict["expansion"]
@@ -132,14 +134,14 @@ def test_a_pass_at_k_study_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_expansion_study_evaluates_deep_chains_against_its_own_base(tmp_path: Path) -> None:
     card = reproduce("expansion", tmp_path, seeds=(0,), steps=2, progress=False, eval_queries=3)
-    (run,) = card["arms"]["depth curriculum"]
+    (run,) = card["arms"]["step-checked reward"]
     evaluation = json.loads((tmp_path / run["dir"] / "eval" / "eval.json").read_text())
     assert evaluation["spec"]["operands"] == 5 and evaluation["spec"]["max_value"] == 999
     assert evaluation["max_new_tokens"] == 80 and evaluation["models"]["base"]["path"] == "tiny-arith-deep"
     readings = [line for line in card["measured"] if line.startswith("reading")]
     assert len(readings) == 2 and all("at every k on" in line for line in readings)
     curves = json.loads((tmp_path / "passk.json").read_text())  # what the lab draws
-    trained = curves["arms"]["depth curriculum"]["trained"]["cot_pass@k"]
+    trained = curves["arms"]["step-checked reward"]["trained"]["cot_pass@k"]
     assert curves["study"] == "expansion" and trained == evaluation["models"]["model"]["cot_pass@k"]
 
 

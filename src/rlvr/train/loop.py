@@ -68,6 +68,8 @@ class Trainer:
         torch.manual_seed(cfg.train.seed + self.dist.rank)  # rank 0 keeps the single-process stream
         self.train_queries, self.eval_queries = load_task(cfg.task)
         weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
+        if cfg.reward.reasoning_weight:  # computed only when it counts
+            weights["reasoning"] = cfg.reward.reasoning_weight
         gold_for = None  # the local registry: this machine's sandbox pool and worker pools
         if cfg.reward.backend == "ray":
             from rlvr.integrations.ray_verify import ray_verifiers_for_run

@@ -188,8 +188,14 @@ def expansion_verdict(reports: list[dict], key: str = "pass@k") -> dict[str, Any
         "seeds_above_everywhere": sum(above),
         "seeds": len(reports),
         "gain_top": gain,
-        "expansion": base_top <= EXPANSION_BASE_MAX and all(above) and gain is not None and gain[0] >= EXPANSION_GAIN,
+        "expansion": _at_most(base_top, EXPANSION_BASE_MAX) and all(above) and gain is not None
+        and _at_most(EXPANSION_GAIN, gain[0]),
     }
+
+
+def _at_most(value: float, bound: float) -> bool:
+    """value <= bound, forgiving the float error of a mean (10/100 averaged can be 0.1000000001)."""
+    return value <= bound + 1e-9
 
 
 def _expansion_report(arms: dict[str, list[dict]]) -> list[str]:
@@ -201,7 +207,7 @@ def _expansion_report(arms: dict[str, list[dict]]) -> list[str]:
             v = expansion_verdict(reports, key)
             lines.append(
                 f"reading ({arm}, {name}): the base's {name.replace('k', str(v['k']))} is {100 * v['base_top']:.1f}% "
-                f"({'at most' if v['base_top'] <= EXPANSION_BASE_MAX else 'above'} {100 * EXPANSION_BASE_MAX:.0f}%); "
+                f"({'at most' if _at_most(v['base_top'], EXPANSION_BASE_MAX) else 'above'} {100 * EXPANSION_BASE_MAX:.0f}%); "
                 f"trained above the base at every k on {v['seeds_above_everywhere']} of {v['seeds']} seeds; "
                 f"gain at k={v['k']} {_fmt(v['gain_top'], unit=' points', signed=True)} -> "
                 + ("expansion: RL solved problems the base did not solve in 256 tries"
@@ -325,7 +331,7 @@ STUDIES: dict[str, Study] = {
         ),
         Study(
             "expansion",
-            "Compression or new capability? RL on problems the base rarely solves, pass@k up to k = 256",
+            "Compression or new capability? RL on chains the base rarely completes, pass@k up to k = 256",
             (
                 Claim("Wen et al. 2025 (arXiv 2506.14245)", "RLVR raises CoT-pass@k at all k, up to large k"),
                 Claim("Liu et al. 2025, ProRL (prolonged RL)",
@@ -333,10 +339,10 @@ STUDIES: dict[str, Study] = {
                 Claim("Yue et al. 2025 (arXiv 2504.13837)",
                       "the base overtakes the RL model at large k: RL only reweights what the base can sample"),
             ),
-            (Setting("expansion", "depth curriculum", "configs/expansion.yaml"),),
+            (Setting("expansion", "step-checked reward", "configs/expansion.yaml"),),
             steps=500,
             minutes=16,
-            passk_arms=("depth curriculum",),
+            passk_arms=("step-checked reward",),
             report=_expansion_report,
         ),
         Study(

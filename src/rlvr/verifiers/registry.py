@@ -79,6 +79,13 @@ def _format() -> Verifier:
     return FormatVerifier()
 
 
+@register("reasoning")
+def _reasoning() -> Verifier:
+    from rlvr.verifiers.reasoning import ReasoningVerifier
+
+    return ReasoningVerifier()
+
+
 @register("python")
 def _python() -> Verifier:
     from rlvr.verifiers.python import PythonVerifier
