@@ -10,7 +10,6 @@ from rlvr.verifiers import RewardFunction
 from rlvr.verifiers.reasoning import ReasoningVerifier
 
 
-
 def _query() -> Query:
     return Query(id="q", prompt="(7*8)-5", verifier={"type": "math", "answer": "51"},
                  meta={"task": "arith", "operands": [7, 8, 5], "ops": ["*", "-"]})  # fmt: skip

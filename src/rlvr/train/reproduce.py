@@ -188,7 +188,9 @@ def expansion_verdict(reports: list[dict], key: str = "pass@k") -> dict[str, Any
         "seeds_above_everywhere": sum(above),
         "seeds": len(reports),
         "gain_top": gain,
-        "expansion": _at_most(base_top, EXPANSION_BASE_MAX) and all(above) and gain is not None
+        "expansion": _at_most(base_top, EXPANSION_BASE_MAX)
+        and all(above)
+        and gain is not None
         and _at_most(EXPANSION_GAIN, gain[0]),
     }
 
@@ -341,7 +343,7 @@ STUDIES: dict[str, Study] = {
             ),
             (Setting("expansion", "step-checked reward", "configs/expansion.yaml"),),
             steps=500,
-            minutes=16,
+            minutes=17,
             passk_arms=("step-checked reward",),
             report=_expansion_report,
         ),
@@ -525,8 +527,11 @@ def draw_card(card: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     with_passk = [(arm, runs) for arm, runs in card["arms"].items() if any(r["eval"] for r in runs)]
-    checks = any(
-        x for runs in card["arms"].values() for r in runs for x in r["card"]["curves"].get("selfcheck/rate", [])
+    checks = any(  # a panel only for a base that checks steps: a stray '!' in 1 of 128 is not one
+        x is not None and x >= 0.05
+        for runs in card["arms"].values()
+        for r in runs
+        for x in r["card"]["curves"].get("selfcheck/rate", [])
     )
     panels = 1 + bool(with_passk) + checks
     fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
