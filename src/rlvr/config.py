@@ -41,6 +41,10 @@ class ModelConfig:
     """lean: plain Llama policies sample and score through rlvr.models.lean (HF's math, each distinct prompt run once; faster on CPU); hf: transformers' forward and generate; auto: lean on CPU, hf on GPU."""
 
 
+HfFormat = Literal["columns", "gsm8k", "math"]
+"""Dataset layouts task.name=hf reads (rlvr.tasks.formats.FORMATS has one entry for each)."""
+
+
 @dataclass
 class TaskConfig:
     name: Literal["arith", "jsonl", "hf", "funcsynth"] = "arith"
@@ -66,19 +70,21 @@ class TaskConfig:
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
     hf_path: str = ""
-    """hf: a local .jsonl/.json/.parquet file, or a directory of them in Hugging Face layout (train-*.parquet, ...)."""
+    """hf: a local .jsonl/.json/.parquet/.csv file, or a directory of them in Hugging Face layout (train-*.parquet, ...)."""
     hf_split: str = "train"
     """hf: training split of a directory (a single file is one split)."""
     hf_eval_path: str = ""
     """hf: file or directory of held-out rows; empty = split hf_eval_split of hf_path."""
     hf_eval_split: str = "test"
     """hf: held-out split of a directory."""
+    hf_format: HfFormat = "columns"
+    """hf: the dataset's layout: columns (the answer column is the answer), gsm8k (GSM8K: question/answer, the answer after the solution's last '####') or math (Hendrycks MATH: problem/solution, the answer in the solution's last \\boxed{...}); `rlvr data check FILE --format F` checks a file."""
     hf_prompt_column: str = "prompt"
-    """hf: column with the prompt text."""
+    """hf: column with the prompt text; left at 'prompt', hf_format gsm8k reads 'question' and math 'problem'."""
     hf_answer_column: str = "answer"
-    """hf: column with the reference answer, mapped to {"type": "math", "answer": ...}."""
+    """hf: column with the reference answer (or the solution it is cut from, by hf_format), mapped to {"type": "math", "answer": ...}; left at 'answer', hf_format math reads 'solution'."""
     hf_verifier_column: str = ""
-    """hf: column with full criteria (an object or JSON text, e.g. python tests); overrides hf_answer_column."""
+    """hf: column with full criteria (an object or JSON text, e.g. python tests); overrides hf_answer_column (hf_format columns only)."""
     hf_id_column: str = ""
     """hf: column with row ids; empty = '<split>-<row index>'."""
 
@@ -294,7 +300,17 @@ def _jsonl_paths(cfg: RunConfig) -> str | None:
 
 def _hf_path(cfg: RunConfig) -> str | None:
     if cfg.task.name == "hf" and not cfg.task.hf_path:
-        return "task.name=hf needs task.hf_path (a local .jsonl/.parquet file or a Hugging Face dataset directory)"
+        return "task.name=hf needs task.hf_path (a local .jsonl/.parquet/.csv file or a Hugging Face dataset directory)"
+    return None
+
+
+def _hf_format(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.name == "hf" and t.hf_format != "columns" and t.hf_verifier_column:
+        return (
+            f"task.hf_format={t.hf_format} cuts the answer out of a solution column, but task.hf_verifier_column="
+            f"{t.hf_verifier_column} gives whole criteria; drop one of them (hf_format=columns reads a verifier column)"
+        )
     return None
 
 
@@ -484,6 +500,7 @@ _CHECKS = [
     _reasoning,
     _jsonl_paths,
     _hf_path,
+    _hf_format,
     _trackers,
     _ray_backend,
     _non_negative("algo", "entropy_coef"),

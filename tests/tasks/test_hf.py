@@ -129,9 +129,9 @@ def test_unreadable_or_missing_files(tmp_path):
         load_hf_queries(broken, "train", ColumnMap())
     with pytest.raises(UserError, match="not found"):
         load_hf_queries(tmp_path / "nothing.parquet", "train", ColumnMap())
-    (tmp_path / "rows.csv").write_text("prompt,answer\n1+1,2\n")
-    with pytest.raises(UserError, match="unsupported file type '.csv'"):
-        load_hf_queries(tmp_path / "rows.csv", "train", ColumnMap())
+    (tmp_path / "rows.tsv").write_text("prompt\tanswer\n1+1\t2\n")
+    with pytest.raises(UserError, match=r"unsupported file type '.tsv'; use .jsonl, .json, .parquet, .csv"):
+        load_hf_queries(tmp_path / "rows.tsv", "train", ColumnMap())
     directory = tmp_path / "ds"
     directory.mkdir()
     _parquet(directory / "train.parquet", RECORDS)

@@ -39,8 +39,12 @@ def _jsonl(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
 def _hf(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     from rlvr.tasks.hf import ColumnMap, load_hf_task  # imports `datasets` only here
 
-    columns = ColumnMap(
-        prompt=cfg.hf_prompt_column, answer=cfg.hf_answer_column, verifier=cfg.hf_verifier_column, id=cfg.hf_id_column
+    columns = ColumnMap.for_format(
+        cfg.hf_format,
+        prompt=cfg.hf_prompt_column,
+        answer=cfg.hf_answer_column,
+        verifier=cfg.hf_verifier_column,
+        id=cfg.hf_id_column,
     )
     return load_hf_task(cfg.hf_path, cfg.hf_split, cfg.hf_eval_path, cfg.hf_eval_split, columns)
 

@@ -1,15 +1,18 @@
-"""Dataset rows from local Hugging Face ``datasets`` files (JSON Lines or Parquet).
+"""Dataset rows from local Hugging Face ``datasets`` files (JSON Lines, Parquet or CSV).
 
 A column mapping turns each record into rlvr's row schema ``{"id", "prompt", "verifier"}``:
 the prompt column gives the prompt text; the verification criteria come either from a verifier
 column (a criteria object, or the same object as a JSON string) or from an answer column, mapped to
-``{"type": "math", "answer": ...}``. Every row then passes the same check as a JSONL row
-(``rlvr.tasks.dataset.parse_row``). Only local files are read: nothing is downloaded.
+``{"type": "math", "answer": ...}``. The dataset's layout (``rlvr.tasks.formats``: plain columns,
+GSM8K or MATH) names the usual columns and cuts the reference answer out of a worked solution.
+Every row then passes the same check as a JSONL row (``rlvr.tasks.dataset.parse_row``). Only
+local files are read: nothing is downloaded.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +20,10 @@ from typing import Any
 from rlvr.errors import UserError
 from rlvr.tasks.criteria import parse_criteria
 from rlvr.tasks.dataset import DatasetError, parse_row
+from rlvr.tasks.formats import FORMATS, AnswerNotFound
 from rlvr.types import Query
 
-BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 """File suffix -> the ``datasets`` builder that reads it."""
 
 
@@ -33,6 +37,23 @@ class ColumnMap:
     """When set, this column's criteria are used and ``answer`` is ignored."""
     id: str = ""
     """When empty, ids are '<split>-<row index>'."""
+    layout: str = "columns"
+    """How the answer cell becomes the reference answer: a key of ``rlvr.tasks.formats.FORMATS``."""
+
+    @classmethod
+    def for_format(
+        cls, layout: str, *, prompt: str = "", answer: str = "", verifier: str = "", id: str = ""
+    ) -> ColumnMap:
+        """The layout's own prompt and answer columns where ``prompt``/``answer`` are empty or the
+        'columns' layout's names (the task.hf_*_column defaults): GSM8K's 'question', MATH's 'problem'."""
+        usual, plain = FORMATS[layout], FORMATS["columns"]
+        return cls(
+            prompt=usual.prompt_column if prompt in ("", plain.prompt_column) else prompt,
+            answer=usual.answer_column if answer in ("", plain.answer_column) else answer,
+            verifier=verifier,
+            id=id,
+            layout=layout,
+        )
 
     def needed(self) -> dict[str, str]:
         """Columns that must exist, by the config field that names them."""
@@ -63,15 +84,20 @@ def read_split(path: str | Path, split: str) -> Any:
         source, kwargs = str(path), {}
     else:
         raise DatasetError(f"dataset file or directory not found: {path}")
+    verbosity = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # a bad file is logged, then raised: one report
     try:
         return datasets.load_dataset(source, split=split, **kwargs)
     except Exception as error:  # pyarrow, json and datasets errors: all mean "this file is unreadable"
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise DatasetError(f"{path}: could not read split '{split}' ({first_line[:200]})") from None
+    finally:
+        datasets.logging.set_verbosity(verbosity)
 
 
-def load_hf_queries(path: str | Path, split: str, columns: ColumnMap) -> list[Query]:
-    """Rows of one split mapped to queries; a missing column or a bad value names the row."""
+def hf_rows(path: str | Path, split: str, columns: ColumnMap) -> Iterator[tuple[int, Query | str]]:
+    """(row index, query) for each record, or (row index, why the record is bad), so that a checker
+    sees every bad row. An unreadable file, a missing column or an empty split raises DatasetError."""
     dataset = read_split(path, split)
     where = f"{path} [{split}]"
     for field_name, column in columns.needed().items():
@@ -81,9 +107,23 @@ def load_hf_queries(path: str | Path, split: str, columns: ColumnMap) -> list[Qu
             )
     if len(dataset) == 0:
         raise DatasetError(f"{where}: no rows")
-    return [
-        _to_query(record, index, split, columns, f"{where} row index {index}") for index, record in enumerate(dataset)
-    ]
+    for index, record in enumerate(dataset):
+        try:
+            query = _to_query(record, index, split, columns)
+        except UserError as error:  # DatasetError, CriteriaError: this record is bad, the next may not be
+            yield index, str(error)
+            continue
+        yield index, query
+
+
+def load_hf_queries(path: str | Path, split: str, columns: ColumnMap) -> list[Query]:
+    """Rows of one split mapped to queries; a missing column or a bad value names the row."""
+    queries = []
+    for index, row in hf_rows(path, split, columns):
+        if isinstance(row, str):
+            raise DatasetError(f"{path} [{split}] row index {index}: {row}")
+        queries.append(row)
+    return queries
 
 
 def load_hf_task(
@@ -99,25 +139,35 @@ def load_hf_task(
     return load_hf_queries(path, split, columns), load_hf_queries(eval_path or path, eval_split, columns)
 
 
-def _to_query(record: dict[str, Any], index: int, split: str, columns: ColumnMap, where: str) -> Query:
+def _to_query(record: dict[str, Any], index: int, split: str, columns: ColumnMap) -> Query:
+    """The record as a query; a DatasetError or CriteriaError says what is wrong with it (the
+    caller names the file and row)."""
     prompt = record[columns.prompt]
     if not isinstance(prompt, str) or not prompt.strip():
         kind = "chat messages" if isinstance(prompt, list) else repr(prompt)[:40]
         raise DatasetError(
-            f"{where}: column '{columns.prompt}' must be non-empty text, got {kind} "
-            "(task.hf_prompt_column names a text column)"
+            f"column '{columns.prompt}' must be non-empty text, got {kind} (task.hf_prompt_column names a text column)"
         )
     if columns.verifier:
-        criteria = parse_criteria(record[columns.verifier], f"{where}, column '{columns.verifier}'")
+        criteria = parse_criteria(record[columns.verifier], f"column '{columns.verifier}'")
     else:
-        criteria = {"type": "math", "answer": _answer_text(record[columns.answer], columns.answer, where)}
+        criteria = {"type": "math", "answer": _reference_answer(record[columns.answer], columns)}
     row_id = record[columns.id] if columns.id else f"{split}-{index}"
     if row_id is None:
-        raise DatasetError(f"{where}: column '{columns.id}' is empty (task.hf_id_column)")
-    return parse_row({"id": str(row_id), "prompt": prompt, "verifier": criteria}, where)
+        raise DatasetError(f"column '{columns.id}' is empty (task.hf_id_column)")
+    return parse_row({"id": str(row_id), "prompt": prompt, "verifier": criteria}, "the mapped row")
 
 
-def _answer_text(value: Any, column: str, where: str) -> str:
+def _reference_answer(value: Any, columns: ColumnMap) -> str:
+    """The answer cell's reference answer, cut out of it as the layout says."""
+    text = _answer_text(value, columns.answer)
+    try:
+        return FORMATS[columns.layout].reference(text)
+    except AnswerNotFound as error:
+        raise DatasetError(f"column '{columns.answer}' (task.hf_format={columns.layout}): {error}") from None
+
+
+def _answer_text(value: Any, column: str) -> str:
     """An answer cell as text: strings stripped, integers (also integral floats) as digits."""
     text = None
     if isinstance(value, str):
@@ -127,5 +177,5 @@ def _answer_text(value: Any, column: str, where: str) -> str:
     elif isinstance(value, float) and math.isfinite(value):
         text = str(int(value)) if value.is_integer() else repr(value)
     if not text:
-        raise DatasetError(f"{where}: column '{column}' must be a non-empty answer (text or a number), got {value!r}")
+        raise DatasetError(f"column '{column}' must be a non-empty answer (text or a number), got {value!r}")
     return text

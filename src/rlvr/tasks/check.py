@@ -1,0 +1,84 @@
+"""Check every row of a dataset file before training on it: what ``rlvr data check`` runs.
+
+The file is read the way training reads it: rlvr JSONL rows (``rows``, as task.name=jsonl does)
+or a Hugging Face dataset file mapped through a task.hf_format layout (``columns``, ``gsm8k``,
+``math``, as task.name=hf does). Unlike the loaders, which stop at the first bad row, the check
+goes on and names every bad row, a repeated id and an unknown verifier type included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlvr.tasks.dataset import DatasetError, jsonl_rows
+from rlvr.tasks.hf import ColumnMap, hf_rows
+from rlvr.types import Query
+
+
+@dataclass
+class CheckReport:
+    path: str
+    file_format: str
+    good: int = 0
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    """(row number, why that row is bad), in file order."""
+
+    @property
+    def rows(self) -> int:
+        return self.good + len(self.problems)
+
+    @property
+    def numbering(self) -> str:
+        """What a row number counts, as the training loader's errors count it."""
+        return "rows are line numbers" if self.file_format == "rows" else "rows are counted from 0"
+
+    def problem_lines(self, limit: int = 20) -> list[str]:
+        """'row N: reason' for the first ``limit`` bad rows, then how many more there are."""
+        lines = [f"row {number}: {reason}" for number, reason in self.problems[:limit]]
+        if len(self.problems) > limit:
+            lines.append(f"... and {len(self.problems) - limit} more")
+        return lines
+
+
+def check_file(
+    path: str | Path,
+    file_format: str = "rows",
+    *,
+    columns: ColumnMap | None = None,
+    split: str = "train",
+    verifier_types: Collection[str] | None = None,
+) -> CheckReport:
+    """Every row of ``path`` checked. ``columns`` maps a Hugging Face file's columns (default: the
+    layout's own); ``verifier_types``, when given, are the verifier types a row may name. A missing,
+    unreadable or empty file, or a missing column, raises DatasetError: then no row can be checked."""
+    if file_format == "rows":
+        rows: Iterator[tuple[int, Query | str]] = jsonl_rows(path)
+    else:
+        rows = hf_rows(path, split, columns or ColumnMap.for_format(file_format))
+    report = CheckReport(str(path), file_format)
+    first_row_of: dict[str, int] = {}
+    for number, row in rows:
+        if isinstance(row, Query):
+            problem = _query_problem(row, first_row_of, verifier_types)
+            first_row_of.setdefault(row.id, number)
+        else:
+            problem = row
+        if problem is None:
+            report.good += 1
+        else:
+            report.problems.append((number, problem))
+    if report.rows == 0:
+        raise DatasetError(f"{path}: no rows")
+    return report
+
+
+def _query_problem(query: Query, first_row_of: dict[str, int], verifier_types: Collection[str] | None) -> str | None:
+    """What is wrong with a well-formed row in the company of the rows before it, or None."""
+    if query.id in first_row_of:
+        return f"id {query.id!r} repeats row {first_row_of[query.id]}'s (ids must be unique)"
+    kind = query.verifier["type"]
+    if verifier_types is not None and kind not in verifier_types:
+        return f"unknown verifier type {kind!r}; known types: {', '.join(sorted(verifier_types))}"
+    return None
