@@ -69,6 +69,10 @@ class TaskConfig:
     """arith, funcsynth: number of distinct held-out queries (disjoint from training by construction)."""
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
+    prompt_format: Literal["auto", "chat", "plain"] = "auto"
+    """How a prompt reaches the model: chat (the prompt as the user turn of the tokenizer's chat template, the completion as the assistant turn), plain (BOS + the prompt text) or auto (chat when the tokenizer has a chat template, else plain); docs/models.md."""
+    system_prompt: str = ""
+    """Text of a system turn before each prompt's user turn (chat prompts only); empty = none (a template may write its own default, as Qwen2.5's does)."""
     hf_path: str = ""
     """hf: a local .jsonl/.json/.parquet/.csv file, or a directory of them in Hugging Face layout (train-*.parquet, ...)."""
     hf_split: str = "train"
@@ -356,6 +360,13 @@ def _trackers(cfg: RunConfig) -> str | None:
     return flag or tracker_problem(cfg.train.trackers)
 
 
+def _system_prompt(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.system_prompt and t.prompt_format == "plain":
+        return "task.system_prompt needs chat prompts, but task.prompt_format=plain; use prompt_format=chat or auto, or drop system_prompt"
+    return None
+
+
 def _top_p(cfg: RunConfig) -> str | None:
     p = cfg.rollout.top_p
     return None if 0 < p <= 1 else f"rollout.top_p must be in (0, 1] (got {p})"
@@ -474,6 +485,7 @@ _CHECKS = [
     _positive("rollout", "max_new_tokens"),
     _positive("rollout", "temperature"),
     _top_p,
+    _system_prompt,
     _non_negative("algo", "beta"),
     _non_negative("algo", "epsilon"),
     _epsilon_high,

@@ -16,6 +16,8 @@ import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from rlvr.rollout.prompts import PromptFormat
+
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -43,11 +45,18 @@ class HFSampler:
     the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU."""
 
     def __init__(
-        self, rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+        self,
+        rollout: RolloutConfig,
+        policy: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        seed: int,
+        prompt_format: PromptFormat = PromptFormat(),
     ):
         import torch
 
         self.tokenizer = tokenizer
+        self.prompt_format = prompt_format
         self.model = policy
         if rollout.dtype != "float32":
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()
@@ -56,7 +65,7 @@ class HFSampler:
     def sample(self, queries: list[Query], **sampling) -> RolloutBatch:
         from rlvr.rollout.hf import sample_completions
 
-        return sample_completions(self.model, self.tokenizer, queries, **sampling)
+        return sample_completions(self.model, self.tokenizer, queries, prompt_format=self.prompt_format, **sampling)
 
     def sync_weights(self, policy: PreTrainedModel) -> None:
         if self.model is not policy:
@@ -80,19 +89,30 @@ class HFSampler:
 
 
 def _vllm_sampler(
-    rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+    rollout: RolloutConfig,
+    policy: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    seed: int,
+    prompt_format: PromptFormat = PromptFormat(),
 ) -> Sampler:
     from rlvr.rollout.vllm import VLLMSampler
 
-    return VLLMSampler(rollout, policy, tokenizer, seed=seed)
+    return VLLMSampler(rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format)
 
 
 SAMPLERS: dict[str, Callable[..., Sampler]] = {"hf": HFSampler, "vllm": _vllm_sampler}
-"""rollout.backend → fn(rollout_config, policy, tokenizer, *, seed) -> Sampler."""
+"""rollout.backend → fn(rollout_config, policy, tokenizer, *, seed, prompt_format) -> Sampler."""
 
 
 def make_sampler(
-    rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+    rollout: RolloutConfig,
+    policy: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    seed: int,
+    prompt_format: PromptFormat = PromptFormat(),
 ) -> Sampler:
-    """The configured sampler, already holding the policy's current weights."""
-    return SAMPLERS[rollout.backend](rollout, policy, tokenizer, seed=seed)
+    """The configured sampler, already holding the policy's current weights; `prompt_format` is
+    task.prompt_format and task.system_prompt (rollout/prompts.py)."""
+    return SAMPLERS[rollout.backend](rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format)

@@ -18,14 +18,19 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.models import lean
 from rlvr.models.numerics import upcast
+from rlvr.rollout.prompts import PromptFormat, prompt_token_ids
 from rlvr.types import Query, RolloutBatch
 
 
 def encode_prompts(
-    tokenizer: PreTrainedTokenizerBase, prompts: list[str], device: torch.device | str = "cpu"
+    tokenizer: PreTrainedTokenizerBase,
+    prompts: list[str],
+    device: torch.device | str = "cpu",
+    fmt: PromptFormat = PromptFormat(),
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded [BOS] + prompt ids and their mask, ready for generation."""
-    rows = [[tokenizer.bos_token_id, *tokenizer(p, add_special_tokens=False).input_ids] for p in prompts]
+    """Left-padded prompt ids (rollout/prompts.py: [BOS] + text, or the chat template) and their
+    mask, ready for generation."""
+    rows = [prompt_token_ids(tokenizer, p, fmt) for p in prompts]
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)  # [N, P]
     mask = torch.zeros((len(rows), width), dtype=torch.long)  # [N, P]
@@ -53,8 +58,10 @@ def sample_completions(
     temperature: float = 1.0,
     top_p: float = 1.0,
     greedy: bool = False,
+    prompt_format: PromptFormat = PromptFormat(),
 ) -> RolloutBatch:
-    """Sample `group_size` completions for each query (query-major order), with their log-probs."""
+    """Sample `group_size` completions for each query (query-major order), with their log-probs;
+    `prompt_format` says how each prompt is laid out (rollout/prompts.py; auto by default)."""
     device = next(model.parameters()).device
     if lean.supports(model):
         return _sample_lean(
@@ -67,9 +74,10 @@ def sample_completions(
             top_p=top_p,
             greedy=greedy,
             device=device,
+            prompt_format=prompt_format,
         )
     prompts = [q.prompt for q in queries for _ in range(group_size)]
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device)  # [N, P]
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device, prompt_format)  # [N, P]
     was_training = model.training
     model.eval()
     out = model.generate(
@@ -93,9 +101,12 @@ def sample_completions(
     return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
 
 
-def _sample_lean(model, tokenizer, queries, *, group_size, max_new_tokens, temperature, top_p, greedy, device):
+def _sample_lean(
+    model, tokenizer, queries, *, group_size, max_new_tokens, temperature, top_p, greedy, device, prompt_format
+):
     """rlvr.models.lean's sampler: each distinct prompt prefilled once for its G samples."""
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, [q.prompt for q in queries], device)  # [B, P]
+    prompts = [q.prompt for q in queries]
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device, prompt_format)  # [B, P]
     completion_ids, old_logp = lean.LeanLlama(model).sample(
         prompt_ids,
         prompt_mask,

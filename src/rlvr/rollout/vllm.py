@@ -14,8 +14,9 @@ How it works, and why:
   sampled from, after temperature (and top-p, see below), like rollout/hf.py's.
   With top_p < 1 vLLM renormalises over the kept tokens while the trainer does not: every ratio
   then carries the kept mass (huggingface/trl#6789). Keep rollout.top_p=1 with algo.tis_cap.
-- Prompts go in as token ids encoded by rlvr's own tokenizer (`encode_prompts`, unpadded), and
-  vLLM is told to skip its tokenizer: the ids, the EOS and the decoded texts are rlvr's.
+- Prompts go in as token ids encoded by rlvr's own tokenizer (`encode_prompts`, unpadded, in
+  task.prompt_format), and vLLM is told to skip its tokenizer: the ids, the EOS and the decoded
+  texts are rlvr's.
 - `sync_weights` streams the policy's parameters into vLLM's model (`model.load_weights`, the
   Hugging Face names) and clears the prefix cache, whose KV entries were computed with old weights.
 """
@@ -31,6 +32,7 @@ import torch
 
 from rlvr.errors import UserError
 from rlvr.rollout.hf import encode_prompts, package_samples
+from rlvr.rollout.prompts import PromptFormat
 from rlvr.types import Query, RolloutBatch
 
 if TYPE_CHECKING:
@@ -84,7 +86,13 @@ class VLLMSampler:
     """A colocated vLLM engine holding a copy of the policy's weights (see the module docstring)."""
 
     def __init__(
-        self, rollout: RolloutConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, seed: int
+        self,
+        rollout: RolloutConfig,
+        policy: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        seed: int,
+        prompt_format: PromptFormat = PromptFormat(),
     ):
         from vllm import LLM
 
@@ -95,6 +103,7 @@ class VLLMSampler:
             )
         _single_process_env()
         self.tokenizer, self.device = tokenizer, next(policy.parameters()).device
+        self.prompt_format = prompt_format
         self.engine_finish_reasons: list[str] = []
         self.llm = LLM(
             model=str(policy.name_or_path),
@@ -120,7 +129,7 @@ class VLLMSampler:
         from vllm import SamplingParams
 
         prompts = [q.prompt for q in queries for _ in range(group_size)]
-        prompt_ids, prompt_mask = encode_prompts(self.tokenizer, prompts)  # [N, P]
+        prompt_ids, prompt_mask = encode_prompts(self.tokenizer, prompts, fmt=self.prompt_format)  # [N, P]
         params = SamplingParams(
             n=1,
             temperature=temperature,

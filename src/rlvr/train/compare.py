@@ -23,6 +23,7 @@ from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_
 from rlvr.eval.cot import reasoning_checker
 from rlvr.eval.curves import curves
 from rlvr.models import load_policy
+from rlvr.rollout.prompts import PromptFormat
 from rlvr.tasks import load_task
 from rlvr.train.loop import train
 from rlvr.train.metrics import read_metrics
@@ -107,6 +108,7 @@ def _heldout_curves(
         max_new_tokens=cfg.rollout.max_new_tokens,
         progress=progress,
         label=label,
+        prompt_format=PromptFormat.of(cfg.task),
     )
     return {**curves(counts, ks), "unscorable": unscorable, "num_queries": len(queries)}
 

@@ -10,6 +10,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.eval.passk import mean_pass_at_k
 from rlvr.rollout.hf import sample_completions
+from rlvr.rollout.prompts import PromptFormat
 from rlvr.tasks.funcsynth import answer_kind
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction, ScoredCompletion
@@ -117,6 +118,7 @@ def evaluate_heldout(
     max_new_tokens: int,
     chunk_completions: int = 512,
     gold_fn: RewardFunction | None = None,
+    prompt_format: PromptFormat = PromptFormat(),
 ) -> HeldoutResult:
     """``gold_fn``: the gold reward behind a weakened ``reward_fn``; its pass@1 and the hacking rate
     come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number)."""
@@ -133,6 +135,7 @@ def evaluate_heldout(
         temperature=temperature,
         top_p=top_p,
         max_new_tokens=max_new_tokens,
+        prompt_format=prompt_format,
     )
     gold_g = GoldCheck(gold_fn) if gold_fn is not None else None
     greedy, bad_g = _correct_counts(
@@ -145,6 +148,7 @@ def evaluate_heldout(
         gold=gold_g,
         greedy=True,
         max_new_tokens=max_new_tokens,
+        prompt_format=prompt_format,
     )
     pass_at_1 = mean_pass_at_k(sampled, 1) if sampled else float("nan")
     greedy_share = sum(c for _, c in greedy) / max(len(greedy), 1)

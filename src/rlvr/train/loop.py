@@ -26,6 +26,7 @@ from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
 from rlvr.rollout.backends import make_sampler
+from rlvr.rollout.prompts import PromptFormat, resolve_style
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
 from rlvr.train.context import StepContext, StepObserver
@@ -81,6 +82,8 @@ class Trainer:
         self.hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
         checkpoint = find_checkpoint(out_dir) if resume else None
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
+        self.prompt_format = PromptFormat.of(cfg.task)
+        resolve_style(self.tokenizer, self.prompt_format, cfg.model.name)  # a UserError before any sampling
         # No reference model is held when β = 0 (DESIGN.md): it would only cost memory. DPO always needs one.
         self.reference = self._frozen_copy(self.policy) if algorithm.holds_reference(cfg.algo.beta) else None
         self.exploration = ExplorationTracker()
@@ -89,7 +92,9 @@ class Trainer:
             self.policy, _ = load_policy(str(checkpoint), self.device)
         for model in (self.policy, self.reference):
             use_forward(model, cfg.model.forward)
-        self.sampler = make_sampler(cfg.rollout, self.policy, self.tokenizer, seed=cfg.train.seed)  # rollout.backend
+        self.sampler = make_sampler(  # rollout.backend
+            cfg.rollout, self.policy, self.tokenizer, seed=cfg.train.seed, prompt_format=self.prompt_format
+        )
         self.optimizer = torch.optim.AdamW(
             self.policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
         )
@@ -142,6 +147,7 @@ class Trainer:
             top_p=r.top_p,
             max_new_tokens=r.max_new_tokens,
             gold_fn=self.hacking.gold_fn if self.hacking else None,
+            prompt_format=self.prompt_format,
         )
 
     def step(self, step: int, observer: StepObserver | None = None) -> dict[str, float]:

@@ -21,6 +21,7 @@ from rlvr.eval.curves import QueryCounts, crossing_k, curves
 from rlvr.eval.plots import plot_passk
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
+from rlvr.rollout.prompts import PromptFormat
 from rlvr.tasks.arith import ArithSpec, make_queries
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
@@ -39,16 +40,24 @@ def count_samples(
     chunk_completions: int = 512,
     progress: bool = False,
     label: str = "",
+    prompt_format: PromptFormat = PromptFormat(),
 ) -> tuple[list[QueryCounts], int]:
     """Per-query counts from n samples each, and how many samples the verifier could not score
-    (those are kept out of n, as in the trainer's held-out pass@1)."""
+    (those are kept out of n, as in the trainer's held-out pass@1); prompts laid out by
+    `prompt_format` (rollout/prompts.py; auto by default)."""
     chunk = max(1, chunk_completions // n)
     counts, unscorable = [], 0
     bar = tqdm(total=len(queries), desc=f"sampling {label}", unit="query", disable=not progress)
     for start in range(0, len(queries), chunk):
         part = queries[start : start + chunk]
         batch = sample_completions(
-            model, tokenizer, part, group_size=n, temperature=temperature, max_new_tokens=max_new_tokens
+            model,
+            tokenizer,
+            part,
+            group_size=n,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            prompt_format=prompt_format,
         )
         scored = reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
         for q, query in enumerate(part):
