@@ -152,7 +152,7 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
 
 
 EVAL_SETTABLE = ("task.operands", "task.digits", "task.max_value", "task.min_operand", "task.data_seed",
-                 "rollout.max_new_tokens")  # fmt: skip
+                 "task.prompt_format", "task.system_prompt", "rollout.max_new_tokens")  # fmt: skip
 """The config fields `rlvr eval --set` takes: those that decide the held-out queries and their length."""
 
 
@@ -198,6 +198,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 f"{flag} {name}: neither a built-in base ({', '.join(BASE_NAMES)}) nor a directory with a "
                 "Hugging Face config.json"
             )
+    from rlvr.rollout.prompts import PromptFormat
     from rlvr.tasks import arith_spec
     from rlvr.train.passk_eval import evaluate_passk
 
@@ -221,6 +222,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         spec=arith_spec(cfg.task),
         data_seed=cfg.task.data_seed,
         max_new_tokens=cfg.rollout.max_new_tokens,
+        prompt_format=PromptFormat.of(cfg.task),
     )
     print(format_eval_table(report))
     print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")

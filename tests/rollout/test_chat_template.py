@@ -184,3 +184,15 @@ def test_train_runs_two_steps_on_a_chat_model(chat_model_dir, tmp_path, cli):
     # the trained model keeps its template, so evaluating it later prompts it the same way
     _, final_tok = load_policy(str(out / "final"))
     assert resolve_style(final_tok, PromptFormat()) == "chat"
+
+
+def test_eval_prompts_as_the_run_was_prompted(chat_model_dir, tmp_path, cli):
+    sets = ["--set", "task.prompt_format=chat", "--set", "task.system_prompt=Be brief."]
+    done = cli("eval", "--model", str(chat_model_dir), "--n", "2", "--k", "1,2", "--num-queries", "2", *sets,
+               "--out", str(tmp_path / "e"), "--quiet")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "e" / "eval.json").read_text())
+    assert report["prompt_format"] == {"style": "chat", "system_prompt": "Be brief."}
+    refused = cli("eval", "--model", "tiny-arith", "--set", "task.prompt_format=chat", "--out", str(tmp_path / "x"))
+    assert refused.returncode == 2 and "tiny-arith has no chat template" in refused.stderr
+    assert "Traceback" not in refused.stderr

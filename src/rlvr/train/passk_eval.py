@@ -89,6 +89,7 @@ def _evaluate_model(
     progress: bool,
     label: str,
     max_new_tokens: int,
+    prompt_format: PromptFormat,
 ) -> dict:
     model, tokenizer = load_policy(name)
     torch.manual_seed(seed)  # both models start sampling from the same RNG state
@@ -104,6 +105,7 @@ def _evaluate_model(
         max_new_tokens=max_new_tokens,
         progress=progress,
         label=label,
+        prompt_format=prompt_format,
     )
     return {
         "path": name,
@@ -129,10 +131,11 @@ def evaluate_passk(
     spec: ArithSpec = ArithSpec(),
     data_seed: int = 0,
     max_new_tokens: int = RolloutConfig.max_new_tokens,
+    prompt_format: PromptFormat = PromptFormat(),
 ) -> dict:
     """Evaluate `model` (and `base`) on `num_queries` held-out queries of the arith task `spec`
-    (the trainer's held-out split for that spec and `data_seed`); write out/eval.json and
-    out/passk.png and return the report (the eval.json object)."""
+    (the trainer's held-out split for that spec and `data_seed`), prompts laid out by
+    `prompt_format`; write out/eval.json and out/passk.png and return the report (the eval.json object)."""
     queries = make_queries(num_queries, split="heldout", seed=data_seed, spec=spec)
     checker = reasoning_checker(task)
     named = {"model": model, **({"base": base} if base else {})}
@@ -148,6 +151,7 @@ def evaluate_passk(
             progress=progress,
             label=label,
             max_new_tokens=max_new_tokens,
+            prompt_format=prompt_format,
         )
         for label, path in named.items()
     }
@@ -164,6 +168,7 @@ def evaluate_passk(
         "temperature": temperature,
         "seed": seed,
         "max_new_tokens": max_new_tokens,
+        "prompt_format": {"style": prompt_format.style, "system_prompt": prompt_format.system_prompt},
         "spec": {
             "operands": spec.operands,
             "digits": spec.digits,
