@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rlvr.cli import EVAL_SETTABLE
 from rlvr.config import load_config
 from rlvr.train.atlas import preset_path
 from rlvr.train.reproduce import (
@@ -89,7 +90,8 @@ def test_a_run_is_evaluated_on_its_own_held_out_task_against_its_own_base(tmp_pa
     argv = eval_argv(tmp_path, 7)
     assert argv[argv.index("--base") + 1] == "tiny-arith-deep" and argv[argv.index("--num-queries") + 1] == "7"
     sets = {argv[i + 1] for i, arg in enumerate(argv) if arg == "--set"}
-    assert {"task.operands=5", "task.max_value=999", "rollout.max_new_tokens=80"} <= sets
+    assert {"task.operands=5", "task.max_value=999", "rollout.max_new_tokens=80", "task.prompt_format=auto"} <= sets
+    assert {key.split("=")[0] for key in sets} == set(EVAL_SETTABLE)  # every field eval takes, and only those
 
 
 def test_bad_requests_are_refused_before_any_run(tmp_path: Path, cli) -> None:

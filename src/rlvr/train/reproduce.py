@@ -390,8 +390,10 @@ def runs_of(study: Study, seeds: list[int], steps: int | None = None) -> list[At
 
 
 EVAL_FROM_RUN = (("task", "operands"), ("task", "digits"), ("task", "max_value"), ("task", "min_operand"),
-                 ("task", "data_seed"), ("rollout", "max_new_tokens"))  # fmt: skip
-"""What `rlvr eval` takes from the trained run's own config: its held-out task and sampling length."""
+                 ("task", "data_seed"), ("task", "prompt_format"), ("task", "system_prompt"),
+                 ("rollout", "max_new_tokens"))  # fmt: skip
+"""What `rlvr eval` takes from the trained run's own config: its held-out task, prompt layout and
+sampling length (`rlvr eval --set` takes exactly these)."""
 
 
 def eval_argv(run_dir: Path, queries: int) -> list[str]:
