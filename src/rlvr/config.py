@@ -39,6 +39,16 @@ class ModelConfig:
     """Where to train and sample; 'auto' picks CUDA when present."""
     forward: Literal["auto", "lean", "hf"] = "auto"
     """lean: plain Llama policies sample and score through rlvr.models.lean (HF's math, each distinct prompt run once; faster on CPU); hf: transformers' forward and generate; auto: lean on CPU, hf on GPU."""
+    lora_rank: int = 0
+    """LoRA rank r (Hu et al. 2021, arXiv:2106.09685): train rank-r adapters on lora_target_modules and freeze the base; 0 trains every weight."""
+    lora_alpha: float = 16.0
+    """LoRA scale α: an adapter adds (α/r)·B A x to its projection."""
+    lora_dropout: float = 0.0
+    """Dropout on the adapters' input; must be 0: rlvr runs the policy in eval mode (sampling and scoring must see the same function), where dropout is off, so another value would do nothing."""
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+    """Module names that get adapters (default: Llama's attention and MLP projections)."""
 
 
 HfFormat = Literal["columns", "gsm8k", "math"]
@@ -393,6 +403,27 @@ def _arith(cfg: RunConfig) -> str | None:
     return None
 
 
+def _lora(cfg: RunConfig) -> str | None:
+    m = cfg.model
+    if m.lora_dropout != 0:
+        return (f"model.lora_dropout must be 0 (got {m.lora_dropout}): rlvr runs the policy in eval mode, where "
+                "dropout is off, so it would have no effect")  # fmt: skip
+    if not m.lora_rank:
+        return None
+    if cfg.algo.algorithm in ("ppo", "dpo"):
+        return (
+            f"model.lora_rank={m.lora_rank} is not supported with algo.algorithm={cfg.algo.algorithm} (PPO's critic "
+            "shares the policy's trunk; DPO is not wired for adapters yet); use grpo, gspo, rloo or reinforce_pp, or model.lora_rank=0"
+        )
+    if m.forward == "lean":
+        return "model.forward=lean reads the base weights and cannot see LoRA adapters; use model.forward=auto or hf with model.lora_rank > 0"
+    if not m.lora_target_modules:
+        return "model.lora_target_modules is empty; name the modules that get adapters, e.g. q_proj,v_proj"
+    if not _installed("peft"):
+        return "model.lora_rank > 0 needs the peft package: .venv/bin/pip install -e '.[lora]'"
+    return None
+
+
 def _unit_interval(section: str, name: str) -> Any:
     def check(cfg: RunConfig) -> str | None:
         value = getattr(getattr(cfg, section), name)
@@ -527,6 +558,9 @@ _CHECKS = [
     _fidelity,
     _non_negative("algo", "tis_cap"),
     sampling_problem,
+    _non_negative("model", "lora_rank"),
+    _positive("model", "lora_alpha"),
+    _lora,
 ]
 
 

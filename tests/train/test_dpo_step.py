@@ -55,7 +55,7 @@ def test_micro_batched_pairs_give_the_full_batch_gradient(base_model_dir, tmp_pa
         for p in trainer.policy.parameters():
             p.add_(0.01 * torch.randn_like(p))
     ref = reference_sequence_logprobs(
-        trainer.reference, batch, torch.cat([chosen, rejected]), temperature=1.0, micro_batch_size=0
+        trainer.context.reference, batch, torch.cat([chosen, rejected]), temperature=1.0, micro_batch_size=0
     )
     grads, losses = [], []
     for micro in (0, 2):  # all pairs at once; one pair per micro-batch

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
+from rlvr.models.lora import is_lora
 from rlvr.models.numerics import upcast
 
 FORWARD_ATTR = "rlvr_forward"
@@ -52,6 +53,8 @@ def supports(model: PreTrainedModel) -> bool:
     exactly, set to "lean", or left at "auto" and on the CPU (on a GPU, HF's forward with its fused
     attention kernels is the better default, and the one `rlvr memory` describes)."""
     choice = getattr(model, FORWARD_ATTR, "auto")
+    if is_lora(model):  # this module reads the base weights only, so it cannot see adapters
+        return False
     if choice == "hf" or (choice == "auto" and model.device.type != "cpu"):
         return False
     c = model.config

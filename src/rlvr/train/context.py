@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # for annotations only: none of these modules is imported at 
     from rlvr.train.critic import Critic
     from rlvr.train.distributed import World
     from rlvr.train.exploration import ExplorationTracker
+    from rlvr.train.reference import ReferencePolicy
     from rlvr.train.rollouts import Rollouts
     from rlvr.train.update import MicroBatch
     from rlvr.verifiers import RewardFunction
@@ -42,8 +43,8 @@ class StepContext:
     policy: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
     optimizer: torch.optim.Optimizer
-    reference: PreTrainedModel | None
-    """The frozen π_ref; None when no KL term or preference loss needs it."""
+    reference: ReferencePolicy | None
+    """π_ref (train/reference.py); None when no KL term or preference loss needs it."""
     critic: Critic | None
     """PPO's value model and its optimizer; None for critic-free algorithms."""
     sampler: Sampler

@@ -19,8 +19,9 @@ from transformers import PreTrainedModel
 from rlvr.algos import ALGORITHMS, sequence_logprobs
 from rlvr.config import AlgoConfig
 from rlvr.train.context import StepContext, StepObserver, Timer
+from rlvr.train.reference import ReferencePolicy
 from rlvr.train.rollouts import Rollouts
-from rlvr.train.update import micro_batch_logprobs, micro_batches, optimizer_step, reference_logprobs
+from rlvr.train.update import micro_batch_logprobs, micro_batches, optimizer_step
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
@@ -106,7 +107,7 @@ def accumulate_dpo_gradient(
 
 @torch.no_grad()
 def reference_sequence_logprobs(
-    reference: PreTrainedModel,
+    reference: ReferencePolicy,
     batch: RolloutBatch,
     rows: torch.Tensor,
     *,
@@ -115,9 +116,7 @@ def reference_sequence_logprobs(
 ) -> torch.Tensor:
     """log π_ref(y|x) of the completions `rows`, [len(rows)]."""
     picked = select_rows(batch, rows)
-    token_logp = reference_logprobs(
-        reference, picked, temperature=temperature, micro_batch_size=micro_batch_size
-    )  # [n, T]
+    token_logp = reference.logprobs(picked, temperature=temperature, micro_batch_size=micro_batch_size)  # [n, T]
     return sequence_logprobs(token_logp, picked.completion_mask)  # [n]
 
 

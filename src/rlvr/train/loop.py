@@ -9,7 +9,6 @@ It orchestrates; every formula lives in algos/, and every step, whoever runs it,
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from rlvr.meters.hacking import HackingMonitor
 from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
+from rlvr.models.lora import add_lora, is_lora, load_adapter, save_merged
 from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.prompts import PromptFormat, resolve_style
 from rlvr.tasks import load_task
@@ -35,6 +35,7 @@ from rlvr.train.distributed import NullLog, World, world
 from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.train.exploration import ExplorationTracker
 from rlvr.train.metrics import MetricsLog
+from rlvr.train.reference import reference_for
 from rlvr.train.step import run_step
 from rlvr.verifiers import RewardFunction
 from rlvr.verifiers.fidelity import training_verifier_for
@@ -81,14 +82,22 @@ class Trainer:
         # A weakened training verifier is watched against its gold counterpart (docs/hacking.md).
         self.hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
         checkpoint = find_checkpoint(out_dir) if resume else None
+        if cfg.model.lora_rank and self.dist.enabled:
+            raise UserError("model.lora_rank > 0 trains on one process only; launch it without accelerate/torchrun")
         self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
+        if cfg.model.lora_rank:
+            self.policy = add_lora(self.policy, cfg.model)  # only the adapters train (models/lora.py)
         self.prompt_format = PromptFormat.of(cfg.task)
         resolve_style(self.tokenizer, self.prompt_format, cfg.model.name)  # a UserError before any sampling
-        # No reference model is held when β = 0 (DESIGN.md): it would only cost memory. DPO always needs one.
-        self.reference = self._frozen_copy(self.policy) if algorithm.holds_reference(cfg.algo.beta) else None
+        # No reference is kept when β = 0 (DESIGN.md): it would only cost memory. DPO always needs one.
+        reference = reference_for(self.policy) if algorithm.holds_reference(cfg.algo.beta) else None
+        # the frozen copy of the initial policy; None when none is held (β = 0, or LoRA's disabled adapters)
+        self.reference = reference.held_copy if reference else None
         self.exploration = ExplorationTracker()
         self.critic = Critic(self.policy, cfg.ppo) if algorithm.critic else None
-        if checkpoint is not None:
+        if checkpoint is not None and cfg.model.lora_rank:
+            load_adapter(self.policy, checkpoint)  # the checkpoint holds the adapters; the base is model.name
+        elif checkpoint is not None:
             self.policy, _ = load_policy(str(checkpoint), self.device)
         for model in (self.policy, self.reference):
             use_forward(model, cfg.model.forward)
@@ -96,7 +105,9 @@ class Trainer:
             cfg.rollout, self.policy, self.tokenizer, seed=cfg.train.seed, prompt_format=self.prompt_format
         )
         self.optimizer = torch.optim.AdamW(
-            self.policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
+            [p for p in self.policy.parameters() if p.requires_grad],
+            lr=cfg.optim.lr,
+            weight_decay=cfg.optim.weight_decay,
         )
         self.start_step, self.base_eval = 0, None
         if checkpoint is not None:
@@ -117,7 +128,7 @@ class Trainer:
             policy=self.policy,
             tokenizer=self.tokenizer,
             optimizer=self.optimizer,
-            reference=self.reference,
+            reference=reference,
             critic=self.critic,
             sampler=self.sampler,
             reward_fn=self.reward_fn,
@@ -127,13 +138,6 @@ class Trainer:
             memory=self.memory,
             dist=self.dist,
         )
-
-    @staticmethod
-    def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
-        reference = copy.deepcopy(model).eval()
-        for p in reference.parameters():
-            p.requires_grad_(False)
-        return reference
 
     def evaluate(self) -> HeldoutResult:
         r = self.cfg.rollout
@@ -155,7 +159,8 @@ class Trainer:
         return run_step(self.context, step, observer)
 
     def save(self, step: int) -> None:
-        """The run's checkpoint after `step` steps: policy, optimizer, RNG, the critic if any."""
+        """The run's checkpoint after `step` steps: policy (its adapters alone with LoRA), optimizer,
+        RNG, the critic if any."""
         extra = {"base_eval": self.base_eval}
         if self.critic is not None:
             extra["critic"] = self.critic.state_dict()
@@ -227,7 +232,10 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     final_eval = trainer.evaluate()
     log.log(cfg.train.steps, {f"eval/{k}": v for k, v in final_eval.to_dict().items()})
     log.close()
-    trainer.policy.save_pretrained(out_dir / "final")
+    if is_lora(trainer.policy):
+        save_merged(trainer.policy, out_dir / "final")  # a plain model, loadable as any other; final/adapter/
+    else:
+        trainer.policy.save_pretrained(out_dir / "final")
     trainer.tokenizer.save_pretrained(out_dir / "final")
     trainer.dist.close()
     return _write_summary(out_dir, trainer.base_eval, final_eval, cfg.train.steps, time.perf_counter() - start)

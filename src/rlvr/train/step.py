@@ -30,7 +30,7 @@ from rlvr.train.dpo import preference_update
 from rlvr.train.ppo import actor_critic_update
 from rlvr.train.rollouts import Rollouts, collect_rollouts, loss_mask
 from rlvr.train.tis import tis_correction
-from rlvr.train.update import accumulate_policy_gradient, optimizer_step, reference_logprobs
+from rlvr.train.update import accumulate_policy_gradient, optimizer_step
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
@@ -235,9 +235,6 @@ def reference_logp(ctx: StepContext, batch: RolloutBatch, timer: Timer) -> torch
     if ctx.reference is None:
         return None
     with timer.phase("reference"):
-        return reference_logprobs(
-            ctx.reference,
-            batch,
-            temperature=ctx.cfg.rollout.temperature,
-            micro_batch_size=ctx.cfg.optim.micro_batch_size,
+        return ctx.reference.logprobs(
+            batch, temperature=ctx.cfg.rollout.temperature, micro_batch_size=ctx.cfg.optim.micro_batch_size
         )  # [N, T]
