@@ -12,7 +12,7 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlvr.config import HfFormat, describe_fields, load_config
+from rlvr.config import EVAL_FIELDS, HfFormat, describe_fields, load_config
 from rlvr.errors import UserError
 
 if TYPE_CHECKING:
@@ -151,8 +151,7 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_eval)
 
 
-EVAL_SETTABLE = ("task.operands", "task.digits", "task.max_value", "task.min_operand", "task.data_seed",
-                 "task.prompt_format", "task.system_prompt", "rollout.max_new_tokens")  # fmt: skip
+EVAL_SETTABLE = EVAL_FIELDS
 """The config fields `rlvr eval --set` takes: those that decide the held-out queries and their length."""
 
 

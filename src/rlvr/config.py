@@ -511,6 +511,11 @@ def sampling_problem(cfg: RunConfig) -> str | None:
     return None
 
 
+EVAL_FIELDS = ("task.operands", "task.digits", "task.max_value", "task.min_operand", "task.data_seed",
+               "task.prompt_format", "task.system_prompt", "rollout.max_new_tokens")  # fmt: skip
+"""The fields that decide a held-out evaluation (the queries, their prompt layout and sampling length):
+what `rlvr eval --set` takes, and what `rlvr reproduce` passes it from a trained run's config."""
+
 _CHECKS = [
     _group_size,
     _positive("rollout", "max_new_tokens"),

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from rlvr.config import load_config
+from rlvr.config import EVAL_FIELDS, load_config
 from rlvr.errors import UserError
 from rlvr.train.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
 
@@ -389,18 +389,12 @@ def runs_of(study: Study, seeds: list[int], steps: int | None = None) -> list[At
     return [AtlasRun(arm, seed, steps or study.steps) for arm in study.arms for seed in seeds]
 
 
-EVAL_FROM_RUN = (("task", "operands"), ("task", "digits"), ("task", "max_value"), ("task", "min_operand"),
-                 ("task", "data_seed"), ("task", "prompt_format"), ("task", "system_prompt"),
-                 ("rollout", "max_new_tokens"))  # fmt: skip
-"""What `rlvr eval` takes from the trained run's own config: its held-out task, prompt layout and
-sampling length (`rlvr eval --set` takes exactly these)."""
-
-
 def eval_argv(run_dir: Path, queries: int) -> list[str]:
     """The `rlvr eval` command line that compares a trained run with the base it started from, on
     the run's own held-out task (chain length, values, sampling length), at k = 1..256."""
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    sets = [arg for section, key in EVAL_FROM_RUN for arg in ("--set", f"{section}.{key}={config[section][key]}")]
+    fields = [name.split(".") for name in EVAL_FIELDS]  # what `rlvr eval --set` takes, from the run's config
+    sets = [arg for section, key in fields for arg in ("--set", f"{section}.{key}={config[section][key]}")]
     return ["eval", "--model", str(run_dir / "final"), "--base", str(config["model"]["name"]), "--n", str(PASSK[-1]),
             "--k", ",".join(map(str, PASSK)), "--num-queries", str(queries), *sets, "--out", str(run_dir / "eval"),
             "--quiet"]  # fmt: skip
