@@ -323,13 +323,13 @@ def test_decimals_are_exact_unless_the_row_sets_a_tolerance(
 
 
 def test_what_follows_the_answer_is_its_fail_and_only_a_pool_fault_is_an_error():
-    """The outcome table (verifiers/pool.py statuses): a raise or death while judging this answer is
+    """The outcome table (rlvr/workers.py statuses): a raise or death while judging this answer is
     its fail (memory when it ran out of memory); a worker that never started, or a SIGKILL from
     outside, is ours: error, unscorable. A wrong answer must not make itself unscorable."""
     import signal
 
     from rlvr.verifiers.math import _from_outcome
-    from rlvr.verifiers.pool import JobOutcome
+    from rlvr.workers import JobOutcome
 
     cases = [
         (JobOutcome("raised", detail="MemoryError", exception="MemoryError"), Verdict.FAIL, ErrorClass.MEMORY),

@@ -12,10 +12,10 @@ import pytest
 
 from rlvr.types import ErrorClass, Query, Verdict
 from rlvr.verifiers.format import FormatVerifier
-from rlvr.verifiers.pool import JobOutcome
 from rlvr.verifiers.registry import get_verifier
 from rlvr.verifiers.reward import RewardFunction
 from rlvr.verifiers.smt import SmtVerifier, check_term, parse_assignment
+from rlvr.workers import JobOutcome
 
 XY = "(declare-const x Int) (declare-const y Int)"
 XY_CONSTRAINTS = "(assert (> x y)) (assert (= (+ x y) 1)) (assert (< (* x y) 0))"

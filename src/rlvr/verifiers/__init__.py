@@ -20,8 +20,6 @@ _EXPORTS = {
     "normalize_integer": "math",
     "FormatVerifier": "format",
     "format_problem": "format",
-    "WorkerPool": "pool",
-    "JobOutcome": "pool",
     "UnknownVerifierError": "registry",
     "register": "registry",
     "get_verifier": "registry",
@@ -38,7 +36,6 @@ if TYPE_CHECKING:
     from rlvr.verifiers.base import BaseVerifier, Verifier, extract_answer, extract_code
     from rlvr.verifiers.format import FormatVerifier, format_problem
     from rlvr.verifiers.math import MathCriteria, MathVerifier, normalize_integer
-    from rlvr.verifiers.pool import JobOutcome, WorkerPool
     from rlvr.verifiers.registry import (
         UnknownVerifierError,
         close_verifiers,

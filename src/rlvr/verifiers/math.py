@@ -30,7 +30,7 @@ from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
 from rlvr.verifiers.math_form import Rejection, one_value, unwrap
-from rlvr.verifiers.pool import JobOutcome, StartMethod, WorkerPool
+from rlvr.workers import JobOutcome, StartMethod, WorkerPool
 
 MATH_JOB = "rlvr.verifiers._math_worker:judge"
 """By name, so that the trainer's process never imports math-verify/sympy."""

@@ -34,7 +34,7 @@ from typing import Any
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
-from rlvr.verifiers.pool import JobOutcome, StartMethod, WorkerPool
+from rlvr.workers import JobOutcome, StartMethod, WorkerPool
 
 SMT_JOB = "rlvr.verifiers._smt_worker:judge"
 """By name, so that the trainer's process never imports z3."""

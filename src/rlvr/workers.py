@@ -1,5 +1,9 @@
 """A small pool of persistent worker processes with a hard wall-clock limit per job.
 
+It sits below tasks/ and verifiers/ (tests/test_imports.py): the verifiers judge in it, and task
+sources that must run third-party code out of the trainer's process (task.name=verifiers loads
+an environment) use it too.
+
 Why processes and not threads: math-verify (and sympy under it) can spin for minutes on a
 pathological answer such as ``9^{9^{9^{9}}}``, and its own timeout is ``signal.alarm``, which only
 works in the main thread of the main interpreter and cannot interrupt C code

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from rlvr.verifiers.pool import WorkerPool
+from rlvr.workers import WorkerPool
 
 
 def test_pool_starts_lazily_and_runs_jobs() -> None:
@@ -98,7 +98,7 @@ def _alive(pid: int) -> bool:
 def test_workers_do_not_outlive_the_interpreter() -> None:
     script = textwrap.dedent(
         """
-        from rlvr.verifiers.pool import WorkerPool
+        from rlvr.workers import WorkerPool
         pool = WorkerPool("math:sqrt", size=2)
         pool.start()
         print(*pool.pids())
@@ -118,7 +118,7 @@ def test_workers_do_not_outlive_the_interpreter() -> None:
 def test_worker_modules_do_not_import_torch() -> None:
     """Every worker imports these; torch would add seconds and hundreds of MB to each."""
     script = (
-        "import sys, rlvr.verifiers.pool, rlvr.verifiers._math_worker;"
+        "import sys, rlvr.workers, rlvr.verifiers._math_worker;"
         "print([m for m in ('torch', 'rlvr.types') if m in sys.modules])"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
