@@ -25,7 +25,7 @@ How TRL 1.16 is made to do exactly one such step per optimizer step (trl/trainer
   `scale_rewards = "group"`, `epsilon = 0.2`, plain k3 KL (`use_bias_correction_kl = False`, as rlvr),
   temperature 1, top_p 1, top_k 0, constant learning rate, AdamW (`optim = "adamw_torch"`,
   weight decay 0), `max_grad_norm = 1`, float32 (`bf16 = fp16 = False`), `use_cpu = True`.
-- TRL's default `gradient_checkpointing = True` is turned off: rlvr does not checkpoint, and
+- TRL's default `gradient_checkpointing = True` is turned off: rlvr's default does not checkpoint, and
   recomputing activations would make TRL slower for a reason unrelated to the step's design.
 - Our char tokenizer adds no BOS, and rlvr's sampler prepends one; TRL's prompt column therefore
   starts with the BOS token's text, which the tokenizer maps to the BOS id, so both sides feed the

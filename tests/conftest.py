@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import build_char_tokenizer
 
 torch.set_num_threads(2)
+REPO = Path(__file__).resolve().parents[1]
 
 # Property tests draw the same examples on every run (CI included): a failure reproduces, and a
 # green run is not luck. New examples come from changing the strategies, not from the clock.
@@ -32,6 +34,21 @@ def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def gpu_recipe_inputs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """--set overrides that run configs/qwen2.5-0.5b-gsm8k-lora.yaml here: the model and data it names
+    are not on this machine, so a small random Qwen2 and GSM8K rows are made as its dry run makes
+    them (benchmarks/gpu_check.py), and it trains on the CPU in float32 with short completions."""
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "benchmarks" / "gpu_check.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    path = tmp_path_factory.mktemp("gpu-recipe")
+    model = check.build_random_qwen(path / "model", small=True, device="cpu")
+    data = check.write_gsm8k(path / "gsm8k", train=8, test=2)
+    return [f"model.name={model}", f"task.hf_path={data}", "model.device=cpu", "rollout.max_new_tokens=32",
+            "model.dtype=float32", "rollout.dtype=float32"]  # fmt: skip
 
 
 @pytest.fixture(scope="session")

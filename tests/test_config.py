@@ -119,3 +119,27 @@ def test_text_that_yaml_1_1_reads_as_base_60_stays_text(tmp_path):
         load_config(None, ["train.steps=1:30"])  # not a number any more, and said so
     cfg = load_config(None, ["optim.lr=3.0e-4", "algo.beta=.5", "train.steps=1_000", "algo.epsilon=0.2"])
     assert (cfg.optim.lr, cfg.algo.beta, cfg.train.steps, cfg.algo.epsilon) == (3e-4, 0.5, 1000, 0.2)
+
+
+@pytest.mark.parametrize(
+    "overrides, fragment",
+    [
+        (["model.dtype=bfloat16", "rollout.dtype=bfloat16"], "model.dtype=bfloat16 needs model.lora_rank > 0"),
+        (["model.dtype=bfloat16", "model.lora_rank=8"], "set rollout.dtype=bfloat16"),
+        (["model.gradient_checkpointing=true", "model.forward=lean"], "use model.forward=auto or hf"),
+        (["model.dtype=float16"], "model.dtype must be one of float32, bfloat16"),
+    ],
+)
+def test_precision_settings_that_cannot_work_are_refused(overrides, fragment):
+    with pytest.raises(ConfigError) as err:
+        load_config(None, overrides)
+    assert fragment in str(err.value)
+
+
+def test_the_gpu_recipe_is_bf16_lora_with_checkpointing():
+    from pathlib import Path
+
+    cfg = load_config(Path(__file__).parents[1] / "configs" / "qwen2.5-0.5b-gsm8k-lora.yaml")
+    assert (cfg.model.dtype, cfg.rollout.dtype, cfg.model.gradient_checkpointing) == ("bfloat16", "bfloat16", True)
+    assert cfg.model.lora_rank == 16 and cfg.task.name == "hf" and cfg.task.hf_format == "gsm8k"
+    assert cfg.rollout.backend == "hf"  # vllm is a switch in a comment: this machine has no vLLM

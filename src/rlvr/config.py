@@ -39,6 +39,10 @@ class ModelConfig:
     """Where to train and sample; 'auto' picks CUDA when present."""
     forward: Literal["auto", "lean", "hf"] = "auto"
     """lean: plain Llama policies sample and score through rlvr.models.lean (HF's math, each distinct prompt run once; faster on CPU); hf: transformers' forward and generate; auto: lean on CPU, hf on GPU."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Precision of the policy's weights: bfloat16 halves the base weights' memory and runs the forward in bf16, for LoRA only (model.lora_rank > 0): the adapters, all that trains, stay float32, with float32 gradients and AdamW states (`rlvr memory --precision bf16-mixed`); sample with it at rollout.dtype=bfloat16."""
+    gradient_checkpointing: bool = False
+    """Recompute each decoder layer's activations in the backward instead of keeping them (Chen et al. 2016, arXiv:1604.06174): activation memory falls from every layer's to one layer's plus each layer's input, for about one more forward pass; transformers' forward only (model.forward=auto picks it)."""
     lora_rank: int = 0
     """LoRA rank r (Hu et al. 2021, arXiv:2106.09685): train rank-r adapters on lora_target_modules and freeze the base; 0 trains every weight."""
     lora_alpha: float = 16.0
@@ -116,7 +120,7 @@ class RolloutConfig:
     backend: Literal["hf", "vllm"] = "hf"
     """Sampler: hf (transformers generate, CPU or GPU) or vllm (a colocated vLLM engine on the trainer's GPU, weights synced after every update; needs vllm and CUDA); docs/integrations.md."""
     dtype: Literal["float32", "bfloat16"] = "float32"
-    """Precision of the sampler: float32 samples with the policy itself; bfloat16 with a bf16 copy re-synced after every update (a real sampler/trainer mismatch, see algo.tis_cap)."""
+    """Precision of the sampler: float32 samples with the policy itself; bfloat16 with a bf16 copy re-synced after every update (a real sampler/trainer mismatch, see algo.tis_cap), or with the policy itself when model.dtype=bfloat16."""
     vllm_gpu_memory_utilization: float = 0.3
     """backend=vllm: share of GPU memory vLLM may take for weights and KV cache; the trainer needs the rest (TRL's colocate default)."""
 
@@ -410,10 +414,10 @@ def _lora(cfg: RunConfig) -> str | None:
                 "dropout is off, so it would have no effect")  # fmt: skip
     if not m.lora_rank:
         return None
-    if cfg.algo.algorithm in ("ppo", "dpo"):
+    if cfg.algo.algorithm == "ppo":
         return (
-            f"model.lora_rank={m.lora_rank} is not supported with algo.algorithm={cfg.algo.algorithm} (PPO's critic "
-            "shares the policy's trunk; DPO is not wired for adapters yet); use grpo, gspo, rloo or reinforce_pp, or model.lora_rank=0"
+            f"model.lora_rank={m.lora_rank} is not supported with algo.algorithm=ppo (its critic is a full copy of the "
+            "policy's backbone, not wired for adapters); use grpo, gspo, rloo, reinforce_pp or dpo, or model.lora_rank=0"
         )
     if m.forward == "lean":
         return "model.forward=lean reads the base weights and cannot see LoRA adapters; use model.forward=auto or hf with model.lora_rank > 0"
@@ -421,6 +425,27 @@ def _lora(cfg: RunConfig) -> str | None:
         return "model.lora_target_modules is empty; name the modules that get adapters, e.g. q_proj,v_proj"
     if not _installed("peft"):
         return "model.lora_rank > 0 needs the peft package: .venv/bin/pip install -e '.[lora]'"
+    return None
+
+
+def _precision(cfg: RunConfig) -> str | None:
+    m = cfg.model
+    if m.dtype == "bfloat16" and not m.lora_rank:
+        return (
+            "model.dtype=bfloat16 needs model.lora_rank > 0: without LoRA the trained weights would be bf16, "
+            "which rounds away any update below about 1/500 of a weight (most AdamW steps at RL learning rates); "
+            "train adapters (e.g. model.lora_rank=16), or use model.dtype=float32"
+        )
+    if m.dtype == "bfloat16" and cfg.rollout.dtype == "float32":
+        return (
+            "model.dtype=bfloat16 keeps the policy in bf16, so it cannot sample in float32 (rollout.dtype=float32); "
+            "set rollout.dtype=bfloat16 (the hf sampler then samples with the policy itself, no copy)"
+        )
+    if m.gradient_checkpointing and m.forward == "lean":
+        return (
+            "model.gradient_checkpointing=true needs transformers' forward, which recomputes layers in the "
+            "backward; model.forward=lean runs its own layers and cannot; use model.forward=auto or hf"
+        )
     return None
 
 
@@ -566,6 +591,7 @@ _CHECKS = [
     _non_negative("model", "lora_rank"),
     _positive("model", "lora_alpha"),
     _lora,
+    _precision,
 ]
 
 

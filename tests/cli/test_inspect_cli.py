@@ -140,3 +140,28 @@ def test_grad_variance_writes_a_row_per_group_size(base_model_dir, tmp_path):
     assert [r["group_size"] for r in rows] == [2, 4] and all(r["prompts"] == 3 for r in rows)
     for r in rows:
         assert r["trace"] >= 0 and r["variance"] == pytest.approx(r["trace"] / 3)
+
+
+def test_inspect_with_lora_over_a_fully_trained_run_captures_and_replays_the_adapters(base_model_dir, tmp_path, cli):
+    run, inspected = tmp_path / "run", tmp_path / "inspect"
+    small = [*SMALL, "--set", "task.num_eval=4", "--set", "train.eval_samples=1"]
+    done = cli("train", "--set", f"model.name={base_model_dir}", "--set", "train.steps=1", *small, "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    # the run's checkpoint holds full weights, which do not fit a LoRA policy: step 2 is shown from
+    # the base with fresh adapters, and the capture says so
+    lora = ["--set", "model.lora_rank=4", "--set", "optim.lr=1e-2"]
+    done = cli("inspect", "--run", str(run), "--step", "2", *lora, "--out", str(inspected))
+    assert done.returncode == 0, done.stderr
+    assert "holds a fully fine-tuned model, not LoRA adapters" in done.stdout
+    capture = json.loads((inspected / "capture.json").read_text())
+    assert capture["config"]["lora_rank"] == 4 and "fresh LoRA adapters r=4" in capture["source"]["policy"]
+    saved = {p.name for p in (inspected / "policy").iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= saved and "model.safetensors" not in saved
+    assert capture["grad_norm"] > 0 and abs(capture["stats"]["kl"]) < 1e-6  # B = 0: π_θ is the base, π_ref
+    # the replay rebuilds the base with the captured adapters: the captured loss and the gradient,
+    # the adapters' alone, come back
+    done = cli("inspect", "--replay", str(inspected / "capture.json"), "--set", "algo.aggregation=token_mean")
+    assert done.returncode == 0, done.stderr
+    result = json.loads((inspected / "replay.json").read_text())
+    assert result["loss_before"] == pytest.approx(capture["loss"], rel=1e-5, abs=1e-7)
+    assert result["grad_norm_before"] == pytest.approx(capture["grad_norm"], rel=1e-5)

@@ -272,3 +272,12 @@ def test_bad_models_are_user_errors(tmp_path):
 def test_impossible_setups_are_user_errors(change, message):
     with pytest.raises(UserError, match=message):
         estimate(HAND, replace(SMALL, **change))
+
+
+def test_a_sampler_in_the_working_weights_precision_is_the_policy_itself():
+    # model.dtype=bfloat16 (bf16-mixed: 2-byte working weights) sampling at rollout.dtype=bfloat16 holds
+    # no copy: the KV cache alone, at 2 B, as with float32 sampling; fp32 weights need a bf16 copy
+    bf16 = estimate(HAND, replace(SMALL, precision="bf16-mixed", rollout_dtype="bfloat16")).components
+    assert "sampler_weights" not in bf16 and bf16["kv_cache"].bytes == 8 * 8 * 2 * 1 * 1 * 2 * 2
+    fp32 = estimate(HAND, replace(SMALL, precision="fp32", rollout_dtype="bfloat16")).components
+    assert fp32["sampler_weights"].bytes == 236 * 2

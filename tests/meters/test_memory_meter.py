@@ -52,14 +52,18 @@ def test_adamw_state_is_two_tensors_per_parameter_plus_step_counters():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("padded", [True, False])
-def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded):
-    """What autograd really saves for token_logprobs of a Llama with 4 heads and 2 kv heads."""
+@pytest.mark.parametrize("lora_rank", [0, 4])
+def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded, lora_rank):
+    """What autograd really saves for token_logprobs of a Llama with 4 heads and 2 kv heads, fully
+    trained or with LoRA adapters on every projection (frozen embedding, norms and head)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    from rlvr.config import ModelConfig
     from rlvr.diagnostics.memory_estimate import activation_bytes
     from rlvr.diagnostics.memory_model import spec_from_config
     from rlvr.models.lean import use_forward
     from rlvr.models.logprobs import token_logprobs
+    from rlvr.models.lora import add_lora
 
     config = LlamaConfig(
         vocab_size=50,
@@ -73,6 +77,8 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded):
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to(dtype)
     use_forward(model, "hf")  # the formula is HF's forward; rlvr.models.lean shares prompts
+    if lora_rank:
+        model = add_lora(model, ModelConfig(lora_rank=lora_rank))
     n, prompt_len, completion_len = 3, 5, 7
     prompt_ids, completion_ids = torch.randint(3, 50, (n, prompt_len)), torch.randint(3, 50, (n, completion_len))
     prompt_mask, completion_mask = torch.ones_like(prompt_ids), torch.ones_like(completion_ids)
@@ -91,6 +97,8 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded):
         completion_len=completion_len,
         act_bytes=torch.finfo(dtype).bits // 8,
         padding_free=not padded,
+        lora_rank=lora_rank,
+        adapter_bytes=4,  # peft keeps the adapters in fp32 on a bf16 base
     )
     assert counter.peak == expected
 
@@ -105,7 +113,7 @@ SMALL = [
 ]
 
 
-def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="hf"):
+def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="hf", lora_rank=0):
     # The estimator describes HF's forward (model.forward=hf, the default on GPUs); on the CPU the
     # default lean forward (rlvr.models.lean) runs each distinct prompt once and holds less.
     cfg = load_config(
@@ -116,6 +124,7 @@ def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="
             f"algo.algorithm={algorithm}",
             f"algo.beta={beta}",
             f"model.forward={forward}",
+            f"model.lora_rank={lora_rank}",
         ],
     )
     trainer = Trainer(cfg, tmp_path)
@@ -134,6 +143,7 @@ def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="
         group=cfg.rollout.group_size,
         micro_batch=cfg.optim.micro_batch_size,
         beta=beta,
+        lora_rank=lora_rank,
         online_pairs=int(metrics["dpo/pairs"]) if algorithm == "dpo" else 0,  # the pairs this step formed
     )
     estimated = {k: c.bytes for k, c in estimate(load_model_spec("tiny-arith"), setup).components.items()}
@@ -154,6 +164,19 @@ def test_estimate_agrees_with_a_real_step_within_ten_percent(base_model_dir, tmp
         got, want = measured.get(name, 0.0), estimated.get(name, 0.0)
         assert abs(got - want) <= 0.10 * max(want, 1.0), f"{name}: measured {got:.0f} B, estimated {want:.0f} B"
     assert (measured["reference_weights"] > 0) == (beta > 0 or algorithm == "dpo")  # beta = 0 holds none (DPO always)
+
+
+@pytest.mark.parametrize("algorithm, beta", [("grpo", 0.04), ("grpo", 0.0), ("dpo", 0.04)])
+def test_lora_estimate_agrees_with_a_real_step_within_ten_percent(base_model_dir, tmp_path, algorithm, beta):
+    """rlvr memory --lora-rank 4 against a LoRA run: adapters alone have gradients and AdamW states,
+    the reference is the base with adapters off (no second copy), and the frozen embedding, norms and
+    head keep fewer activations (docs/memory.md)."""
+    measured, estimated = _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, lora_rank=4)
+    assert measured["kv_cache"] > 0 and measured["reference_weights"] == 0
+    assert measured["policy_gradients"] < 0.1 * measured["policy_weights"]  # 40,960 adapter weights of 907,392
+    for name in sorted(set(measured) | set(estimated)):
+        got, want = measured.get(name, 0.0), estimated.get(name, 0.0)
+        assert abs(got - want) <= 0.10 * max(want, 1.0), f"{name}: measured {got:.0f} B, estimated {want:.0f} B"
 
 
 def test_lean_forward_saves_less_than_the_hf_estimate_and_reports_its_cache(base_model_dir, tmp_path):

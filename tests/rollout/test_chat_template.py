@@ -8,46 +8,19 @@ from pathlib import Path
 
 import pytest
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
 
 from rlvr.config import RolloutConfig, TaskConfig
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
 from rlvr.models.logprobs import token_logprobs
 from rlvr.models.tiny import TinyArch, build_tiny_llama
-from rlvr.models.tokenizer import CHARACTERS
+from rlvr.models.tokenizer import CHATML
+from rlvr.models.tokenizer import build_chat_tokenizer as chat_tokenizer
 from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.hf import encode_prompts, package_samples, sample_completions
 from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, render_prompt, resolve_style
 from rlvr.tasks.arith import make_queries
 from rlvr.types import Query
-
-# Qwen2.5-Instruct's template without its tool-calling branches (and without the default system
-# prompt it adds when none is given): ChatML turns, opened for the assistant's reply.
-CHATML = (
-    "{%- for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}"
-)
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>"]
-
-
-def chat_tokenizer(template: str = CHATML, bos: str | None = None) -> PreTrainedTokenizerFast:
-    """One token per character plus ChatML's specials; eos is <|im_end|> and pad <|endoftext|>, as in
-    Qwen2.5-Instruct. `bos` gives the tokenizer a BOS token (Qwen's has none)."""
-    vocab = {tok: i for i, tok in enumerate([*SPECIALS, *CHARACTERS])}
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<|endoftext|>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<|endoftext|>", eos_token="<|im_end|>", bos_token=bos
-    )
-    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|begin_of_text|>"]})
-    tok.chat_template = template
-    tok.padding_side = "left"
-    return tok
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@
 The batch is sampled once here and saved; the workers load it, so nothing depends on sampling
 being identical across processes. Each worker takes its whole query groups (World.shard), computes
 advantages on them, aggregates with the summed counts and sums gradients (train/distributed.py),
-exactly as Trainer.step does, then takes one AdamW step.
+exactly as Trainer.step does, then takes one AdamW step. With LoRA each process, though seeded
+differently, draws the same adapters (models/lora.py), and only they train.
 """
 
 import copy
@@ -19,8 +20,9 @@ import torch
 import torch.multiprocessing as mp
 
 from rlvr.algos import ALGORITHMS
-from rlvr.config import AlgoConfig
+from rlvr.config import AlgoConfig, ModelConfig
 from rlvr.models import SHIPPED, load_policy
+from rlvr.models.lora import add_lora
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
 from rlvr.train.distributed import World, world
@@ -57,23 +59,35 @@ def _one_update(model, batch, rewards, *, global_counts=None, micro_batch_size=0
         yield aggregation, m, result
 
 
-def _worker(rank: int, world_size: int, port: int, data_path: str, out_dir: str) -> None:
+def _policy(lora_rank: int):
+    """The shipped model in float64, with fresh LoRA adapters of rank `lora_rank` (0: none)."""
+    model, _ = load_policy(str(SHIPPED))
+    if lora_rank:
+        model = add_lora(model, ModelConfig(lora_rank=lora_rank), seed=0)  # A drawn from the run's seed alone
+    return model.double()
+
+
+def _trained(model) -> list[torch.Tensor]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def _worker(rank: int, world_size: int, port: int, data_path: str, out_dir: str, lora_rank: int = 0) -> None:
     os.environ.update(
         RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
     )
     torch.set_num_threads(1)
+    torch.manual_seed(rank)  # each process's own random stream, as Trainer seeds it (train.seed + rank)
     here = world()  # the launcher's environment, as accelerate/torchrun set it
     data = torch.load(data_path, weights_only=False)
-    model, _ = load_policy(str(SHIPPED))
-    model = model.double()
+    model = _policy(lora_rank)
     groups = here.shard(list(range(len(data["batch"].queries))))  # whole query groups
     batch, _ = select_groups(data["batch"], [None] * data["batch"].num_completions, groups)
     for aggregation, m, result in _one_update(
         model, batch, data["rewards"][groups], global_counts=here.global_counts, micro_batch_size=4
     ):
         here.sum_gradients(m)
-        grads = [p.grad.clone() for p in m.parameters()]
-        optimizer_step(m, torch.optim.AdamW(m.parameters(), lr=1e-3), max_grad_norm=1.0)
+        grads = [p.grad.clone() for p in _trained(m)]
+        optimizer_step(m, torch.optim.AdamW(_trained(m), lr=1e-3), max_grad_norm=1.0)
         metrics = here.reduce_metrics({"loss": result.loss, **result.stats}, summed={"loss", *result.stats})
         torch.save(
             {"grads": grads, "params": [p.detach() for p in m.parameters()], "metrics": metrics},
@@ -88,7 +102,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_make_the_single_process_update_for_each_aggregation(base_policy, tmp_path):
+@pytest.mark.parametrize("lora_rank", [0, 4], ids=["full", "lora"])
+def test_two_processes_make_the_single_process_update_for_each_aggregation(base_policy, tmp_path, lora_rank):
     model, tok = base_policy
     torch.manual_seed(0)
     batch = sample_completions(
@@ -101,18 +116,24 @@ def test_two_processes_make_the_single_process_update_for_each_aggregation(base_
     lengths = batch.completion_mask.sum(dim=1).view(2, 8).sum(dim=1)  # tokens per process's shard
     assert lengths[0] != lengths[1]  # unequal shards: token_mean needs the summed token count
     torch.save({"batch": batch, "rewards": rewards}, tmp_path / "data.pt")
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path / "data.pt"), str(tmp_path)), nprocs=2, join=True)
+    args = (2, _free_port(), str(tmp_path / "data.pt"), str(tmp_path), lora_rank)
+    mp.spawn(_worker, args=args, nprocs=2, join=True)
 
-    for aggregation, single, result in _one_update(model.double(), batch, rewards):
-        grads = [p.grad.clone() for p in single.parameters()]
-        optimizer_step(single, torch.optim.AdamW(single.parameters(), lr=1e-3), max_grad_norm=1.0)
+    start = _policy(lora_rank)
+    for aggregation, single, result in _one_update(start, batch, rewards):
+        grads = [p.grad.clone() for p in _trained(single)]
+        optimizer_step(single, torch.optim.AdamW(_trained(single), lr=1e-3), max_grad_norm=1.0)
         moved = [p.detach() for p in single.parameters()]
-        assert any(not torch.equal(a, b) for a, b in zip(moved, model.parameters()))  # the step did something
+        changed = [not torch.equal(a, b) for a, b in zip(moved, start.parameters())]
+        assert any(changed)  # the step did something (with LoRA, to the adapters alone)
+        assert all(p.requires_grad for p, moved_it in zip(start.parameters(), changed) if moved_it)
         for rank in (0, 1):
             shard = torch.load(tmp_path / f"{aggregation}-rank{rank}.pt")
             # AdamW's first step barely sees a gradient's scale, so the summed gradient is checked too
+            assert len(grads) == len(shard["grads"])
             for a, b in zip(grads, shard["grads"]):
                 assert torch.allclose(a, b, atol=1e-10, rtol=0), (aggregation, rank)
+            # every process holds the one-process weights: with LoRA, the same adapters from the start
             for a, b in zip(moved, shard["params"]):
                 assert torch.allclose(a, b, atol=1e-9, rtol=0), (aggregation, rank)
             # the summed shares are the step's loss and token-weighted means
@@ -163,7 +184,8 @@ def test_a_batch_that_does_not_split_is_a_user_error():
 
 
 @pytest.mark.slow
-def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
+@pytest.mark.parametrize("lora", [[], ["--set", "model.lora_rank=4"]], ids=["full", "lora"])
+def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path, lora):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
     command = [
@@ -187,6 +209,7 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
         "train.eval_samples=1",
         "--set",
         "train.threads=1",
+        *lora,
         "--out",
         str(out),
     ]
@@ -201,6 +224,10 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and (out / "final" / "config.json").is_file()
     assert done.stdout.count("run directory:") == 1  # rank 0 reports
+    if lora:  # rank 0 wrote the adapters: alone in checkpoint/, merged in final/ and alone in final/adapter/
+        assert (out / "checkpoint" / "adapter_model.safetensors").is_file()
+        assert not (out / "checkpoint" / "model.safetensors").exists()
+        assert (out / "final" / "adapter" / "adapter_model.safetensors").is_file()
 
 
 @pytest.mark.parametrize("name", ["reinforce_pp", "ppo", "dpo"])

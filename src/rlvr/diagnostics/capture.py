@@ -25,7 +25,8 @@ from rlvr.types import Query, RolloutBatch
 
 SCHEMA = "rlvr.inspect/2"
 POLICY_DIR = "policy"
-"""Beside capture.json: the policy weights the captured pass started from (save_pretrained)."""
+"""Beside capture.json: the policy weights the captured pass started from (save_pretrained; with
+LoRA the adapters alone, the base being model.name)."""
 
 
 class LogpRecorder:
@@ -156,6 +157,7 @@ def config_record(cfg) -> dict[str, Any]:
         "temperature": cfg.rollout.temperature,
         "max_new_tokens": cfg.rollout.max_new_tokens,
         "micro_batch_size": cfg.optim.micro_batch_size,
+        "lora_rank": cfg.model.lora_rank,
     }
 
 

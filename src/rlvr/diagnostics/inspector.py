@@ -12,6 +12,7 @@ import yaml
 from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
 from rlvr.errors import UserError
+from rlvr.models.lora import checkpoint_mismatch
 from rlvr.train.checkpoint import find_checkpoint, load_state
 from rlvr.train.loop import Trainer
 
@@ -27,7 +28,7 @@ def inspect_config(cfg: RunConfig, out_dir: Path, *, step: int = 1) -> dict[str,
     base model, the step's queries, the seed's random draws (no base evaluation runs first, so
     the samples are not those of `rlvr train` with the same seed)."""
     trainer = Trainer(cfg, out_dir)
-    source = {"kind": "config", "run": None, "step": step, "policy": f"base model {cfg.model.name}"}
+    source = {"kind": "config", "run": None, "step": step, "policy": _policy(cfg, None)}
     return _capture(trainer, step, source, out_dir)
 
 
@@ -37,7 +38,8 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
     The policy it starts from is the one after step − 1 steps: the run's checkpoint when it holds
     exactly that step (then the optimizer and RNG state are the run's too, and the capture repeats
     the real step), the base model for step 1, and otherwise the base model with a warning
-    recorded in `source.policy` (a run keeps only its latest checkpoint).
+    recorded in `source.warning` (a run keeps only its latest checkpoint; `overrides` may change
+    model.lora_*, and then the checkpoint's weights do not fit the policy they describe).
     """
     config_file = run_dir / "config.yaml"
     if not config_file.is_file():
@@ -47,21 +49,33 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
     cfg = load_config(None, overrides, base=config_from_dict(yaml.safe_load(config_file.read_text())))
     checkpoint = find_checkpoint(run_dir)
     saved = None if checkpoint is None else load_state(checkpoint)["step"]
+    mismatch = None if checkpoint is None else checkpoint_mismatch(checkpoint, cfg.model)
     source = {"kind": "run", "run": str(run_dir), "step": step}
-    if saved is not None and saved == step - 1:
+    if saved is not None and saved == step - 1 and mismatch is None:
         trainer = Trainer(cfg, run_dir, resume=True)
-        source["policy"] = f"checkpoint after step {saved}"
+        source["policy"] = _policy(cfg, saved)
     else:
         trainer = Trainer(cfg, out_dir)
-        source["policy"] = f"base model {cfg.model.name}"
+        source["policy"] = _policy(cfg, None)
         if step > 1:
-            have = (
-                "no checkpoint"
-                if saved is None
-                else f"only a checkpoint after step {saved} (inspect --step {saved + 1})"
-            )
+            if saved == step - 1:
+                have = f"a checkpoint after step {saved}, but it {mismatch}"
+            elif saved is None:
+                have = "no checkpoint"
+            else:
+                have = f"only a checkpoint after step {saved} (inspect --step {saved + 1})"
             source["warning"] = f"{run_dir} has {have}; step {step} is shown from the base model's weights"
     return _capture(trainer, step, source, out_dir)
+
+
+def _policy(cfg: RunConfig, saved_step: int | None) -> str:
+    """Where the captured policy's weights come from: the base model (None) or the checkpoint after
+    `saved_step`, and with LoRA the adapters (fresh on the base, or saved in the checkpoint)."""
+    m = cfg.model
+    if saved_step is None:
+        return f"base model {m.name}" + (f" with fresh LoRA adapters r={m.lora_rank}" if m.lora_rank else "")
+    adapters = f", LoRA adapters r={m.lora_rank} on base model {m.name}" if m.lora_rank else ""
+    return f"checkpoint after step {saved_step}{adapters}"
 
 
 def _capture(trainer: Trainer, step: int, source: dict[str, Any], out_dir: Path) -> dict[str, Any]:

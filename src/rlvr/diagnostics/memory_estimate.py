@@ -40,6 +40,11 @@ QUANTIZED_STATE_BYTES = 1 + 4 / 2048
 """8-bit Adam: one byte per element plus one fp32 absmax per 2048-element block (Dettmers et al. 2022)."""
 
 
+ADAPTER_BYTES = 4
+"""LoRA adapters in mixed precision are float32 on the bf16/fp16 base: they are the trained weights,
+so they are their own master copy (peft's get_peft_model casts them so, autocast_adapter_dtype=True)."""
+
+
 ROLLOUT_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2}
 """Bytes per weight and KV element of the sampler, by rollout.dtype."""
 
@@ -207,6 +212,7 @@ def activation_bytes(
     act_bytes: int,
     grad_checkpointing: bool = False,
     lora_rank: int = 0,
+    adapter_bytes: int = 0,
     padding_free: bool = False,
 ) -> float:
     """Bytes autograd saves for one micro-batch's backward (HF Llama, SDPA attention, padding mask).
@@ -214,18 +220,32 @@ def activation_bytes(
     Korthikanti et al. 2022 (eq. 1) counted per layer and token for GPT; here the same count for
     Llama's RMSNorm (which upcasts to fp32), rotary positions, grouped-query attention (HF repeats
     k and v to all heads when a padding mask is given) and SwiGLU. docs/memory.md derives each term.
+    adapter_bytes: bytes per element of the LoRA adapters when they differ from act_bytes (peft keeps
+    them in fp32 on a bf16 base: 4); 0 = act_bytes.
     """
     h, a, d, inter, e = spec.hidden_size, spec.num_heads, spec.head_dim, spec.intermediate_size, act_bytes
     s = prompt_len + completion_len
     kv_heads = spec.num_kv_heads if padding_free else a  # a padding mask makes HF repeat k and v
-    trained_norm = 1 if lora_rank else 2  # a frozen norm weight does not keep its normalised input
-    norm = (4 + trained_norm * e) * h + 4  # fp32 x, x_hat (when trained), output, fp32 rsqrt
     mask_row = 0 if padding_free else e * s
     attention = (2 * a + 2 * kv_heads) * d * e + 4 * a + mask_row  # q, output, k, v; fp32 log-sum-exp
-    mlp = 4 * inter * e  # gate out, up out, SiLU out, their product
-    lora = 7 * lora_rank * e  # each adapter keeps its rank-r intermediate
+    if not lora_rank:
+        norm = (4 + 2 * e) * h + 4  # fp32 x, x_hat (for the weight's gradient), output, fp32 rsqrt
+        mlp = 4 * inter * e  # gate out, up out, SiLU out, their product
+        lora = 0
+    elif adapter_bytes in (0, e):  # the base's norm weights are frozen: x_hat is not kept
+        norm = (4 + e) * h + 4  # fp32 x, output (the adapters' input), fp32 rsqrt
+        mlp = 4 * inter * e
+        lora = 7 * lora_rank * e  # each adapter keeps its rank-r intermediate
+    else:  # each adapter casts its input to its own dtype and keeps that copy, not the e-byte original
+        norm = 4 * h + 4  # fp32 x, fp32 rsqrt
+        mlp = 3 * inter * e  # gate out, up out, SiLU out
+        lora = adapter_bytes * (5 * h + a * d + inter + 7 * lora_rank)  # inputs of q, k, v, gate, up; o; down
     layer = 2 * norm + attention + mlp + lora
-    per_model = 8 + 2 * d * e + norm  # input ids, rotary cos and sin, final norm
+    # input ids (for the embedding's gradient), rotary cos and sin, the final norm. With LoRA the
+    # embedding and LM head are frozen: no ids and no final-norm output are kept, and the final
+    # norm's fp32 x and 1/rms (4h + 4) are offset by the first layer's norm, whose input needs no
+    # gradient and which keeps nothing.
+    per_model = 2 * d * e if lora_rank else 8 + 2 * d * e + norm
     stored_layers = spec.num_layers * e * h + layer if grad_checkpointing else spec.num_layers * layer
     per_completion_token = 4 * spec.vocab_size + 16  # fp32 log-softmax over V, gather index, mask
     return sequences * (s * (stored_layers + per_model) + completion_len * per_completion_token)
@@ -284,6 +304,7 @@ def _activations(spec: ModelSpec, setup: TrainingSetup, precision: Precision) ->
         act_bytes=precision.act_bytes,
         grad_checkpointing=setup.grad_checkpointing,
         lora_rank=setup.lora_rank,
+        adapter_bytes=ADAPTER_BYTES if precision.master_bytes else precision.act_bytes,
         padding_free=setup.padding_free,
     )
     return Component(size, f"{sequences} seq x {tokens} tok" + (", checkpointed" if setup.grad_checkpointing else ""))
@@ -299,12 +320,13 @@ def _kv_cache(spec: ModelSpec, setup: TrainingSetup, act_bytes: int) -> Componen
 
 
 def _sampler(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> dict[str, Component]:
-    """What sampling holds. hf in float32: the KV cache of the policy itself. hf in bfloat16: a
-    bf16 copy of the policy (rollout/backends.py, HFSampler), whole on every GPU whatever the
-    sharding, and its bf16 KV cache. vllm: the engine's own weights and its reservation."""
+    """What sampling holds. hf in float32, or in the precision of the policy's working weights: the
+    KV cache of the policy itself. hf in bfloat16 from float32 weights: a bf16 copy of the policy
+    (rollout/backends.py, HFSampler), whole on every GPU whatever the sharding, and its bf16 KV
+    cache. vllm: the engine's own weights and its reservation."""
     if setup.rollout_backend == "vllm":
         return _vllm(spec, setup)
-    if setup.rollout_dtype == "float32":
+    if setup.rollout_dtype == "float32" or ROLLOUT_BYTES[setup.rollout_dtype] == precision.weight_bytes:
         return {"kv_cache": _kv_cache(spec, setup, precision.act_bytes)}
     e = ROLLOUT_BYTES[setup.rollout_dtype]
     params = spec.num_params + (spec.lora_params(setup.lora_rank) if setup.lora_rank else 0)

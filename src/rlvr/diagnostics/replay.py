@@ -4,7 +4,9 @@ reference log-probs, same policy weights; what changes is only what `algo.*` cha
 Both the captured setting and the new one are recomputed here with the trainer's own
 `accumulate_policy_gradient`, so the gradients are compared like with like (and the captured
 loss is reproduced as a check). Advantages are recomputed from the captured rewards with the new
-algorithm's estimator (RLOO and REINFORCE++ differ from GRPO there).
+algorithm's estimator (RLOO and REINFORCE++ differ from GRPO there). With LoRA the policy is
+rebuilt as the trainer holds it, the base model with the captured adapters, and the gradients are
+the adapters' alone.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import PreTrainedModel
 
 from rlvr.algos import ALGORITHMS
 from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
@@ -21,6 +24,7 @@ from rlvr.diagnostics.capture import LogpRecorder, config_record, rewards_tensor
 from rlvr.diagnostics.inspector import InspectError
 from rlvr.diagnostics.terms import LossInputs, loss_terms
 from rlvr.models import load_policy
+from rlvr.models.lora import add_lora, load_adapter
 from rlvr.train.update import accumulate_policy_gradient, reference_logprobs
 
 REPLAYABLE = ("algo",)
@@ -48,12 +52,7 @@ def replay_config(capture: dict[str, Any], overrides: list[str]) -> tuple[RunCon
 def replay(capture: dict[str, Any], capture_dir: Path, overrides: list[str]) -> dict[str, Any]:
     """Loss, per-token weights and gradient of the captured batch under both settings, and their difference."""
     captured_cfg, new_cfg = replay_config(capture, overrides)
-    weights = capture_dir / capture["weights"]
-    if not (weights / "config.json").is_file():
-        raise InspectError(
-            f"{weights}: the capture's policy weights are missing; keep the policy/ folder beside capture.json"
-        )
-    policy, _ = load_policy(str(weights))
+    policy = captured_policy(capture_dir / capture["weights"], captured_cfg)
     batch = rollout_batch(capture)
     ref_logp = None if capture["ref_logp"] is None else torch.tensor(capture["ref_logp"])  # [N, T]
     if ref_logp is None and new_cfg.algo.beta > 0:  # the capture ran with β = 0 and held no reference
@@ -63,6 +62,21 @@ def replay(capture: dict[str, Any], capture_dir: Path, overrides: list[str]) -> 
     before = _evaluate(policy, batch, rewards, ref_logp if captured_cfg.algo.beta > 0 else None, captured_cfg)
     after = _evaluate(policy, batch, rewards, ref_logp, new_cfg)
     return _compare(capture, new_cfg, overrides, before, after)
+
+
+def captured_policy(weights: Path, cfg: RunConfig) -> PreTrainedModel:
+    """The policy the captured pass started from: the saved model, or with LoRA (model.lora_rank > 0)
+    the base model.name with the saved adapters, whose weights alone train, as in the trainer."""
+    if not (weights / ("adapter_config.json" if cfg.model.lora_rank else "config.json")).is_file():
+        raise InspectError(
+            f"{weights}: the capture's policy weights are missing; keep the policy/ folder beside capture.json"
+        )
+    if not cfg.model.lora_rank:
+        return load_policy(str(weights))[0]
+    base, _ = load_policy(cfg.model.name, dtype=cfg.model.dtype)
+    policy = add_lora(base, cfg.model)
+    load_adapter(policy, weights)
+    return policy
 
 
 def _evaluate(policy, batch, rewards, ref_logp, cfg: RunConfig) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from rlvr.models import lean
+from rlvr.models.lora import base_model
 
 
 def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
@@ -166,7 +167,8 @@ class MemoryMeter:
         def lean_cache(size: int) -> None:  # rlvr.models.lean allocates its cache up front
             self._record("kv_cache", size)
 
-        handle = self.policy.register_forward_hook(after_forward)
+        # generate calls the transformers model's forward; a LoRA policy's own forward is not called
+        handle = base_model(self.policy).register_forward_hook(after_forward)
         lean.CACHE_LISTENERS.append(lean_cache)
         try:
             yield

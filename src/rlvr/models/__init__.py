@@ -18,7 +18,7 @@ from rlvr.models.arith_base import (
     embedded_recipe,
     matches_recipe,
 )
-from rlvr.models.loading import load_pretrained
+from rlvr.models.loading import enable_gradient_checkpointing, load_pretrained
 
 __all__ = [
     "EMBEDDED",
@@ -79,5 +79,12 @@ def _resolve_derived(base) -> Path:
     return path
 
 
-def load_policy(name: str, device: str = "cpu") -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    return load_pretrained(resolve_model_path(name), device)
+def load_policy(
+    name: str, device: str = "cpu", *, dtype: str = "float32", gradient_checkpointing: bool = False
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """The model `name` resolves to, with its weights in `dtype` (model.dtype), its decoder layers
+    checkpointed if asked (model.gradient_checkpointing), and its tokenizer."""
+    model, tokenizer = load_pretrained(resolve_model_path(name), device, dtype)
+    if gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    return model, tokenizer

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
+from rlvr.models.loading import checkpointed_layers
 from rlvr.models.lora import is_lora
 from rlvr.models.numerics import upcast
 
@@ -54,6 +55,8 @@ def supports(model: PreTrainedModel) -> bool:
     attention kernels is the better default, and the one `rlvr memory` describes)."""
     choice = getattr(model, FORWARD_ATTR, "auto")
     if is_lora(model):  # this module reads the base weights only, so it cannot see adapters
+        return False
+    if checkpointed_layers(model):  # model.gradient_checkpointing: recomputing layers is HF's forward's work
         return False
     if choice == "hf" or (choice == "auto" and model.device.type != "cpu"):
         return False

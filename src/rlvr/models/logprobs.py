@@ -26,7 +26,8 @@ def completion_logits(
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # [N, P+T]
     attention = torch.cat([prompt_mask, completion_mask], dim=1)  # [N, P+T]
     positions = (attention.cumsum(dim=1) - 1).clamp(min=0)  # [N, P+T]
-    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
+    # no KV cache: scoring runs once, and a cache would hold every layer's keys and values meanwhile
+    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=False).logits
     return logits[:, prompt_ids.shape[1] - 1 : -1]  # [N, T, V]
 
 

@@ -33,5 +33,33 @@ def build_char_tokenizer() -> PreTrainedTokenizerFast:
     return tok
 
 
+# Qwen2.5-Instruct's template without its tool-calling branches (and without the default system
+# prompt it adds when none is given): ChatML turns, opened for the assistant's reply.
+CHATML = (
+    "{%- for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+CHAT_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>"]
+
+
+def build_chat_tokenizer(template: str = CHATML, bos: str | None = None) -> PreTrainedTokenizerFast:
+    """A stand-in for Qwen2.5-Instruct's tokenizer, built locally: one token per character plus
+    ChatML's specials, eos <|im_end|> (the end of a turn) and pad <|endoftext|>, and a chat template.
+    `bos` gives it a BOS token (Qwen's has none)."""
+    vocab = {tok: i for i, tok in enumerate([*CHAT_SPECIALS, *CHARACTERS])}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<|endoftext|>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<|endoftext|>", eos_token="<|im_end|>", bos_token=bos
+    )
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|begin_of_text|>"]})
+    tok.chat_template = template
+    tok.padding_side = "left"
+    return tok
+
+
 def save_tokenizer(tok: PreTrainedTokenizerFast, path: Path) -> None:
     tok.save_pretrained(str(path))

@@ -40,9 +40,10 @@ class Sampler(Protocol):
 
 
 class HFSampler:
-    """transformers `generate` (rollout/hf.py). In float32 it samples with the policy itself, so there
-    is nothing to sync; in bfloat16 with a bf16 copy of the policy, re-synced after every update:
-    the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU."""
+    """transformers `generate` (rollout/hf.py). In the policy's own precision (float32, or bfloat16
+    with model.dtype=bfloat16) it samples with the policy itself, so there is nothing to sync; in
+    bfloat16 from a float32 policy with a bf16 copy, re-synced after every update: the same contract
+    as vLLM's, and a real sampler/trainer mismatch on a CPU."""
 
     def __init__(
         self,
@@ -58,7 +59,7 @@ class HFSampler:
         self.tokenizer = tokenizer
         self.prompt_format = prompt_format
         self.model = policy
-        if rollout.dtype != "float32":
+        if getattr(torch, rollout.dtype) != policy.dtype:  # a bf16 policy (model.dtype) samples itself
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()
             self.model.requires_grad_(False)
 

@@ -4,8 +4,8 @@ Plain Llama policies on the CPU sample through rlvr.models.lean (each distinct p
 once for its G samples, a preallocated cache, finished rows dropped); others, and model.forward=hf,
 through Hugging Face `generate`. Both return the same RolloutBatch.
 
-The sampling policy's per-token log-probs come back with the samples: `generate` hands us the raw
-logits of every step, and we take log_softmax(logits / temperature) at the sampled token. That is
+The sampling policy's per-token log-probs come back with the samples: a logits processor sees the
+raw logits of every step, and we take log_softmax(logits / temperature) at the sampled token. That is
 the same quantity the trainer computes for π_θ (logits scaled by the same temperature, no top-p
 truncation), so the first optimisation pass has ratio ρ = 1 up to float rounding, without a
 second forward pass just to get old log-probs.
@@ -14,7 +14,7 @@ second forward pass just to get old log-probs.
 from __future__ import annotations
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.models import lean
 from rlvr.models.numerics import upcast
@@ -80,25 +80,50 @@ def sample_completions(
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device, prompt_format)  # [N, P]
     was_training = model.training
     model.eval()
-    out = model.generate(
+    recorder = SampledLogProbs(1.0 if greedy else temperature)
+    sequences = model.generate(
         input_ids=prompt_ids,
         attention_mask=prompt_mask,
         do_sample=not greedy,
         temperature=temperature if not greedy else None,
         top_p=top_p if not greedy else None,
         top_k=0 if not greedy else None,
+        # the model's generation_config.json may set one (Qwen2.5-Instruct's does): the trainer's π_θ has none
+        repetition_penalty=1.0,
         max_new_tokens=max_new_tokens,
-        output_logits=True,
-        return_dict_in_generate=True,
+        logits_processor=LogitsProcessorList([recorder]),
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
     )
     model.train(was_training)
-    completion_ids = out.sequences[:, prompt_ids.shape[1] :]  # [N, T]
-    logits = upcast(torch.stack(out.logits, dim=1))  # [N, T, V] raw, before temperature / top-p
-    logp_all = torch.log_softmax(logits / (1.0 if greedy else temperature), dim=-1)  # [N, T, V]
-    old_logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
+    completion_ids = sequences[:, prompt_ids.shape[1] :]  # [N, T]
+    old_logp = recorder.logprobs(completion_ids[:, -1])  # [N, T]
     return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
+
+
+class SampledLogProbs(LogitsProcessor):
+    """log softmax(raw logits / temperature) at each sampled token, kept as [N] per step instead of
+    `generate`'s `output_logits` ([N, V] per step, all kept: 40 GB for 128 completions of 512 tokens
+    over Qwen2.5's 151,936-token vocabulary).
+
+    transformers applies the processors a caller passes before its temperature and top-p warpers,
+    so `scores` are the raw logits; the token drawn from step t's scores is the last input id of
+    step t + 1, and the last step's is the final column of the returned sequences."""
+
+    def __init__(self, temperature: float):
+        self.temperature = temperature
+        self.previous: torch.Tensor | None = None  # [N, V] the last step's log-probs
+        self.steps: list[torch.Tensor] = []  # [N] per finished step
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.previous is not None:
+            self.steps.append(self.previous.gather(-1, input_ids[:, -1:])[:, 0])  # [N]
+        self.previous = torch.log_softmax(upcast(scores) / self.temperature, dim=-1)  # [N, V]
+        return scores
+
+    def logprobs(self, last_tokens: torch.Tensor) -> torch.Tensor:
+        """[N, T] once generation is over; `last_tokens` [N] are the final step's samples."""
+        return torch.stack([*self.steps, self.previous.gather(-1, last_tokens[:, None])[:, 0]], dim=1)
 
 
 def _sample_lean(

@@ -18,7 +18,8 @@ How it works, and why:
   task.prompt_format), and vLLM is told to skip its tokenizer: the ids, the EOS and the decoded
   texts are rlvr's.
 - `sync_weights` streams the policy's parameters into vLLM's model (`model.load_weights`, the
-  Hugging Face names) and clears the prefix cache, whose KV entries were computed with old weights.
+  Hugging Face names; a LoRA policy's with its adapters merged, `hf_weights`) and clears the prefix
+  cache, whose KV entries were computed with old weights.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from __future__ import annotations
 import math
 import os
 import socket
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import torch
 
 from rlvr.errors import UserError
+from rlvr.models.lora import is_lora
 from rlvr.rollout.hf import encode_prompts, package_samples
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.types import Query, RolloutBatch
@@ -155,7 +158,7 @@ class VLLMSampler:
     def sync_weights(self, policy: PreTrainedModel) -> None:
         # The in-process model, as TRL 1.16 reaches it in colocate mode (VLLMGeneration.sync_weights).
         model = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
-        model.load_weights((name, param.data) for name, param in policy.named_parameters())
+        model.load_weights(hf_weights(policy))
         self.llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
 
     def score(self, batch: RolloutBatch) -> torch.Tensor:
@@ -175,6 +178,36 @@ class VLLMSampler:
         for row, (out, p, c) in enumerate(zip(outputs, prompts, completions)):
             scores[row, : len(c)] = torch.tensor(completion_logprobs(out.prompt_logprobs, len(p), c))
         return scores.to(self.device)
+
+
+@torch.no_grad()
+def hf_weights(policy: PreTrainedModel) -> Iterator[tuple[str, torch.Tensor]]:
+    """The policy's weights under their Hugging Face names, as vLLM's `load_weights` reads them.
+
+    A LoRA policy (models/lora.py) yields each adapted projection's merged weight W + (α/r)·B A
+    under the base name (`...q_proj.weight`, not `...q_proj.base_layer.weight`), and no adapter
+    tensors: vLLM holds the plain model. The sum is computed per tensor; the policy's own weights
+    are never merged in place (peft's merge_adapter / unmerge_adapter round trip, which TRL uses,
+    would add bf16 rounding to the frozen base, and so to the reference, at every sync)."""
+    if not is_lora(policy):
+        yield from ((name, param.data) for name, param in policy.named_parameters())
+        return
+    from peft.tuners.lora import LoraLayer
+
+    model = policy.get_base_model()
+    adapted = {name: module for name, module in model.named_modules() if isinstance(module, LoraLayer)}
+    for name, param in model.named_parameters():
+        if ".lora_" in name:
+            continue
+        owner, _, leaf = name.rpartition(".base_layer.")
+        if not owner:
+            yield name, param.data
+        elif leaf == "weight" and owner in adapted:  # one projection's delta at a time: [out, in]
+            module = adapted[owner]
+            delta = sum(module.get_delta_weight(adapter) for adapter in module.active_adapters)
+            yield f"{owner}.weight", (param.data.float() + delta.float()).to(param.dtype)  # rounded once
+        else:
+            yield f"{owner}.{leaf}", param.data
 
 
 def _logprob(position: dict | None, token: int) -> float:

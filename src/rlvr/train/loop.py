@@ -24,7 +24,7 @@ from rlvr.meters.hacking import HackingMonitor
 from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
-from rlvr.models.lora import add_lora, is_lora, load_adapter, save_merged
+from rlvr.models.lora import add_lora, checkpoint_mismatch, is_lora, load_adapter, save_merged
 from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.prompts import PromptFormat, resolve_style
 from rlvr.tasks import load_task
@@ -82,11 +82,12 @@ class Trainer:
         # A weakened training verifier is watched against its gold counterpart (docs/hacking.md).
         self.hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
         checkpoint = find_checkpoint(out_dir) if resume else None
-        if cfg.model.lora_rank and self.dist.enabled:
-            raise UserError("model.lora_rank > 0 trains on one process only; launch it without accelerate/torchrun")
-        self.policy, self.tokenizer = load_policy(cfg.model.name, self.device)
-        if cfg.model.lora_rank:
-            self.policy = add_lora(self.policy, cfg.model)  # only the adapters train (models/lora.py)
+        if checkpoint is not None and (mismatch := checkpoint_mismatch(checkpoint, cfg.model)):
+            raise UserError(f"cannot resume from {checkpoint}: it {mismatch}; keep the run's model.lora_* settings")
+        precision = {"dtype": cfg.model.dtype, "gradient_checkpointing": cfg.model.gradient_checkpointing}
+        self.policy, self.tokenizer = load_policy(cfg.model.name, self.device, **precision)
+        if cfg.model.lora_rank:  # only the adapters train; every process draws the same ones (models/lora.py)
+            self.policy = add_lora(self.policy, cfg.model, seed=cfg.train.seed)
         self.prompt_format = PromptFormat.of(cfg.task)
         resolve_style(self.tokenizer, self.prompt_format, cfg.model.name)  # a UserError before any sampling
         # No reference is kept when β = 0 (DESIGN.md): it would only cost memory. DPO always needs one.
@@ -98,7 +99,7 @@ class Trainer:
         if checkpoint is not None and cfg.model.lora_rank:
             load_adapter(self.policy, checkpoint)  # the checkpoint holds the adapters; the base is model.name
         elif checkpoint is not None:
-            self.policy, _ = load_policy(str(checkpoint), self.device)
+            self.policy, _ = load_policy(str(checkpoint), self.device, **precision)
         for model in (self.policy, self.reference):
             use_forward(model, cfg.model.forward)
         self.sampler = make_sampler(  # rollout.backend

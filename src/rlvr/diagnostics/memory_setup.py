@@ -1,0 +1,66 @@
+"""What `rlvr train` runs, as `rlvr memory` sees it: a run config's TrainingSetup, and the command
+line that prints its estimate. benchmarks/gpu_check.py prints both beside what a GPU measured;
+docs/gpu.md shows them for the GPU recipe."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rlvr.diagnostics.memory_estimate import TrainingSetup
+from rlvr.errors import UserError
+
+if TYPE_CHECKING:
+    from rlvr.config import RunConfig
+
+
+def setup_for_run(cfg: RunConfig, *, prompt_len: int, gpu_memory_gib: float = 80.0) -> TrainingSetup:
+    """The setup `rlvr train` runs with `cfg` on one GPU, for `estimate`: P = prompt_len (the padded
+    prompt width, which depends on the data) and T = rollout.max_new_tokens. model.dtype=bfloat16
+    (LoRA only) is bf16-mixed: bf16 base weights and activations, and float32 adapters with float32
+    gradients and AdamW states, 4 + 4 + 8 = 16 B per trained parameter, as bf16-mixed's 2 + 2 + 12."""
+    m, r = cfg.model, cfg.rollout
+    if cfg.algo.algorithm == "dpo":
+        raise UserError(
+            "setup_for_run: dpo trains on the pairs each step forms; give TrainingSetup online_pairs yourself"
+        )
+    sequences = cfg.train.batch_queries * r.group_size
+    return TrainingSetup(
+        algorithm=cfg.algo.algorithm,
+        precision="fp32" if m.dtype == "float32" else "bf16-mixed",
+        optimizer="adamw",
+        lora_rank=m.lora_rank,
+        prompt_len=prompt_len,
+        completion_len=r.max_new_tokens,
+        batch=cfg.train.batch_queries,
+        group=r.group_size,
+        micro_batch=min(cfg.optim.micro_batch_size or sequences, sequences),
+        grad_checkpointing=m.gradient_checkpointing,
+        beta=cfg.algo.beta,
+        rollout_backend=r.backend,
+        rollout_dtype=r.dtype,
+        vllm_gpu_memory_utilization=r.vllm_gpu_memory_utilization,
+        gpu_memory_gib=gpu_memory_gib,
+    )
+
+
+def memory_command(model: str, setup: TrainingSetup) -> str:
+    """The `rlvr memory` command line that prints `estimate(load_model_spec(model), setup)`: the
+    precision and the batch's shape always, any other flag when it differs from its default."""
+    shape = {
+        "precision": "--precision", "lora_rank": "--lora-rank", "prompt_len": "--prompt-len",
+        "completion_len": "--completion-len", "batch": "--batch", "group": "--group", "micro_batch": "--micro-batch",
+    }  # fmt: skip
+    others = {
+        "algorithm": "--algorithm", "optimizer": "--optimizer", "beta": "--beta",
+        "rollout_backend": "--rollout-backend", "rollout_dtype": "--rollout-dtype",
+        "vllm_gpu_memory_utilization": "--vllm-gpu-memory-utilization", "gpu_memory_gib": "--gpu-memory",
+    }  # fmt: skip
+    default = TrainingSetup()
+    words = ["rlvr", "memory", "--model", model]
+    for name, flag in (shape | others).items():
+        value = getattr(setup, name)
+        if name in shape or value != getattr(default, name):
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if setup.grad_checkpointing:
+        words.append("--grad-checkpointing")
+    return " ".join(words)
