@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # rlvr setup: creates .venv/ in the repository root and installs rlvr (the `rlvr` command) with
 # its test tools. On a machine without an NVIDIA GPU it pins the CPU build torch==2.13.0, so it
-# never downloads a multi-GB CUDA build. Installs bubblewrap (sandbox for code verifiers) when
-# running as root with apt-get; otherwise says how to.
+# never downloads a multi-GB CUDA build. Installs bubblewrap (sandbox for code verifiers) and Coq
+# (the coq proof verifier) when running as root with apt-get; otherwise says how to.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -28,6 +28,10 @@ apt_install() {
 
 if ! command -v bwrap >/dev/null 2>&1; then
     apt_install bubblewrap "the sandbox for code verifiers" "code verifiers" "code verifiers will refuse to run"
+fi
+
+if ! command -v coqtop >/dev/null 2>&1; then
+    apt_install coq "the Coq proof assistant" "the coq proof verifier" "coq proofs will be unavailable"
 fi
 
 if ! command -v chromium >/dev/null 2>&1; then

@@ -121,6 +121,13 @@ def _lean() -> Verifier:
     return LeanVerifier()
 
 
+@register("coq")
+def _coq() -> Verifier:
+    from rlvr.verifiers.coq import CoqVerifier
+
+    return CoqVerifier()
+
+
 @register("checklist")
 def _checklist() -> Verifier:
     from rlvr.verifiers.checklist import ChecklistVerifier
