@@ -61,8 +61,8 @@ HfFormat = Literal["columns", "gsm8k", "math"]
 
 @dataclass
 class TaskConfig:
-    name: Literal["arith", "jsonl", "hf", "funcsynth"] = "arith"
-    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*); 'funcsynth' asks for a Python function from three examples (python rows with hidden tests)."""
+    name: Literal["arith", "jsonl", "hf", "funcsynth", "reasoning_gym", "verifiers"] = "arith"
+    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*); 'funcsynth' asks for a Python function from three examples (python rows with hidden tests); 'reasoning_gym' generates one reasoning-gym dataset (task.rg_*; the `reasoning_gym` extra); 'verifiers' loads a single-turn environment with the verifiers contract and scores with its rubric (task.vf_*; the `verifiers` extra)."""
     train_path: str = ""
     """JSONL file of dataset rows ({"id", "prompt", "verifier"}) for task 'jsonl'."""
     eval_path: str = ""
@@ -78,9 +78,9 @@ class TaskConfig:
     min_operand: int = 0
     """arith: smallest operand (the largest has `digits` digits); 2 leaves out 0 and 1, so that few wrong chains land on the right answer."""
     num_train: int = 2000
-    """arith, funcsynth: number of distinct training queries."""
+    """arith, funcsynth, reasoning_gym: number of distinct training queries; verifiers: at most this many rows of the environment's dataset."""
     num_eval: int = 200
-    """arith, funcsynth: number of distinct held-out queries (disjoint from training by construction)."""
+    """arith, funcsynth, reasoning_gym: number of distinct held-out queries (disjoint from training by construction); verifiers: at most this many rows of its eval_dataset (without one: the last num_eval rows of its dataset, never trained on)."""
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
     prompt_format: Literal["auto", "chat", "plain"] = "auto"
@@ -105,6 +105,16 @@ class TaskConfig:
     """hf: column with full criteria (an object or JSON text, e.g. python tests); overrides hf_answer_column (hf_format columns only)."""
     hf_id_column: str = ""
     """hf: column with row ids; empty = '<split>-<row index>'."""
+    rg_dataset: str = ""
+    """reasoning_gym: the registered dataset to generate, e.g. chain_sum, leg_counting, spell_backward (`python -c "import reasoning_gym; print(sorted(reasoning_gym.factory.DATASETS))"` lists them); num_train / num_eval rows, seeded by data_seed."""
+    rg_config: dict[str, Any] = field(default_factory=dict)
+    """reasoning_gym: the dataset's difficulty arguments (its config class's fields), e.g. {min_terms: 2, max_terms: 3}; the verifier scores with the same config."""
+    vf_env: str = ""
+    """verifiers: the environment's id, the module whose load_environment builds it, e.g. gsm8k; '-' reads as '_', as in vf.load_environment."""
+    vf_args: dict[str, Any] = field(default_factory=dict)
+    """verifiers: keyword arguments of the environment's load_environment, e.g. {num_train_examples: 500}; the verifier loads it with the same ones."""
+    vf_path: str = ""
+    """verifiers: a directory to import the environment module from (added to the import path of the processes that load it); empty = installed in the venv."""
 
 
 @dataclass
@@ -319,6 +329,34 @@ def _jsonl_paths(cfg: RunConfig) -> str | None:
 def _hf_path(cfg: RunConfig) -> str | None:
     if cfg.task.name == "hf" and not cfg.task.hf_path:
         return "task.name=hf needs task.hf_path (a local .jsonl/.parquet/.csv file or a Hugging Face dataset directory)"
+    return None
+
+
+def _reasoning_gym(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.name != "reasoning_gym":
+        if t.rg_dataset or t.rg_config:
+            return f"task.rg_dataset / task.rg_config apply only with task.name=reasoning_gym (got task.name={t.name})"
+        return None
+    if not t.rg_dataset:
+        return "task.name=reasoning_gym needs task.rg_dataset, e.g. chain_sum (docs/integrations.md lists how to see them all)"
+    if not _installed("reasoning_gym"):
+        return "task.name=reasoning_gym needs the reasoning-gym package: .venv/bin/pip install -e '.[reasoning_gym]'"
+    return None
+
+
+def _verifiers(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.name != "verifiers":
+        if t.vf_env or t.vf_args or t.vf_path:
+            return f"task.vf_env / task.vf_args / task.vf_path apply only with task.name=verifiers (got task.name={t.name})"
+        return None
+    if not t.vf_env:
+        return "task.name=verifiers needs task.vf_env, the environment's id or module name (e.g. gsm8k)"
+    if t.vf_path and not Path(t.vf_path).is_dir():
+        return f"task.vf_path={t.vf_path} is not a directory; give the directory that holds the {t.vf_env} module"
+    if not _installed("verifiers"):
+        return "task.name=verifiers needs the verifiers package: .venv/bin/pip install -e '.[verifiers]'"
     return None
 
 
@@ -574,6 +612,8 @@ _CHECKS = [
     _jsonl_paths,
     _hf_path,
     _hf_format,
+    _reasoning_gym,
+    _verifiers,
     _trackers,
     _ray_backend,
     _non_negative("algo", "entropy_coef"),
@@ -630,6 +670,12 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
         if value is None or value == "":
             return None
         return _coerce(key, value, args[0])
+    if origin is dict:  # a YAML mapping; from --set, flow style: key={a: 1, b: 2}
+        if value is None or value == "":
+            return {}
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ConfigError(f"{key} must be a mapping of names to values, e.g. {{a: 1, b: 2}} (got {value!r})")
+        return copy.deepcopy(value)
     if origin is list:  # YAML list, or comma-separated text from --set
         items = [x.strip() for x in value.split(",") if x.strip()] if isinstance(value, str) else value
         if not isinstance(items, list):

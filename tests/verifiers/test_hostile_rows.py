@@ -17,8 +17,8 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.sandbox import bwrap
-from sandbox import leaks, test_hostile  # tests/sandbox (pytest puts tests/ on the path)
 
+from ..sandbox import leaks, test_hostile
 from . import hostile_rows
 
 pytestmark = [

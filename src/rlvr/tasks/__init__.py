@@ -49,7 +49,28 @@ def _hf(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return load_hf_task(cfg.hf_path, cfg.hf_split, cfg.hf_eval_path, cfg.hf_eval_split, columns)
 
 
-TASKS = {"arith": _arith, "jsonl": _jsonl, "hf": _hf, "funcsynth": _funcsynth}
+def _reasoning_gym(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    from rlvr.tasks import reasoning_gym  # imports reasoning_gym only here
+
+    return reasoning_gym.load(
+        cfg.rg_dataset, cfg.rg_config, seed=cfg.data_seed, num_train=cfg.num_train, num_eval=cfg.num_eval
+    )
+
+
+def _verifiers(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    from rlvr.tasks import vf_env  # the environment loads in a worker process, never here
+
+    return vf_env.load(cfg.vf_env, cfg.vf_args, path=cfg.vf_path, num_train=cfg.num_train, num_eval=cfg.num_eval)
+
+
+TASKS = {
+    "arith": _arith,
+    "jsonl": _jsonl,
+    "hf": _hf,
+    "funcsynth": _funcsynth,
+    "reasoning_gym": _reasoning_gym,
+    "verifiers": _verifiers,
+}
 
 
 def load_task(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:

@@ -86,6 +86,20 @@ def _reasoning() -> Verifier:
     return ReasoningVerifier()
 
 
+@register("reasoning_gym")
+def _reasoning_gym() -> Verifier:
+    from rlvr.verifiers.reasoning_gym import ReasoningGymVerifier
+
+    return ReasoningGymVerifier()
+
+
+@register("verifiers")
+def _verifiers() -> Verifier:
+    from rlvr.verifiers.vf_rubric import VerifiersRubricVerifier
+
+    return VerifiersRubricVerifier()
+
+
 @register("python")
 def _python() -> Verifier:
     from rlvr.verifiers.python import PythonVerifier

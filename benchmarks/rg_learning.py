@@ -1,0 +1,121 @@
+"""The tiny model learns a reasoning-gym task: chain_sum, base -> GRPO, held-out accuracy, 3 seeds.
+
+    .venv/bin/python benchmarks/rg_learning.py --out runs/rg-chain-sum
+    .venv/bin/python benchmarks/rg_learning.py --out runs/rg-chain-sum --seeds 1 --steps 20   # a quick look
+
+The embedded tiny-arith base has only ever seen bare expressions such as "(3*9)-4"; reasoning-gym's
+chain_sum asks in English ("State the final answer to the following arithmetic problem: 4 - 1 - 7
+="), and tiny-arith scores 0 on it. So the base for this run is tiny-arith after a short supervised
+warm-up on chain_sum's own training questions, with worked solutions whose steps are wrong with
+probability 0.35 (models/warmup.py, the recipe every embedded base uses): it knows the format and
+often the answer, not reliably. It is built once into OUT/base (about 5 minutes on 2 cores).
+
+Then `rlvr train` runs GRPO (lr 2e-4 after 10 warm-up steps) on task.name=reasoning_gym, task.rg_dataset=chain_sum (2-3 one-digit
+terms, + and -), rewarded by chain_sum's own score_answer in rlvr's worker pool, once per seed.
+Printed per seed: held-out pass@1 (4 samples per query at T=1, 200 held-out questions) and greedy
+accuracy, of the base and of the trained policy, and the wall time; then the mean change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DATASET = "chain_sum"
+CONFIG = {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 1}
+WARMUP_STEPS = 150
+ERROR_RATE = 0.35
+LR, LR_WARMUP = 2e-4, 10
+"""Below the default 5e-4: at 5e-4 AdamW's first, sign-sized step took this freshly warmed-up base
+to a KL of 0.1 and cut its greedy accuracy from 0.72 to 0.14 in two steps (seed 1, measured)."""
+
+
+def rg_config_flag() -> str:
+    return "task.rg_config={" + ", ".join(f"{key}: {value}" for key, value in CONFIG.items()) + "}"
+
+
+def build_base(path: Path) -> None:
+    """tiny-arith warmed up on chain_sum's training questions (module docstring)."""
+    import torch
+
+    from rlvr.models import load_policy
+    from rlvr.models.warmup import WarmupSpec, warm_up
+    from rlvr.tasks.arith import worked_solution
+    from rlvr.tasks.reasoning_gym import load
+    from rlvr.types import Query
+
+    torch.manual_seed(0)
+    model, tokenizer = load_policy("tiny-arith")
+    train, _ = load(DATASET, CONFIG, seed=0, num_train=2000, num_eval=200)
+
+    def with_steps(query: Query) -> Query:
+        """The row with the operands and operators of its expression ("4 - 1 - 7"), which the arith
+        worked solutions read."""
+        tokens = query.verifier["entry"]["metadata"]["expression"].split()
+        operands, ops = [int(tokens[0])], []
+        for op, value in zip(tokens[1::2], tokens[2::2], strict=True):
+            ops.append(op)
+            operands.append(int(value))
+        return Query(query.id, query.prompt, query.verifier, {"operands": operands, "ops": ops})
+
+    queries = [with_steps(query) for query in train]
+    spec = WarmupSpec(steps=WARMUP_STEPS, batch_size=64, lr=1e-3, warmup_steps=20, error_rate=ERROR_RATE)
+    warm_up(model, tokenizer, queries, lambda q, rng: worked_solution(q, rng=rng, error_rate=ERROR_RATE), spec)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def train(base: Path, out: Path, seed: int, steps: int, lr: float) -> dict:
+    argv = [
+        sys.executable, "-m", "rlvr.cli", "train", "--quiet", "--seed", str(seed), "--out", str(out),
+        "--set", f"model.name={base}",
+        "--set", "task.name=reasoning_gym",
+        "--set", f"task.rg_dataset={DATASET}",
+        "--set", rg_config_flag(),
+        "--set", "task.num_train=2000",
+        "--set", "task.num_eval=200",
+        "--set", f"train.steps={steps}",
+        "--set", f"optim.lr={lr}",
+        "--set", f"optim.warmup_steps={LR_WARMUP}",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    subprocess.run(argv, check=True)
+    summary = json.loads((out / "summary.json").read_text())
+    summary["measured_wall_s"] = time.perf_counter() - started
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--lr", type=float, default=LR)
+    args = parser.parse_args()
+    base = args.out / "base"
+    if not (base / "model.safetensors").is_file():
+        started = time.perf_counter()
+        build_base(base)
+        print(f"base: tiny-arith + {WARMUP_STEPS} warm-up steps on {DATASET} in {time.perf_counter() - started:.0f} s")
+    rows = []
+    for seed in args.seeds:
+        s = train(base, args.out / f"seed{seed}", seed, args.steps, args.lr)
+        rows.append(s)
+        print(
+            f"seed {seed}: held-out pass@1 {s['base']['pass@1']:.3f} -> {s['final']['pass@1']:.3f}, greedy "
+            f"{s['base']['greedy']:.3f} -> {s['final']['greedy']:.3f}, {s['steps']} steps in {s['measured_wall_s']:.0f} s",
+            flush=True,
+        )
+    gains = [100 * (s["final"]["pass@1"] - s["base"]["pass@1"]) for s in rows]
+    mean = sum(gains) / len(gains)
+    print(f"{DATASET} {json.dumps(CONFIG)}: mean pass@1 change {mean:+.1f} points over {len(rows)} seeds")
+    (args.out / "results.json").write_text(json.dumps({"config": CONFIG, "runs": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
