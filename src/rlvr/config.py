@@ -61,8 +61,8 @@ HfFormat = Literal["columns", "gsm8k", "math"]
 
 @dataclass
 class TaskConfig:
-    name: Literal["arith", "jsonl", "hf", "funcsynth", "reasoning_gym", "verifiers"] = "arith"
-    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*); 'funcsynth' asks for a Python function from three examples (python rows with hidden tests); 'reasoning_gym' generates one reasoning-gym dataset (task.rg_*; the `reasoning_gym` extra); 'verifiers' loads a single-turn environment with the verifiers contract and scores with its rubric (task.vf_*; the `verifiers` extra)."""
+    name: Literal["arith", "jsonl", "hf", "funcsynth", "reasoning_gym", "verifiers", "proofs"] = "arith"
+    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*); 'funcsynth' asks for a Python function from three examples (python rows with hidden tests); 'reasoning_gym' generates one reasoning-gym dataset (task.rg_*; the `reasoning_gym` extra); 'verifiers' loads a single-turn environment with the verifiers contract and scores with its rubric (task.vf_*; the `verifiers` extra); 'proofs' generates Coq lemmas in five families (coq rows, checked by real Coq; rlvr.tasks.proofs)."""
     train_path: str = ""
     """JSONL file of dataset rows ({"id", "prompt", "verifier"}) for task 'jsonl'."""
     eval_path: str = ""
@@ -78,9 +78,9 @@ class TaskConfig:
     min_operand: int = 0
     """arith: smallest operand (the largest has `digits` digits); 2 leaves out 0 and 1, so that few wrong chains land on the right answer."""
     num_train: int = 2000
-    """arith, funcsynth, reasoning_gym: number of distinct training queries; verifiers: at most this many rows of the environment's dataset."""
+    """arith, funcsynth, reasoning_gym, proofs: number of distinct training queries; verifiers: at most this many rows of the environment's dataset."""
     num_eval: int = 200
-    """arith, funcsynth, reasoning_gym: number of distinct held-out queries (disjoint from training by construction); verifiers: at most this many rows of its eval_dataset (without one: the last num_eval rows of its dataset, never trained on)."""
+    """arith, funcsynth, reasoning_gym, proofs: number of distinct held-out queries (disjoint from training by construction); verifiers: at most this many rows of its eval_dataset (without one: the last num_eval rows of its dataset, never trained on)."""
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
     prompt_format: Literal["auto", "chat", "plain"] = "auto"
@@ -518,7 +518,7 @@ def _kl_in_reward(cfg: RunConfig) -> str | None:
 
 _FIDELITY_ROW_TYPE = {"visible_only": ("python", "funcsynth"), "lenient": ("math", "arith")}
 """Fidelities that weaken one row type: (that type, a built-in task whose rows have it)."""
-_TASK_ROW_TYPE = {"arith": "math", "funcsynth": "python"}
+_TASK_ROW_TYPE = {"arith": "math", "funcsynth": "python", "proofs": "coq"}
 
 
 def _fidelity(cfg: RunConfig) -> str | None:

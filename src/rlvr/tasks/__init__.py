@@ -63,6 +63,14 @@ def _verifiers(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     return vf_env.load(cfg.vf_env, cfg.vf_args, path=cfg.vf_path, num_train=cfg.num_train, num_eval=cfg.num_eval)
 
 
+def _proofs(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
+    from rlvr.tasks import proofs
+
+    train = proofs.make_queries(cfg.num_train, split="train", seed=cfg.data_seed)
+    heldout = proofs.make_queries(cfg.num_eval, split="heldout", seed=cfg.data_seed)
+    return train, heldout
+
+
 TASKS = {
     "arith": _arith,
     "jsonl": _jsonl,
@@ -70,6 +78,7 @@ TASKS = {
     "funcsynth": _funcsynth,
     "reasoning_gym": _reasoning_gym,
     "verifiers": _verifiers,
+    "proofs": _proofs,
 }
 
 
