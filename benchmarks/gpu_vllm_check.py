@@ -12,7 +12,8 @@ What it measures (all written to --out as JSON; exit 0 when every check holds, 1
     moved: the sampler's scores changed from the previous update's by more than that gap, so the
     agreement is with the *new* weights (a sampler that missed the sync would agree with the old);
   - each step's loss is finite, and its sampling/* (TIS) metrics and time/* are recorded;
-  - completions that stopped end with the EOS token (vLLM returned it with the ids).
+  - completions that stopped end with a stop token, EOS for the tiny model (vLLM returned it with
+    the ids; rollout/prompts.py `stop_token_ids`).
 
 `--dry-run` runs the same plumbing on a CPU with rollout.backend=hf rollout.dtype=bfloat16 (a bf16
 sampler under the same sync contract), so the script's own code is tested where no GPU is
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from rlvr.config import load_config
+    from rlvr.rollout.prompts import stop_token_ids
     from rlvr.train.loop import Trainer
 
     mode = "dry-run" if args.dry_run else "gpu"
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> dict:
             temperature=1.0,
             top_p=1.0,
         )  # fixed sequences, scored after every update
-        # the rows vLLM itself says it stopped (VLLMSampler.engine_finish_reasons) must end with EOS in the batch
+        # the rows vLLM itself says it stopped (VLLMSampler.engine_finish_reasons) must end with a stop token
         engine = list(getattr(trainer.sampler, "engine_finish_reasons", None) or probe.finish_reasons)
         gap0, _, previous = probe_gaps(trainer, probe, torch.zeros_like(probe.old_logp))
         steps = []
@@ -110,13 +112,14 @@ def run(args: argparse.Namespace) -> dict:
             )
     stopped = [row for row, reason in enumerate(engine) if reason == "stop"]
     ids = probe.completion_ids
-    eos_ok = all(int(ids[r][probe.completion_mask[r].bool()][-1]) == trainer.tokenizer.eos_token_id for r in stopped)
+    stop_ids = stop_token_ids(trainer.tokenizer, trainer.prompt_format, trainer.policy)
+    stop_ok = all(int(ids[r][probe.completion_mask[r].bool()][-1]) in stop_ids for r in stopped)
     checks = {
         "synced_after_every_update": all(s["probe_gap"] <= args.tolerance for s in steps),
         "sampler_moved_more_than_gap": all(s["probe_moved"] > s["probe_gap"] for s in steps),
         "loss_finite": all(math.isfinite(s["loss"]) for s in steps),
         "tis_metrics_logged": all("sampling/importance_sampling_ratio/mean" in s for s in steps),
-        "stopped_rows_end_with_eos": eos_ok,
+        "stopped_rows_end_with_stop_token": stop_ok,
     }
     return {
         "dry_run": args.dry_run,

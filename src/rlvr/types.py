@@ -101,10 +101,10 @@ class RolloutBatch:
     prompt_ids: torch.Tensor  # [N, P] left-padded
     prompt_mask: torch.Tensor  # [N, P] 1 on real prompt tokens
     completion_ids: torch.Tensor  # [N, T] right-padded
-    completion_mask: torch.Tensor  # [N, T] 1 on sampled tokens up to and including EOS
+    completion_mask: torch.Tensor  # [N, T] 1 on sampled tokens up to and including the first stop token
     old_logp: torch.Tensor  # [N, T] log-prob of each sampled token under the sampling policy
-    texts: list[str]  # [N] decoded completions, special tokens stripped
-    finish_reasons: list[str]  # [N] "stop" (EOS sampled) or "length" (hit max_new_tokens)
+    texts: list[str]  # [N] decoded completions, special tokens and the stop token stripped
+    finish_reasons: list[str]  # [N] "stop" (a stop token sampled: EOS, end of turn) or "length" (hit max_new_tokens)
 
     @property
     def num_completions(self) -> int:

@@ -182,7 +182,7 @@ def test_grouped_query_attention_matches_hf():
         temperature=1.0,
         top_p=1.0,
         greedy=True,
-        eos_id=2,
+        stop_ids=[2],
         pad_id=0,
     )
     out = hf_twin(model).generate(

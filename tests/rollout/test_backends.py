@@ -94,7 +94,7 @@ def test_vllm_samples_become_the_hf_batch_layout(random_policy):
     eos, a, b = tok.eos_token_id, tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("2")
     token_ids = [[a, b, eos], [a], [], [b, b, b, b]]  # stopped, cut at 1, empty, cut at 4
     logprobs = [[-0.5, -1.0, -0.1], [-2.0], [], [-0.3, -0.3, -0.3, -0.3]]
-    batch = assemble_batch(tok, queries, 2, prompt_ids, prompt_mask, token_ids, logprobs)
+    batch = assemble_batch(tok, queries, 2, prompt_ids, prompt_mask, token_ids, logprobs, stop_ids=[eos])
     assert batch.completion_ids.shape == (4, 4) and batch.old_logp.shape == (4, 4)
     assert batch.completion_mask.tolist() == [[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]]
     assert batch.completion_ids[1, 1:].tolist() == [tok.pad_token_id] * 3
@@ -104,7 +104,7 @@ def test_vllm_samples_become_the_hf_batch_layout(random_policy):
     assert [batch.query_of(i).id for i in range(4)] == [queries[0].id] * 2 + [queries[1].id] * 2
     assert unpadded_rows(prompt_ids, prompt_mask)[0] == prompt_ids[0][prompt_mask[0].bool()].tolist()
     with pytest.raises(ValueError, match="one log-prob per token"):
-        assemble_batch(tok, queries, 2, prompt_ids, prompt_mask, token_ids, [[-0.5], [-2.0], [], []])
+        assemble_batch(tok, queries, 2, prompt_ids, prompt_mask, token_ids, [[-0.5], [-2.0], [], []], stop_ids=[eos])
 
 
 def _position(logprobs: dict[int, float]) -> dict:

@@ -18,7 +18,7 @@ from rlvr.models.tokenizer import CHATML
 from rlvr.models.tokenizer import build_chat_tokenizer as chat_tokenizer
 from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.hf import encode_prompts, package_samples, sample_completions
-from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, render_prompt, resolve_style
+from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, render_prompt, resolve_style, stop_token_ids
 from rlvr.tasks.arith import make_queries
 from rlvr.types import Query
 
@@ -115,7 +115,14 @@ def test_a_completion_ending_in_im_end_is_decoded_without_it():
     completion = torch.tensor([[*answer, end, pad, pad]])  # [1, T]
     prompt_ids, prompt_mask = encode_prompts(tok, ["(2*8)+1"], fmt=PromptFormat("chat"))
     batch = package_samples(
-        tok, [Query("q0", "(2*8)+1", {})], 1, prompt_ids, prompt_mask, completion, torch.zeros(completion.shape)
+        tok,
+        [Query("q0", "(2*8)+1", {})],
+        1,
+        prompt_ids,
+        prompt_mask,
+        completion,
+        torch.zeros(completion.shape),
+        stop_ids=stop_token_ids(tok, PromptFormat("chat")),
     )
     assert batch.texts == ["<answer>17</answer>"] and batch.finish_reasons == ["stop"]
     assert batch.completion_mask[0].tolist() == [1] * (len(answer) + 1) + [0, 0]

@@ -28,7 +28,7 @@ def test_dry_run_trains_with_the_bf16_sampler_and_verifies_the_sync(tmp_path):
         "sampler_moved_more_than_gap",
         "loss_finite",
         "tis_metrics_logged",
-        "stopped_rows_end_with_eos",
+        "stopped_rows_end_with_stop_token",
     }
     for step in result["steps"]:
         assert 0 < step["probe_gap"] <= result["tolerance"] < step["probe_moved"]  # bf16 noise < the update's change

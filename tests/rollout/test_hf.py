@@ -8,7 +8,16 @@ from rlvr.tasks.arith import make_queries
 def test_completion_mask_keeps_tokens_through_the_first_eos():
     eos = 2
     ids = torch.tensor([[5, 6, 2, 7, 2], [5, 6, 7, 8, 9], [2, 0, 0, 0, 0]])
-    assert completion_mask(ids, eos).tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]]
+    assert completion_mask(ids, [eos]).tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]]
+
+
+def test_completion_mask_stops_at_the_first_of_any_stop_token():
+    eos, end_of_turn = 2, 9
+    ids = torch.tensor([[5, 9, 2, 7], [5, 2, 9, 7], [5, 6, 7, 8]])
+    # row 0 ends at the end of turn (position 1), row 1 at EOS (position 1), row 2 at neither
+    expected = [[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
+    assert completion_mask(ids, [eos, end_of_turn]).tolist() == expected
+    assert completion_mask(ids, torch.tensor([end_of_turn, eos])).tolist() == expected
 
 
 def test_prompts_are_left_padded_after_bos(random_policy):

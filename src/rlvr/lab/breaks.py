@@ -114,6 +114,7 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
     from rlvr.meters.hacking import hacking_counts, is_hacked
     from rlvr.models import load_policy
     from rlvr.rollout.hf import sample_completions
+    from rlvr.rollout.prompts import PromptFormat
     from rlvr.tasks import load_task
     from rlvr.verifiers import RewardFunction
     from rlvr.verifiers.fidelity import training_verifier_for
@@ -130,6 +131,7 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
         group_size=n,
         temperature=cfg.rollout.temperature,
         max_new_tokens=cfg.rollout.max_new_tokens,
+        prompt_format=PromptFormat.of(cfg.task),  # the run's prompts, and so its stop tokens
     )
     items = [(batch.query_of(i), text) for i, text in enumerate(batch.texts)]
     weak = RewardFunction({"correctness": 1.0}, verifier_for=training_verifier_for(cfg.reward)).score_batch(items)

@@ -226,19 +226,21 @@ class LeanLlama:
         temperature: float,
         top_p: float,
         greedy: bool,
-        eos_id: int,
+        stop_ids: list[int] | torch.Tensor,
         pad_id: int,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """G completions of each distinct prompt [B, p]: token ids [B*G, T] (pad after EOS) and
-        log-probs [B*G, T] of the sampled tokens under the tempered, untruncated policy.
+        """G completions of each distinct prompt [B, p]: token ids [B*G, T] (pad after the first
+        of `stop_ids`: EOS, a chat template's end of turn) and log-probs [B*G, T] of the sampled
+        tokens under the tempered, untruncated policy.
 
-        Rows that have emitted EOS stop costing compute: once at least half of the rows still
-        being decoded are finished, they are dropped from the caches (rows of one step are
+        Rows that have emitted a stop token stop costing compute: once at least half of the rows
+        still being decoded are finished, they are dropped from the caches (rows of one step are
         independent, so this changes no number).
         """
         pre = self.prefix(prompt_ids, prompt_mask)
         g, (b, p), t_max = group_size, prompt_ids.shape, max_new_tokens
         n, device = b * g, prompt_ids.device
+        stop = torch.as_tensor(stop_ids, dtype=torch.long, device=device)  # [k]
         state = _DecodeState(
             rows=torch.arange(n, device=device),
             caches=[self._cache(k, g, t_max) for k in pre.keys],
@@ -261,7 +263,7 @@ class LeanLlama:
             live = ~state.done  # rows finished earlier are decoded on until dropped, never written out
             tokens[state.rows[live], step] = token[live]
             logps[state.rows[live], step] = logp[live]
-            state.done = state.done | (token == eos_id)  # [m]
+            state.done = state.done | torch.isin(token, stop)  # [m]
             if bool(state.done.all()) or step == t_max - 1:
                 width = step + 1
                 break
@@ -304,7 +306,7 @@ class _DecodeState:
     visible: torch.Tensor  # [m, 1, 1, p + T] which cache columns each row attends to
     position: torch.Tensor  # [m, 1] position of the first completion token
     hidden: torch.Tensor  # [m, hidden] the state that predicts the next token
-    done: torch.Tensor  # [m] the row has emitted EOS
+    done: torch.Tensor  # [m] the row has emitted a stop token
 
     def keep(self, alive: torch.Tensor) -> _DecodeState:
         return _DecodeState(

@@ -44,18 +44,20 @@ CHATML = (
 CHAT_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>"]
 
 
-def build_chat_tokenizer(template: str = CHATML, bos: str | None = None) -> PreTrainedTokenizerFast:
+def build_chat_tokenizer(
+    template: str = CHATML, bos: str | None = None, eos: str = "<|im_end|>"
+) -> PreTrainedTokenizerFast:
     """A stand-in for Qwen2.5-Instruct's tokenizer, built locally: one token per character plus
     ChatML's specials, eos <|im_end|> (the end of a turn) and pad <|endoftext|>, and a chat template.
-    `bos` gives it a BOS token (Qwen's has none)."""
+    `bos` gives it a BOS token (Qwen's has none); `eos="<|endoftext|>"` makes it a base Qwen2.5's,
+    whose EOS is not the end of a turn."""
     vocab = {tok: i for i, tok in enumerate([*CHAT_SPECIALS, *CHARACTERS])}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<|endoftext|>"))
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     core.decoder = decoders.Fuse()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<|endoftext|>", eos_token="<|im_end|>", bos_token=bos
-    )
-    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|begin_of_text|>"]})
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<|endoftext|>", eos_token=eos, bos_token=bos)
+    markers = [t for t in ("<|im_start|>", "<|im_end|>", "<|begin_of_text|>") if t != eos]
+    tok.add_special_tokens({"additional_special_tokens": markers})
     tok.chat_template = template
     tok.padding_side = "left"
     return tok

@@ -2,7 +2,9 @@
 
 Plain Llama policies on the CPU sample through rlvr.models.lean (each distinct prompt prefilled
 once for its G samples, a preallocated cache, finished rows dropped); others, and model.forward=hf,
-through Hugging Face `generate`. Both return the same RolloutBatch.
+through Hugging Face `generate`. Both return the same RolloutBatch, and both stop a completion at
+the first of the same stop tokens (rollout/prompts.py `stop_token_ids`: EOS, and a chat template's
+end of turn).
 
 The sampling policy's per-token log-probs come back with the samples: a logits processor sees the
 raw logits of every step, and we take log_softmax(logits / temperature) at the sampled token. That is
@@ -18,7 +20,7 @@ from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, 
 
 from rlvr.models import lean
 from rlvr.models.numerics import upcast
-from rlvr.rollout.prompts import PromptFormat, prompt_token_ids
+from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, stop_token_ids
 from rlvr.types import Query, RolloutBatch
 
 
@@ -40,11 +42,17 @@ def encode_prompts(
     return ids.to(device), mask.to(device)
 
 
-def completion_mask(completion_ids: torch.Tensor, eos_id: int) -> torch.Tensor:
-    """1 on every sampled token up to and including the first EOS, 0 after it."""
-    is_eos = completion_ids == eos_id  # [N, T]
-    after_eos = (is_eos.cumsum(dim=1) - is_eos.long()) > 0  # [N, T] strictly after the first EOS
-    return (~after_eos).long()
+def completion_mask(completion_ids: torch.Tensor, stop_ids: list[int] | torch.Tensor) -> torch.Tensor:
+    """1 on every sampled token up to and including the first stop token (any of `stop_ids`: EOS,
+    a chat template's end of turn), 0 after it."""
+    is_stop = is_stop_token(completion_ids, stop_ids)  # [N, T]
+    after_stop = (is_stop.cumsum(dim=1) - is_stop.long()) > 0  # [N, T] strictly after the first stop
+    return (~after_stop).long()
+
+
+def is_stop_token(token_ids: torch.Tensor, stop_ids: list[int] | torch.Tensor) -> torch.Tensor:
+    """Bool, shaped as `token_ids`: which of them are stop tokens."""
+    return torch.isin(token_ids, torch.as_tensor(stop_ids, dtype=token_ids.dtype, device=token_ids.device))
 
 
 @torch.no_grad()
@@ -61,8 +69,10 @@ def sample_completions(
     prompt_format: PromptFormat = PromptFormat(),
 ) -> RolloutBatch:
     """Sample `group_size` completions for each query (query-major order), with their log-probs;
-    `prompt_format` says how each prompt is laid out (rollout/prompts.py; auto by default)."""
+    `prompt_format` says how each prompt is laid out and so which tokens end a completion
+    (rollout/prompts.py; auto by default)."""
     device = next(model.parameters()).device
+    stop_ids = stop_token_ids(tokenizer, prompt_format, model)
     if lean.supports(model):
         return _sample_lean(
             model,
@@ -75,6 +85,7 @@ def sample_completions(
             greedy=greedy,
             device=device,
             prompt_format=prompt_format,
+            stop_ids=stop_ids,
         )
     prompts = [q.prompt for q in queries for _ in range(group_size)]
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device, prompt_format)  # [N, P]
@@ -93,12 +104,14 @@ def sample_completions(
         max_new_tokens=max_new_tokens,
         logits_processor=LogitsProcessorList([recorder]),
         pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
+        eos_token_id=stop_ids,  # a row ends at the first of them (replaces generation_config's list)
     )
     model.train(was_training)
     completion_ids = sequences[:, prompt_ids.shape[1] :]  # [N, T]
     old_logp = recorder.logprobs(completion_ids[:, -1])  # [N, T]
-    return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
+    return package_samples(
+        tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp, stop_ids=stop_ids
+    )
 
 
 class SampledLogProbs(LogitsProcessor):
@@ -126,26 +139,24 @@ class SampledLogProbs(LogitsProcessor):
         return torch.stack([*self.steps, self.previous.gather(-1, last_tokens[:, None])[:, 0]], dim=1)
 
 
-def _sample_lean(
-    model, tokenizer, queries, *, group_size, max_new_tokens, temperature, top_p, greedy, device, prompt_format
-):
-    """rlvr.models.lean's sampler: each distinct prompt prefilled once for its G samples."""
+def _sample_lean(model, tokenizer, queries, *, group_size, device, prompt_format, stop_ids, **sampling):
+    """rlvr.models.lean's sampler: each distinct prompt prefilled once for its G samples; `sampling`
+    is max_new_tokens, temperature, top_p and greedy."""
     prompts = [q.prompt for q in queries]
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device, prompt_format)  # [B, P]
     completion_ids, old_logp = lean.LeanLlama(model).sample(
         prompt_ids,
         prompt_mask,
         group_size=group_size,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        greedy=greedy,
-        eos_id=tokenizer.eos_token_id,
+        stop_ids=stop_ids,
         pad_id=tokenizer.pad_token_id,
+        **sampling,
     )  # [N, T] each
     prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # [N, P]
     prompt_mask = prompt_mask.repeat_interleave(group_size, dim=0)
-    return package_samples(tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp)
+    return package_samples(
+        tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp, stop_ids=stop_ids
+    )
 
 
 def package_samples(
@@ -156,18 +167,25 @@ def package_samples(
     prompt_mask,
     completion_ids,
     old_logp,
+    *,
+    stop_ids: list[int],
     filled: torch.Tensor | None = None,
 ) -> RolloutBatch:
-    """Mask everything after each completion's first EOS and package the samples as a RolloutBatch.
+    """Mask everything after each completion's first stop token (`stop_ids`, from
+    rollout/prompts.py `stop_token_ids`) and package the samples as a RolloutBatch. The mask, and so
+    the loss and the log-probs, include the stop token; the texts the verifiers read do not.
     `filled` [N, T] marks the positions a sampler actually returned, for samplers whose rows come
     back ragged and were padded here (rollout/vllm.py); by default every position was sampled."""
-    mask = completion_mask(completion_ids, tokenizer.eos_token_id)  # [N, T]
+    mask = completion_mask(completion_ids, stop_ids)  # [N, T]
     if filled is not None:
         mask = mask * filled
     old_logp = old_logp * mask
     completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
-    finished = (completion_ids == tokenizer.eos_token_id).any(dim=1)  # [N]
-    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    stopped = is_stop_token(completion_ids, stop_ids) & mask.bool()  # [N, T] the stop token, if sampled
+    # Decoded without the stop token: an end-of-turn token that is an added but not a special token
+    # (so skip_special_tokens keeps it) must not reach a verifier as text.
+    text_ids = completion_ids.masked_fill((mask == 0) | stopped, -1).tolist()  # one copy off the device
+    texts = tokenizer.batch_decode([[t for t in row if t >= 0] for row in text_ids], skip_special_tokens=True)
     return RolloutBatch(
         queries=list(queries),
         group_size=group_size,
@@ -177,5 +195,5 @@ def package_samples(
         completion_mask=mask,
         old_logp=old_logp,
         texts=texts,
-        finish_reasons=["stop" if f else "length" for f in finished.tolist()],
+        finish_reasons=["stop" if f else "length" for f in stopped.any(dim=1).tolist()],
     )

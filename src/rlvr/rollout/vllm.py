@@ -15,8 +15,9 @@ How it works, and why:
   With top_p < 1 vLLM renormalises over the kept tokens while the trainer does not: every ratio
   then carries the kept mass (huggingface/trl#6789). Keep rollout.top_p=1 with algo.tis_cap.
 - Prompts go in as token ids encoded by rlvr's own tokenizer (`encode_prompts`, unpadded, in
-  task.prompt_format), and vLLM is told to skip its tokenizer: the ids, the EOS and the decoded
-  texts are rlvr's.
+  task.prompt_format), and vLLM is told to skip its tokenizer: the ids, the stop tokens
+  (rollout/prompts.py `stop_token_ids`: EOS, a chat template's end of turn, the model's
+  generation_config eos ids, which vLLM adds by itself too) and the decoded texts are rlvr's.
 - `sync_weights` streams the policy's parameters into vLLM's model (`model.load_weights`, the
   Hugging Face names; a LoRA policy's with its adapters merged, `hf_weights`) and clears the prefix
   cache, whose KV entries were computed with old weights.
@@ -35,7 +36,7 @@ import torch
 from rlvr.errors import UserError
 from rlvr.models.lora import is_lora
 from rlvr.rollout.hf import encode_prompts, package_samples
-from rlvr.rollout.prompts import PromptFormat
+from rlvr.rollout.prompts import PromptFormat, stop_token_ids
 from rlvr.types import Query, RolloutBatch
 
 if TYPE_CHECKING:
@@ -52,9 +53,12 @@ def assemble_batch(
     prompt_mask: torch.Tensor,  # [N, P] each, left-padded as encode_prompts
     token_ids: list[list[int]],
     logprobs: list[list[float]],  # [N] ragged: sampled ids, their log-probs
+    *,
+    stop_ids: list[int],
 ) -> RolloutBatch:
     """A RolloutBatch like rollout/hf.py's from per-row samples: completions right-padded to the
-    longest, masked through the first EOS, log-probs 0 on padding; "stop" iff the row has an EOS."""
+    longest, masked through the first stop token (any of `stop_ids`), log-probs 0 on padding;
+    "stop" iff the row has one."""
     if len(token_ids) != prompt_ids.shape[0] or any(len(i) != len(p) for i, p in zip(token_ids, logprobs)):
         raise ValueError("token_ids and logprobs need one row per prompt, with one log-prob per token")
     width = max(1, max(len(ids) for ids in token_ids))
@@ -65,7 +69,15 @@ def assemble_batch(
         old_logp[row, : len(lps)] = torch.tensor(lps, dtype=torch.float32)
     filled = torch.arange(width)[None, :] < torch.tensor([len(ids) for ids in token_ids])[:, None]  # [N, T]
     return package_samples(
-        tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp, filled=filled.long()
+        tokenizer,
+        queries,
+        group_size,
+        prompt_ids,
+        prompt_mask,
+        completion_ids,
+        old_logp,
+        stop_ids=stop_ids,
+        filled=filled.long(),
     )
 
 
@@ -107,6 +119,7 @@ class VLLMSampler:
         _single_process_env()
         self.tokenizer, self.device = tokenizer, next(policy.parameters()).device
         self.prompt_format = prompt_format
+        self.stop_ids = stop_token_ids(tokenizer, prompt_format, policy)
         self.engine_finish_reasons: list[str] = []
         self.llm = LLM(
             model=str(policy.name_or_path),
@@ -139,7 +152,7 @@ class VLLMSampler:
             top_p=top_p,
             max_tokens=max_new_tokens,
             logprobs=0,
-            stop_token_ids=[self.tokenizer.eos_token_id],
+            stop_token_ids=self.stop_ids,
             detokenize=False,
         )
         outputs = self.llm.generate(
@@ -151,7 +164,9 @@ class VLLMSampler:
         self.engine_finish_reasons = [str(s.finish_reason) for s in samples]  # vLLM's own, for the GPU check
         token_ids = [list(s.token_ids) for s in samples]
         logprobs = [[_logprob(lp, t) for lp, t in zip(s.logprobs, s.token_ids)] for s in samples]  # sampled tokens
-        batch = assemble_batch(self.tokenizer, queries, group_size, prompt_ids, prompt_mask, token_ids, logprobs)
+        batch = assemble_batch(
+            self.tokenizer, queries, group_size, prompt_ids, prompt_mask, token_ids, logprobs, stop_ids=self.stop_ids
+        )
         return _to_device(batch, self.device)
 
     @torch.no_grad()
