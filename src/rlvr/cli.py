@@ -95,10 +95,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
         out = world().on_main(lambda: _new_run_dir(args.out, cfg.train.seed))  # one directory for all processes
     from rlvr.train.loop import train
+    from rlvr.verifiers.registry import close_verifiers
 
     _quiet_hugging_face()
     print(f"rlvr train: {cfg.algo.algorithm} on task '{cfg.task.name}' with model '{cfg.model.name}' -> {out}")
-    summary = train(cfg, out, resume=bool(args.resume), progress=not args.quiet)
+    try:
+        summary = train(cfg, out, resume=bool(args.resume), progress=not args.quiet)
+    finally:
+        close_verifiers()  # worker pools and the coq session end with the command, also when run in-process
     if not summary:
         return 0  # a process other than rank 0 under accelerate/torchrun: rank 0 reports
     base, final = summary["base"], summary["final"]

@@ -81,3 +81,26 @@ def test_the_tiny_model_trains_on_proofs_with_every_completion_checked_by_coq(ba
     updates = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     updates = [m for m in updates if "reward" in m]
     assert [m["step"] for m in updates] == [1, 2] and all(m["verifier/unscorable"] == 0 for m in updates)
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.skipif(shutil.which("coqtop") is None, reason="Coq is not installed (setup.sh installs it)")
+def test_rlvr_train_ends_the_coq_session_it_holds(base_model_dir, tmp_path, cli):
+    """The coq verifier's session runs as a sandbox uid; `rlvr train` closes the registry's
+    verifiers when it ends, so no session outlives the command (also when run in-process)."""
+    from rlvr.verifiers.registry import get_verifier
+    from tests.sandbox.leaks import sandbox_uid_processes
+
+    before = set(sandbox_uid_processes())
+    query = make_queries(1, split="train", seed=0, families=("add_left",))[0]
+    assert get_verifier("coq").verify(query, f"<answer>{reference_proof(query)}</answer>").verdict is Verdict.PASS
+    assert set(sandbox_uid_processes()) - before  # the session is up
+    run = cli(
+        "train", "--quiet", "--out", str(tmp_path / "run"), "--set", f"model.name={base_model_dir}",
+        "--set", "task.num_train=10", "--set", "task.num_eval=4", "--set", "train.eval_samples=1",
+        "--set", "train.steps=1", "--set", "train.batch_queries=2", "--set", "rollout.group_size=2",
+        "--set", "train.threads=1",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert not set(sandbox_uid_processes()) - before
