@@ -20,12 +20,7 @@ and greedy), base and final, and the wall time.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 WARMUP_STEPS = 400
@@ -75,51 +70,15 @@ def build_base(path: Path) -> None:
     tokenizer.save_pretrained(path)
 
 
-def train(base: Path, out: Path, seed: int, steps: int, lr: float) -> dict:
-    argv = [
-        sys.executable, "-m", "rlvr.cli", "train", "--quiet", "--seed", str(seed), "--out", str(out),
-        "--set", f"model.name={base}",
-        "--set", "task.name=proofs",
-        "--set", f"task.num_train={NUM_TRAIN}",
-        "--set", f"task.num_eval={NUM_EVAL}",
-        "--set", f"rollout.max_new_tokens={MAX_NEW_TOKENS}",
-        "--set", f"train.steps={steps}",
-        "--set", f"optim.lr={lr}",
-        "--set", "optim.warmup_steps=10",
+def overrides(args: object) -> list[str]:
+    """`rlvr train --set` values of every seed's run (steps and lr come from the command line)."""
+    return [
+        "task.name=proofs", f"task.num_train={NUM_TRAIN}", f"task.num_eval={NUM_EVAL}",
+        f"rollout.max_new_tokens={MAX_NEW_TOKENS}", "optim.warmup_steps=10",
     ]  # fmt: skip
-    started = time.perf_counter()
-    subprocess.run(argv, check=True)
-    summary = json.loads((out / "summary.json").read_text())
-    summary["measured_wall_s"] = time.perf_counter() - started
-    return summary
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--lr", type=float, default=LR)
-    args = parser.parse_args()
-    base = args.out / "base"
-    if not (base / "model.safetensors").is_file():
-        started = time.perf_counter()
-        build_base(base)
-        print(f"base: tiny-arith + {WARMUP_STEPS} warm-up steps on proofs in {time.perf_counter() - started:.0f} s")
-    rows = []
-    for seed in args.seeds:
-        s = train(base, args.out / f"seed{seed}", seed, args.steps, args.lr)
-        rows.append(s)
-        print(
-            f"seed {seed}: held-out proof success pass@1 {s['base']['pass@1']:.3f} -> {s['final']['pass@1']:.3f}, "
-            f"greedy {s['base']['greedy']:.3f} -> {s['final']['greedy']:.3f}, {s['steps']} steps in "
-            f"{s['measured_wall_s']:.0f} s",
-            flush=True,
-        )
-    gains = [100 * (s["final"]["pass@1"] - s["base"]["pass@1"]) for s in rows]
-    print(f"proofs: mean pass@1 change {sum(gains) / len(gains):+.1f} points over {len(rows)} seeds")
-    (args.out / "results.json").write_text(json.dumps({"runs": rows}, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    from learning import run  # benchmarks/learning.py, beside this script
+
+    run(__doc__.split("\n\n")[0], name="proofs", build_base=build_base, overrides=overrides, steps=60, lr=LR)
