@@ -10,7 +10,7 @@ warm-up on chain_sum's own training questions, with worked solutions whose steps
 probability 0.35 (models/warmup.py, the recipe every embedded base uses): it knows the format and
 often the answer, not reliably. It is built once into OUT/base (about 5 minutes on 2 cores).
 
-Then `rlvr train` runs GRPO (lr 2e-4 after 10 warm-up steps) on task.name=reasoning_gym, task.rg_dataset=chain_sum (2-3 one-digit
+Then `rlvr train` runs GRPO (100 steps, lr 1e-4 after 10 warm-up steps) on task.name=reasoning_gym, task.rg_dataset=chain_sum (2-3 one-digit
 terms, + and -), rewarded by chain_sum's own score_answer in rlvr's worker pool, once per seed.
 Printed per seed: held-out pass@1 (4 samples per query at T=1, 200 held-out questions) and greedy
 accuracy, of the base and of the trained policy, and the wall time; then the mean change.
@@ -25,9 +25,11 @@ DATASET = "chain_sum"
 CONFIG = {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 1}
 WARMUP_STEPS = 150
 ERROR_RATE = 0.35
-LR, LR_WARMUP = 2e-4, 10
+LR, LR_WARMUP, STEPS = 1e-4, 10, 100
 """Below the default 5e-4: at 5e-4 AdamW's first, sign-sized step took this freshly warmed-up base
-to a KL of 0.1 and cut its greedy accuracy from 0.72 to 0.14 in two steps (seed 1, measured)."""
+to a KL of 0.1 and cut its greedy accuracy from 0.72 to 0.14 in two steps (seed 1, measured). At
+2e-4 for 60 steps pass@1 still rose on every seed (+16.1 points) but greedy fell on two of three;
+at 1e-4 for 100 steps both rise (README)."""
 
 
 def rg_config_flag() -> str:
@@ -82,6 +84,6 @@ if __name__ == "__main__":
         name=f"{DATASET} {json.dumps(CONFIG)}",
         build_base=build_base,
         overrides=overrides,
-        steps=60,
+        steps=STEPS,
         lr=LR,
     )
