@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rlvr.types import Query, VerifierResult
+
+if TYPE_CHECKING:
+    from rlvr.workers import JobOutcome, WorkerPool
 
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 
@@ -50,31 +52,57 @@ class BaseVerifier(ABC):
         """Release processes or other resources; a no-op for in-process verifiers."""
 
 
-def judge_in_workers(
-    items: list[tuple[Query, str]],
-    prepare: Callable[[Query, str], VerifierResult | Any],
-    run_batch: Callable[[list[Any]], list[Any]],
-    from_outcome: Callable[[Query, Any], VerifierResult],
-) -> list[VerifierResult]:
-    """The batch shape of verifiers with a worker pool: ``prepare`` judges what it can at once (a
-    VerifierResult, timed here) and returns a job for the rest; all jobs go to ``run_batch`` in one
-    call, and ``from_outcome`` turns each outcome into a result. Results in item order."""
-    results: list[VerifierResult | None] = []
-    jobs: list[tuple[int, Any]] = []  # (index into items, job)
-    for index, (query, completion) in enumerate(items):
-        started = time.perf_counter()
-        judged = prepare(query, completion)
-        if isinstance(judged, VerifierResult):
-            judged.elapsed_s = time.perf_counter() - started
-            results.append(judged)
-        else:
-            results.append(None)
-            jobs.append((index, judged))
-    if jobs:
-        outcomes = run_batch([job for _, job in jobs])
-        for (index, _), outcome in zip(jobs, outcomes, strict=True):
-            results[index] = from_outcome(items[index][0], outcome)
-    return [result for result in results if result is not None]
+class PooledVerifier(BaseVerifier):
+    """A verifier that judges in worker processes (``rlvr.workers.WorkerPool``).
+
+    ``_prepare`` judges what it can at once (a VerifierResult, timed here) and returns a job's
+    arguments for the rest; all jobs of a batch go to ``_run_jobs`` in one call (``self.pool``'s
+    ``run_batch`` unless a subclass keeps several pools), and ``_from_outcome`` turns each outcome
+    into a result. Results come back in item order.
+    """
+
+    pool: WorkerPool
+
+    @abstractmethod
+    def _prepare(self, query: Query, completion: str) -> VerifierResult | Any:
+        """A result when no worker is needed, else the job's arguments."""
+
+    @abstractmethod
+    def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
+        """A worker's outcome for this query as a result."""
+
+    def _run_jobs(self, jobs: list[Any]) -> list[JobOutcome]:
+        return self.pool.run_batch(jobs)
+
+    def verify(self, query: Query, completion: str) -> VerifierResult:
+        return self.verify_batch([(query, completion)])[0]
+
+    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
+        results: list[VerifierResult | None] = []
+        jobs: list[tuple[int, Any]] = []  # (index into items, job)
+        for index, (query, completion) in enumerate(items):
+            started = time.perf_counter()
+            judged = self._prepare(query, completion)
+            if isinstance(judged, VerifierResult):
+                judged.elapsed_s = time.perf_counter() - started
+                results.append(judged)
+            else:
+                results.append(None)
+                jobs.append((index, judged))
+        if jobs:
+            outcomes = self._run_jobs([job for _, job in jobs])
+            for (index, _), outcome in zip(jobs, outcomes, strict=True):
+                results[index] = self._from_outcome(items[index][0], outcome)
+        return [result for result in results if result is not None]
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> PooledVerifier:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def extract_answer(completion: str) -> str | None:

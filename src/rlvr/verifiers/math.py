@@ -28,7 +28,7 @@ from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
+from rlvr.verifiers.base import PooledVerifier, extract_answer
 from rlvr.verifiers.math_form import Rejection, one_value, unwrap
 from rlvr.workers import JobOutcome, StartMethod, WorkerPool
 
@@ -133,7 +133,7 @@ def _result(verdict: Verdict, error_class: ErrorClass, detail: str) -> VerifierR
     return VerifierResult(verdict, score, error_class, detail)
 
 
-class MathVerifier(BaseVerifier):
+class MathVerifier(PooledVerifier):
     """Verifier for ``{"type": "math", "answer": ...}`` rows.
 
     Worker processes start on the first non-integer answer, not before. ``close()`` (or ``with``)
@@ -159,17 +159,9 @@ class MathVerifier(BaseVerifier):
             warmup=WARMUP,
         )
 
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        return self.verify_batch([(query, completion)])[0]
-
-    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        """Integers and fractions are judged at once; the rest run ``pool_size`` at a time in the workers."""
-        return judge_in_workers(
-            items, self._judge_in_process, self.pool.run_batch, lambda query, outcome: _from_outcome(outcome)
-        )
-
-    def _judge_in_process(self, query: Query, completion: str) -> VerifierResult | tuple[str, str, float | None]:
-        """A result when no worker is needed, else the (gold, answer, tolerance) job for math-verify."""
+    def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[str, str, float | None]:
+        """Integers and fractions are judged here, at once: a result when no worker is needed,
+        else the (gold, answer, tolerance) job for math-verify, which runs ``pool_size`` at a time."""
         try:
             criteria = MathCriteria.from_dict(query.verifier)
         except ValueError as error:
@@ -199,14 +191,8 @@ class MathVerifier(BaseVerifier):
             return criteria.answer, value, criteria.tolerance
         return _compare_rationals(gold, value, gold_value, answer_value, criteria.tolerance)
 
-    def close(self) -> None:
-        self.pool.close()
-
-    def __enter__(self) -> MathVerifier:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
+        return _from_outcome(outcome)
 
 
 def _compare_rationals(

@@ -24,7 +24,7 @@ from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
+from rlvr.verifiers.base import PooledVerifier, extract_answer
 from rlvr.workers import JobOutcome, StartMethod, WorkerPool
 
 RG_JOB = "rlvr.verifiers._rg_worker:score"
@@ -38,7 +38,7 @@ MAX_ANSWER_CHARS = 10_000
 (tower_of_hanoi's move lists) are around 4,000 characters at its default difficulty."""
 
 
-class ReasoningGymVerifier(BaseVerifier):
+class ReasoningGymVerifier(PooledVerifier):
     """Verifier for ``{"type": "reasoning_gym", ...}`` rows; reasoning-gym runs only in the workers."""
 
     name = "reasoning_gym"
@@ -59,12 +59,6 @@ class ReasoningGymVerifier(BaseVerifier):
             memory_limit_mb=memory_limit_mb,
             warmup=WARMUP,
         )
-
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        return self.verify_batch([(query, completion)])[0]
-
-    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        return judge_in_workers(items, self._prepare, self.pool.run_batch, self._from_outcome)
 
     def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[Any, ...]:
         """A result when no scorer is needed, else the worker job's arguments."""
@@ -103,15 +97,6 @@ class ReasoningGymVerifier(BaseVerifier):
             result = _fail(error_class, f"the scorer failed on this answer: {outcome.detail}")
         result.elapsed_s = outcome.elapsed_s
         return result
-
-    def close(self) -> None:
-        self.pool.close()
-
-    def __enter__(self) -> ReasoningGymVerifier:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _criteria_problem(criteria: dict[str, Any]) -> str:

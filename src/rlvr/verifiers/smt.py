@@ -33,7 +33,7 @@ from typing import Any
 
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, extract_answer, judge_in_workers
+from rlvr.verifiers.base import PooledVerifier, extract_answer
 from rlvr.workers import JobOutcome, StartMethod, WorkerPool
 
 SMT_JOB = "rlvr.verifiers._smt_worker:judge"
@@ -136,7 +136,7 @@ def check_term(term: str) -> str:
     return "" if items == 1 else f"{items} terms, expected one"
 
 
-class SmtVerifier(BaseVerifier):
+class SmtVerifier(PooledVerifier):
     """Verifier for ``{"type": "smt", ...}`` rows; z3 runs only in the worker processes.
 
     ``solver_timeout_ms`` is z3's own limit per check; ``kill_after_s`` is the pool's hard
@@ -166,12 +166,6 @@ class SmtVerifier(BaseVerifier):
             memory_limit_mb=memory_limit_mb,
             warmup=WARMUP,
         )
-
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        return self.verify_batch([(query, completion)])[0]
-
-    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        return judge_in_workers(items, self._prepare, self.pool.run_batch, self._from_outcome)
 
     def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[Any, ...]:
         """A result when z3 is not needed, else the worker job's arguments."""
@@ -224,15 +218,6 @@ class SmtVerifier(BaseVerifier):
             result = _fail(_broken_by_answer(outcome), f"z3 failed on this answer: {outcome.detail}")
         result.elapsed_s = outcome.elapsed_s
         return result
-
-    def close(self) -> None:
-        self.pool.close()
-
-    def __enter__(self) -> SmtVerifier:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _broken_by_answer(outcome: JobOutcome) -> ErrorClass:

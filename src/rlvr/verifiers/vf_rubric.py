@@ -29,7 +29,7 @@ from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import BaseVerifier, judge_in_workers
+from rlvr.verifiers.base import PooledVerifier
 from rlvr.workers import JobOutcome, StartMethod, WorkerPool
 
 VF_JOB = "rlvr.verifiers._vf_worker:score"
@@ -45,7 +45,7 @@ ROUNDING = 1e-9
 """A share this close to 0 or 1 is 0 or 1: the weighted sum adds floats (1.0 + 0.2 over 1.2)."""
 
 
-class VerifiersRubricVerifier(BaseVerifier):
+class VerifiersRubricVerifier(PooledVerifier):
     """Verifier for ``{"type": "verifiers", ...}`` rows; verifiers runs only in the workers."""
 
     name = "verifiers"
@@ -65,12 +65,6 @@ class VerifiersRubricVerifier(BaseVerifier):
         self.pools: dict[str, WorkerPool] = {}
         """One pool per (env, args, path): its workers load that environment while they start."""
 
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        return self.verify_batch([(query, completion)])[0]
-
-    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        return judge_in_workers(items, self._prepare, self._run_batch, self._from_outcome)
-
     def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[Any, ...]:
         """A result when the rubric is not needed, else the worker job's arguments."""
         criteria = query.verifier
@@ -81,7 +75,7 @@ class VerifiersRubricVerifier(BaseVerifier):
             return _fail(ErrorClass.UNPARSEABLE, f"completion is over {MAX_COMPLETION_CHARS} characters")
         return (criteria["env"], criteria.get("args", {}), criteria.get("path", ""), criteria["row"], completion)
 
-    def _run_batch(self, jobs: list[tuple[Any, ...]]) -> list[JobOutcome]:
+    def _run_jobs(self, jobs: list[tuple[Any, ...]]) -> list[JobOutcome]:
         """Each job on the pool of its environment; outcomes in job order."""
         by_env: dict[str, list[int]] = {}
         for index, job in enumerate(jobs):
@@ -128,12 +122,6 @@ class VerifiersRubricVerifier(BaseVerifier):
     def close(self) -> None:
         for pool in self.pools.values():
             pool.close()
-
-    def __enter__(self) -> VerifiersRubricVerifier:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _criteria_problem(criteria: dict[str, Any]) -> str:
