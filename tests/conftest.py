@@ -91,3 +91,28 @@ def cli(capsys: pytest.CaptureFixture[str]):
         return CliRun(code, out.out, out.err)
 
     return run
+
+
+@pytest.fixture
+def train_updates(cli, base_model_dir: Path, tmp_path: Path):
+    """Train the tiny base for two small steps with the given `--set` values through the real
+    `rlvr train` (in this process) and return the update lines of metrics.jsonl; fails with the
+    command's stderr if it does not exit 0."""
+    import json
+
+    def run(*sets: str, max_new_tokens: int = 24) -> list[dict]:
+        out = tmp_path / "run"
+        small = [
+            f"model.name={base_model_dir}", "task.num_eval=4", "train.eval_samples=1", "train.steps=2",
+            "train.batch_queries=2", "rollout.group_size=4", f"rollout.max_new_tokens={max_new_tokens}",
+            "train.threads=1",
+        ]  # fmt: skip
+        argv = ["train", "--quiet", "--out", str(out)]
+        for value in [*small, *sets]:
+            argv += ["--set", value]
+        done = cli(*argv)
+        assert done.returncode == 0, done.stderr
+        lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        return [m for m in lines if "reward" in m]
+
+    return run

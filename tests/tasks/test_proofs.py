@@ -67,19 +67,8 @@ def test_task_proofs_loads_through_the_config_and_names_what_runs_out():
 @pytest.mark.slow
 @pytest.mark.sandbox
 @pytest.mark.skipif(shutil.which("coqtop") is None, reason="Coq is not installed (setup.sh installs it)")
-def test_the_tiny_model_trains_on_proofs_with_every_completion_checked_by_coq(base_model_dir, tmp_path, cli):
-    import json
-
-    out = tmp_path / "run"
-    run = cli(
-        "train", "--quiet", "--out", str(out), "--set", f"model.name={base_model_dir}", "--set", "task.name=proofs",
-        "--set", "task.num_train=20", "--set", "task.num_eval=5", "--set", "train.eval_samples=1",
-        "--set", "train.steps=2", "--set", "train.batch_queries=2", "--set", "rollout.group_size=4",
-        "--set", "rollout.max_new_tokens=48", "--set", "train.threads=1",
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    updates = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    updates = [m for m in updates if "reward" in m]
+def test_the_tiny_model_trains_on_proofs_with_every_completion_checked_by_coq(train_updates):
+    updates = train_updates("task.name=proofs", "task.num_train=20", "task.num_eval=5", max_new_tokens=48)
     assert [m["step"] for m in updates] == [1, 2] and all(m["verifier/unscorable"] == 0 for m in updates)
 
 

@@ -99,18 +99,10 @@ TRAINED = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", TRAINED)
-def test_the_tiny_model_trains_on_reasoning_gym_datasets(name, base_model_dir, tmp_path, cli):
-    out = tmp_path / name
-    run = cli(
-        "train", "--quiet", "--out", str(out), "--set", f"model.name={base_model_dir}",
-        "--set", "task.name=reasoning_gym", "--set", f"task.rg_dataset={name}", "--set", f"task.rg_config={TRAINED[name]}",
-        "--set", "task.num_train=20", "--set", "task.num_eval=4", "--set", "train.eval_samples=1",
-        "--set", "train.steps=2", "--set", "train.batch_queries=2", "--set", "rollout.group_size=4",
-        "--set", "rollout.max_new_tokens=24", "--set", "train.threads=1",
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    updates = [m for m in steps if "reward" in m]
+def test_the_tiny_model_trains_on_reasoning_gym_datasets(name, train_updates):
+    updates = train_updates(
+        "task.name=reasoning_gym", f"task.rg_dataset={name}", f"task.rg_config={TRAINED[name]}", "task.num_train=20"
+    )
     assert [m["step"] for m in updates] == [1, 2]
     assert all(m["verifier/unscorable"] == 0 for m in updates)  # every completion got a score from the pool
     assert all(0 <= m["reward"] <= 1 for m in updates)

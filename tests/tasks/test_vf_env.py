@@ -116,18 +116,10 @@ def test_a_missing_environment_is_exit_2_with_one_line(cli, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_tiny_model_trains_on_a_verifiers_environment(base_model_dir, env_dir, tmp_path, cli):
-    out = tmp_path / "run"
-    run = cli(
-        "train", "--quiet", "--out", str(out), "--set", f"model.name={base_model_dir}",
-        "--set", "task.name=verifiers", "--set", f"task.vf_env={ENV_NAME}", "--set", f"task.vf_path={env_dir}",
-        "--set", "task.num_train=8", "--set", "task.num_eval=4", "--set", "train.eval_samples=1",
-        "--set", "train.steps=2", "--set", "train.batch_queries=2", "--set", "rollout.group_size=4",
-        "--set", "rollout.max_new_tokens=24", "--set", "train.threads=1",
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    updates = [m for m in steps if "reward" in m]
+def test_the_tiny_model_trains_on_a_verifiers_environment(env_dir, train_updates):
+    updates = train_updates(
+        "task.name=verifiers", f"task.vf_env={ENV_NAME}", f"task.vf_path={env_dir}", "task.num_train=8"
+    )
     assert [m["step"] for m in updates] == [1, 2]
     assert all(m["verifier/unscorable"] == 0 for m in updates)  # every completion got a score from the rubric
     assert all(0 <= m["reward"] <= 1 for m in updates)
