@@ -26,6 +26,7 @@ import hashlib
 import random
 from collections.abc import Callable
 
+from rlvr.tasks.arith import split_of  # the statement's hash decides its split, as an expression's does
 from rlvr.types import Query
 
 FAMILIES = ("bool", "add_left", "add_right", "length_cons", "app_nil")
@@ -126,11 +127,6 @@ _MAKERS = {
     "length_cons": _length_cons,
     "app_nil": _app_nil,
 }
-
-
-def split_of(statement: str, heldout_fraction: float) -> str:
-    digest = int(hashlib.sha256(statement.encode()).hexdigest()[:8], 16)
-    return "heldout" if digest / 0xFFFFFFFF < heldout_fraction else "train"
 
 
 def make_queries(
