@@ -51,6 +51,8 @@ class ReasoningGymVerifier(PooledVerifier):
         start_method: StartMethod = "forkserver",
         memory_limit_mb: int | None = 2048,
     ) -> None:
+        self.installed = importlib.util.find_spec("reasoning_gym") is not None
+        """Looked up once: without the package, an answer that would reach a scorer is unavailable."""
         self.pool = WorkerPool(
             RG_JOB,
             size=pool_size,
@@ -71,7 +73,7 @@ class ReasoningGymVerifier(PooledVerifier):
             return _fail(ErrorClass.NO_ANSWER, "no <answer>...</answer> in completion")
         if len(answer) > MAX_ANSWER_CHARS:
             return _fail(ErrorClass.UNPARSEABLE, f"answer is over {MAX_ANSWER_CHARS} characters")
-        if importlib.util.find_spec("reasoning_gym") is None:
+        if not self.installed:
             detail = "reasoning_gym rows need the reasoning-gym package: .venv/bin/pip install -e '.[reasoning_gym]'"
             return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, detail)
         return (criteria["dataset"], criteria.get("config", {}), criteria["entry"], answer)
