@@ -16,10 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def train(base: Path, out: Path, seed: int, overrides: list[str]) -> dict:
-    """One `rlvr train` run of `base` with `overrides` (section.key=value); its summary.json plus
-    the wall time measured around the command."""
+def train(base: Path | str, out: Path, seed: int, overrides: list[str], config: Path | None = None) -> dict:
+    """One `rlvr train` run of `base` (a path or a built-in name) with `config`, if given, and
+    `overrides` (section.key=value); its summary.json plus the wall time measured around the command."""
     argv = [sys.executable, "-m", "rlvr.cli", "train", "--quiet", "--seed", str(seed), "--out", str(out)]
+    if config is not None:
+        argv += ["--config", str(config)]
     for override in [f"model.name={base}", *overrides]:
         argv += ["--set", override]
     started = time.perf_counter()

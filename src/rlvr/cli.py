@@ -119,6 +119,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{final['gold_greedy']:.3f}; hacking rate "
             f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)"
         )
+    if "tool_use_rate" in final:
+        print(
+            f"tool use (rollout.tools={cfg.rollout.tools}): share of held-out samples that ran a call "
+            f"{base['tool_use_rate']:.3f} -> {final['tool_use_rate']:.3f} (docs/tools.md)"
+        )
     print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
     return 0
 
@@ -226,6 +231,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         data_seed=cfg.task.data_seed,
         max_new_tokens=cfg.rollout.max_new_tokens,
         prompt_format=PromptFormat.of(cfg.task),
+        rollout=cfg.rollout,
     )
     print(format_eval_table(report))
     print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")
@@ -271,12 +277,14 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--task",
         default="arith",
-        choices=["arith", "funcsynth", "arith-check", "arith-deep"],
+        choices=["arith", "funcsynth", "arith-check", "arith-deep", "arith-tool"],
         help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
         "lookup-table and wrong answers (docs/hacking.md); arith-check: 'tiny-arith-check', tiny-arith "
         "warmed up on solutions that sometimes check a step and redo it (docs/reproduce.md); arith-deep: "
         "'tiny-arith-deep', warmed up on 2- to 4-operand chains and 8 distinct 5-operand ones, so that it "
-        "rarely solves a 5-operand chain (docs/reproduce.md, the expansion study)",
+        "rarely solves a 5-operand chain (docs/reproduce.md, the expansion study); arith-tool: 'tiny-arith-tool', "
+        "tiny-arith with the tool tags, warmed up on two-digit arithmetic that sometimes calls the python tool "
+        "(docs/tools.md)",
     )
     p.set_defaults(func=_cmd_build_base)
 
@@ -284,8 +292,16 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_build_base(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from rlvr.models import build_embedded, cache_root, deep_base, embedded_path, funcsynth_base, selfcheck_base
-    from rlvr.train.evaluate import arith_warmup_report, funcsynth_warmup_report
+    from rlvr.models import (
+        build_embedded,
+        cache_root,
+        deep_base,
+        embedded_path,
+        funcsynth_base,
+        selfcheck_base,
+        tool_base,
+    )
+    from rlvr.train.evaluate import arith_warmup_report, funcsynth_warmup_report, tool_warmup_report
 
     builders = {
         "arith": (build_embedded, embedded_path, arith_warmup_report),
@@ -296,6 +312,7 @@ def _cmd_build_base(args: argparse.Namespace) -> int:
             lambda: deep_base.cache_path(cache_root()),
             partial(arith_warmup_report, max_new_tokens=80),  # a 5-operand solution is up to 70 characters
         ),
+        "arith-tool": (tool_base.build, lambda: tool_base.cache_path(cache_root()), tool_warmup_report),
     }
     build, default_path, report = builders[args.task]
     out = Path(args.out) if args.out else default_path()

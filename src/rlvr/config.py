@@ -133,6 +133,16 @@ class RolloutConfig:
     """Precision of the sampler: float32 samples with the policy itself; bfloat16 with a bf16 copy re-synced after every update (a real sampler/trainer mismatch, see algo.tis_cap), or with the policy itself when model.dtype=bfloat16."""
     vllm_gpu_memory_utilization: float = 0.3
     """backend=vllm: share of GPU memory vLLM may take for weights and KV cache; the trainer needs the rest (TRL's colocate default)."""
+    tools: Literal["none", "python"] = "none"
+    """Tool use while the model reasons: none, or python (a call's code runs in the sandbox and what it prints is appended as an observation, masked out of the loss, the KL term and the entropy); max_new_tokens is then the budget of the whole trajectory, observations included; docs/tools.md."""
+    tool_format: Literal["tags", "fenced"] = "tags"
+    """How a tool call is written: tags (<tool_call>CODE</tool_call>, answered by <tool_response>OUTPUT</tool_response>) or fenced (a ```python block, answered by an ```output block)."""
+    max_turns: int = 2
+    """tools: model turns per completion; a call is run only if a turn is left to read its output (TRL's max_tool_calling_iterations + 1)."""
+    tool_timeout_s: float = 2.0
+    """tools: wall-clock (and CPU) seconds one call may run before it is killed; its observation then says so."""
+    tool_output_chars: int = 200
+    """tools: characters of a call's output the observation keeps (its head; the rest is cut and marked)."""
 
 
 @dataclass
@@ -424,6 +434,31 @@ def _top_p(cfg: RunConfig) -> str | None:
     return None if 0 < p <= 1 else f"rollout.top_p must be in (0, 1] (got {p})"
 
 
+def _tools(cfg: RunConfig) -> str | None:
+    """Tool rollouts run on the hf sampler, and train with the updates whose masks take observations out."""
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
+
+    r = cfg.rollout
+    for name in ("max_turns", "tool_timeout_s", "tool_output_chars"):
+        if getattr(r, name) <= 0:
+            return f"rollout.{name} must be > 0 (got {getattr(r, name)})"
+    if r.tools == "none":
+        return None
+    if r.backend != "hf":
+        return (
+            f"rollout.tools={r.tools} runs on rollout.backend=hf only (multi-turn sampling on vLLM is not built: "
+            "it cannot be tested without a GPU here); use rollout.backend=hf"
+        )
+    algorithm = ALGORITHMS[cfg.algo.algorithm]
+    if algorithm.update == "actor_critic":
+        usable = ", ".join(name for name, a in ALGORITHMS.items() if a.update != "actor_critic")
+        return (
+            f"rollout.tools={r.tools} is not available with algo.algorithm={cfg.algo.algorithm}: its critic would "
+            f"value tool observations the policy never chose; use one of {usable}, or rollout.tools=none"
+        )
+    return None
+
+
 def _epsilon_high(cfg: RunConfig) -> str | None:
     hi = cfg.algo.epsilon_high
     return None if hi is None or hi >= 0 else f"algo.epsilon_high must be >= 0 or empty (got {hi})"
@@ -575,7 +610,9 @@ def sampling_problem(cfg: RunConfig) -> str | None:
 
 
 EVAL_FIELDS = ("task.operands", "task.digits", "task.max_value", "task.min_operand", "task.data_seed",
-               "task.prompt_format", "task.system_prompt", "rollout.max_new_tokens")  # fmt: skip
+               "task.prompt_format", "task.system_prompt", "rollout.max_new_tokens", "rollout.tools",
+               "rollout.tool_format", "rollout.max_turns", "rollout.tool_timeout_s",
+               "rollout.tool_output_chars")  # fmt: skip
 """The fields that decide a held-out evaluation (the queries, their prompt layout and sampling length):
 what `rlvr eval --set` takes, and what `rlvr reproduce` passes it from a trained run's config."""
 
@@ -584,6 +621,7 @@ _CHECKS = [
     _positive("rollout", "max_new_tokens"),
     _positive("rollout", "temperature"),
     _top_p,
+    _tools,
     _system_prompt,
     _non_negative("algo", "beta"),
     _non_negative("algo", "epsilon"),

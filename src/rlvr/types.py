@@ -103,12 +103,48 @@ class RolloutBatch:
     completion_ids: torch.Tensor  # [N, T] right-padded
     completion_mask: torch.Tensor  # [N, T] 1 on sampled tokens up to and including the first stop token
     old_logp: torch.Tensor  # [N, T] log-prob of each sampled token under the sampling policy
-    texts: list[str]  # [N] decoded completions, special tokens and the stop token stripped
-    finish_reasons: list[str]  # [N] "stop" (a stop token sampled: EOS, end of turn) or "length" (hit max_new_tokens)
+    texts: list[
+        str
+    ]  # [N] decoded completions, special tokens and the stop token stripped; tool rollouts: the policy's own tokens only
+    finish_reasons: list[
+        str
+    ]  # [N] "stop" (a stop token sampled: EOS, end of turn) or "length" (hit max_new_tokens or rollout.max_turns)
+    tool_mask: torch.Tensor | None = None
+    """[N, T] tool rollouts (rollout.tools): 1 on tokens the policy sampled, 0 on tool observations
+    (TRL's `tool_mask`). The model attends to every token of completion_mask; the loss, the KL term
+    and the entropy see only `policy_mask`. None: no tools, every completion token is the policy's."""
+    turns: list[list[dict]] | None = None
+    """[N] tool rollouts: each completion's turns in order, {"start", "end"} token columns of the
+    policy's segment, and for a tool call also {"code", "output", "error", "obs_start", "obs_end"}."""
 
     @property
     def num_completions(self) -> int:
         return self.completion_ids.shape[0]
 
+    @property
+    def policy_mask(self) -> torch.Tensor:
+        """[N, T] the tokens the policy sampled: completion_mask, less tool observations."""
+        return self.completion_mask if self.tool_mask is None else self.completion_mask * self.tool_mask
+
     def query_of(self, row: int) -> Query:
         return self.queries[row // self.group_size]
+
+    def select(self, rows: list[int], *, group_size: int | None = None) -> RolloutBatch:
+        """The completions `rows`, in that order, as a batch of their own; tensors keep their padded
+        width. `group_size` (default: this batch's) says how the picked rows form groups: whole
+        groups keep G, single completions take 1."""
+        g = self.group_size if group_size is None else group_size
+        index = torch.tensor(rows, dtype=torch.long)  # [n]
+        return RolloutBatch(
+            queries=[self.query_of(r) for r in rows[::g]],
+            group_size=g,
+            prompt_ids=self.prompt_ids[index],
+            prompt_mask=self.prompt_mask[index],
+            completion_ids=self.completion_ids[index],
+            completion_mask=self.completion_mask[index],
+            old_logp=self.old_logp[index],
+            texts=[self.texts[r] for r in rows],
+            finish_reasons=[self.finish_reasons[r] for r in rows],
+            tool_mask=None if self.tool_mask is None else self.tool_mask[index],
+            turns=None if self.turns is None else [self.turns[r] for r in rows],
+        )

@@ -183,8 +183,13 @@ def test_a_batch_that_does_not_split_is_a_user_error():
     assert World(rank=1, world_size=2).shard(list(range(6))) == [3, 4, 5]
 
 
+TOOLS = ["--set", "train.batch_queries=4", "--set", "rollout.group_size=8"]
+"""With configs/arith-tool.yaml (rollout.tools=python): each process samples its shard, calls the
+tool and masks the observations."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("lora", [[], ["--set", "model.lora_rank=4"]], ids=["full", "lora"])
+@pytest.mark.parametrize("lora", [[], ["--set", "model.lora_rank=4"], TOOLS], ids=["full", "lora", "tools"])
 def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path, lora):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
@@ -199,7 +204,7 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path, l
         "rlvr.cli",
         "train",
         "--config",
-        str(ROOT / "configs/smoke.yaml"),
+        str(ROOT / ("configs/arith-tool.yaml" if lora is TOOLS else "configs/smoke.yaml")),
         "--quiet",
         "--set",
         "train.steps=2",
@@ -224,7 +229,10 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path, l
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and (out / "final" / "config.json").is_file()
     assert done.stdout.count("run directory:") == 1  # rank 0 reports
-    if lora:  # rank 0 wrote the adapters: alone in checkpoint/, merged in final/ and alone in final/adapter/
+    if lora is TOOLS:  # both shards' tool calls counted in the step's metrics, and the held-out rate
+        assert all(line["tools/call_frequency"] > 0 and 0 < line["tools/observation_share"] < 1 for line in steps)
+        assert 0 < summary["final"]["tool_use_rate"] <= 1
+    elif lora:  # rank 0 wrote the adapters: alone in checkpoint/, merged in final/ and alone in final/adapter/
         assert (out / "checkpoint" / "adapter_model.safetensors").is_file()
         assert not (out / "checkpoint" / "model.safetensors").exists()
         assert (out / "final" / "adapter" / "adapter_model.safetensors").is_file()

@@ -64,18 +64,8 @@ class GroupSizeRow:
 
 def select_rows(batch: RolloutBatch, query: int) -> RolloutBatch:
     """The G rows of one query, as a batch of its own."""
-    rows = slice(query * batch.group_size, (query + 1) * batch.group_size)
-    return RolloutBatch(
-        queries=[batch.queries[query]],
-        group_size=batch.group_size,
-        prompt_ids=batch.prompt_ids[rows],
-        prompt_mask=batch.prompt_mask[rows],
-        completion_ids=batch.completion_ids[rows],
-        completion_mask=batch.completion_mask[rows],
-        old_logp=batch.old_logp[rows],
-        texts=batch.texts[rows],
-        finish_reasons=batch.finish_reasons[rows],
-    )
+    g = batch.group_size
+    return batch.select(list(range(query * g, (query + 1) * g)))
 
 
 def _rows(tensor: torch.Tensor | None, rows: slice) -> torch.Tensor | None:

@@ -102,7 +102,7 @@ def _evaluate(policy, batch, rewards, ref_logp, cfg: RunConfig) -> dict[str, Any
     ).double()  # [D] the full gradient, before clipping
     policy.zero_grad(set_to_none=True)
     inputs = LossInputs(
-        recorder.logp, batch.old_logp, ref_logp, advantages.flatten(), batch.completion_mask, cfg.rollout.max_new_tokens
+        recorder.logp, batch.old_logp, ref_logp, advantages.flatten(), batch.policy_mask, cfg.rollout.max_new_tokens
     )
     return {"loss": update.loss, "advantages": advantages, "terms": loss_terms(cfg.algo, inputs), "gradient": gradient}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.errors import UserError
-from rlvr.models import deep_base, funcsynth_base, selfcheck_base
+from rlvr.models import deep_base, funcsynth_base, selfcheck_base, tool_base
 from rlvr.models.arith_base import (
     EMBEDDED,
     SHIPPED,
@@ -34,10 +34,11 @@ __all__ = [
     "funcsynth_base",
     "load_policy",
     "resolve_model_path",
+    "tool_base",
 ]
 
 
-DERIVED = {base.NAME: base for base in (funcsynth_base, selfcheck_base, deep_base)}
+DERIVED = {base.NAME: base for base in (funcsynth_base, selfcheck_base, deep_base, tool_base)}
 """The other built bases, by name (warmed up further from tiny-arith, or from scratch on another
 mix): each module has NAME, SHIPPED, matches_recipe, cache_path and build."""
 

@@ -228,10 +228,15 @@ class LeanLlama:
         greedy: bool,
         stop_ids: list[int] | torch.Tensor,
         pad_id: int,
+        stop_when: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """G completions of each distinct prompt [B, p]: token ids [B*G, T] (pad after the first
         of `stop_ids`: EOS, a chat template's end of turn) and log-probs [B*G, T] of the sampled
         tokens under the tempered, untruncated policy.
+
+        `stop_when(rows [m], tokens [m]) -> [m] bool`, if given, sees each step's tokens of the rows
+        still being written (output row indices) and ends those it says are done, after that token:
+        how a tool rollout stops at the end of a call (rollout/tools.py). Nothing after it is written.
 
         Rows that have emitted a stop token stop costing compute: once at least half of the rows
         still being decoded are finished, they are dropped from the caches (rows of one step are
@@ -264,6 +269,8 @@ class LeanLlama:
             tokens[state.rows[live], step] = token[live]
             logps[state.rows[live], step] = logp[live]
             state.done = state.done | torch.isin(token, stop)  # [m]
+            if stop_when is not None and bool(live.any()):
+                state.done[live] |= stop_when(state.rows[live], token[live])
             if bool(state.done.all()) or step == t_max - 1:
                 width = step + 1
                 break

@@ -19,15 +19,17 @@ FORMAT_TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
 CHARACTERS = [c for c in string.printable if c not in "\t\r\x0b\x0c"]  # digits, letters, punctuation, space, \n
 
 
-def build_char_tokenizer() -> PreTrainedTokenizerFast:
-    """Return a fast tokenizer whose ids are stable: specials 0-3, then characters, then tags."""
-    vocab = {tok: i for i, tok in enumerate([PAD, BOS, EOS, UNK, *CHARACTERS, *FORMAT_TAGS])}
+def build_char_tokenizer(extra_tags: tuple[str, ...] = ()) -> PreTrainedTokenizerFast:
+    """Return a fast tokenizer whose ids are stable: specials 0-3, then characters, then tags, then
+    `extra_tags` (the tool base's call tags, sandbox/tool.py TOOL_TAGS), single tokens like the rest."""
+    tags = [*FORMAT_TAGS, *extra_tags]
+    vocab = {tok: i for i, tok in enumerate([PAD, BOS, EOS, UNK, *CHARACTERS, *tags])}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     core.decoder = decoders.Fuse()
     tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK)
     # Added tokens are matched before pre-tokenisation, so "<think>" never splits into characters.
-    tok.add_tokens(FORMAT_TAGS)
+    tok.add_tokens(tags)
     tok.padding_side = "left"  # prompts are left-padded so that generation continues every row
     tok.model_max_length = 1024
     return tok

@@ -37,14 +37,28 @@ class WarmupSpec:
     seed: int = 0
 
 
-def sft_batch(tokenizer: PreTrainedTokenizerBase, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """[BOS] prompt completion [EOS], right-padded; labels are -100 on prompt and padding."""
+Completion = str | list[tuple[str, bool]]
+"""A warm-up completion: text the model writes, or segments (text, written by the model): a tool
+rollout's observations are not the model's to learn (models/tool_base.py)."""
+
+
+def sft_batch(
+    tokenizer: PreTrainedTokenizerBase, pairs: list[tuple[str, Completion]]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """[BOS] prompt completion [EOS], right-padded; labels are -100 on prompt, padding and segments
+    the model does not write. Each segment is tokenized on its own, as a rollout tokenizes an
+    observation (rollout/tools.py)."""
     rows, labels = [], []
     for prompt, completion in pairs:
         p = [tokenizer.bos_token_id, *tokenizer(prompt, add_special_tokens=False).input_ids]
-        c = [*tokenizer(completion, add_special_tokens=False).input_ids, tokenizer.eos_token_id]
-        rows.append(p + c)
-        labels.append([-100] * len(p) + c)
+        segments = [(completion, True)] if isinstance(completion, str) else completion
+        c, lab = [], []
+        for text, own in segments:
+            ids = tokenizer(text, add_special_tokens=False).input_ids
+            c += ids
+            lab += ids if own else [-100] * len(ids)
+        rows.append(p + c + [tokenizer.eos_token_id])
+        labels.append([-100] * len(p) + lab + [tokenizer.eos_token_id])
     width = max(len(r) for r in rows)
     ids = torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows])  # [B, L]
     lab = torch.tensor([r + [-100] * (width - len(r)) for r in labels])  # [B, L]
@@ -55,7 +69,7 @@ def warm_up(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     queries: list[Query],
-    solution: Callable[[Query, random.Random], str],
+    solution: Callable[[Query, random.Random], Completion],
     spec: WarmupSpec,
     *,
     report: Callable[[int, PreTrainedModel], str] | None = None,

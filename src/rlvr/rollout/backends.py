@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from rlvr.config import RolloutConfig
+    from rlvr.rollout.tools import ToolUse
     from rlvr.types import Query, RolloutBatch
 
 
@@ -53,11 +54,13 @@ class HFSampler:
         *,
         seed: int,
         prompt_format: PromptFormat = PromptFormat(),
+        tools: ToolUse | None = None,
     ):
         import torch
 
         self.tokenizer = tokenizer
         self.prompt_format = prompt_format
+        self.tools = tools
         self.model = policy
         if getattr(torch, rollout.dtype) != policy.dtype:  # a bf16 policy (model.dtype) samples itself
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()
@@ -66,7 +69,9 @@ class HFSampler:
     def sample(self, queries: list[Query], **sampling) -> RolloutBatch:
         from rlvr.rollout.hf import sample_completions
 
-        return sample_completions(self.model, self.tokenizer, queries, prompt_format=self.prompt_format, **sampling)
+        return sample_completions(
+            self.model, self.tokenizer, queries, prompt_format=self.prompt_format, tools=self.tools, **sampling
+        )
 
     def sync_weights(self, policy: PreTrainedModel) -> None:
         if self.model is not policy:
@@ -96,6 +101,7 @@ def _vllm_sampler(
     *,
     seed: int,
     prompt_format: PromptFormat = PromptFormat(),
+    tools: ToolUse | None = None,
 ) -> Sampler:
     from rlvr.rollout.vllm import VLLMSampler
 
@@ -103,7 +109,8 @@ def _vllm_sampler(
 
 
 SAMPLERS: dict[str, Callable[..., Sampler]] = {"hf": HFSampler, "vllm": _vllm_sampler}
-"""rollout.backend → fn(rollout_config, policy, tokenizer, *, seed, prompt_format) -> Sampler."""
+"""rollout.backend → fn(rollout_config, policy, tokenizer, *, seed, prompt_format, tools) -> Sampler;
+tools (rollout.tools) run on hf only (config.py refuses vllm with tools)."""
 
 
 def make_sampler(
@@ -113,7 +120,9 @@ def make_sampler(
     *,
     seed: int,
     prompt_format: PromptFormat = PromptFormat(),
+    tools: ToolUse | None = None,
 ) -> Sampler:
     """The configured sampler, already holding the policy's current weights; `prompt_format` is
-    task.prompt_format and task.system_prompt (rollout/prompts.py)."""
-    return SAMPLERS[rollout.backend](rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format)
+    task.prompt_format and task.system_prompt (rollout/prompts.py); `tools` the rollout's tool use
+    (rollout/tools.py), None for single-turn completions."""
+    return SAMPLERS[rollout.backend](rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format, tools=tools)

@@ -16,11 +16,19 @@ second forward pass just to get old log-probs.
 from __future__ import annotations
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    LogitsProcessor,
+    LogitsProcessorList,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
 
 from rlvr.models import lean
 from rlvr.models.numerics import upcast
 from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, stop_token_ids
+from rlvr.rollout.tools import ToolUse, package_turns, sample_turns
 from rlvr.types import Query, RolloutBatch
 
 
@@ -32,12 +40,18 @@ def encode_prompts(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Left-padded prompt ids (rollout/prompts.py: [BOS] + text, or the chat template) and their
     mask, ready for generation."""
-    rows = [prompt_token_ids(tokenizer, p, fmt) for p in prompts]
+    return left_pad([prompt_token_ids(tokenizer, p, fmt) for p in prompts], tokenizer.pad_token_id, device)
+
+
+def left_pad(
+    rows: list[list[int]], pad_id: int, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token id rows left-padded into [n, p] ids and their mask."""
     width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)  # [N, P]
-    mask = torch.zeros((len(rows), width), dtype=torch.long)  # [N, P]
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)  # [n, p]
+    mask = torch.zeros((len(rows), width), dtype=torch.long)  # [n, p]
     for i, row in enumerate(rows):
-        ids[i, width - len(row) :] = torch.tensor(row)
+        ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
         mask[i, width - len(row) :] = 1
     return ids.to(device), mask.to(device)
 
@@ -67,12 +81,19 @@ def sample_completions(
     top_p: float = 1.0,
     greedy: bool = False,
     prompt_format: PromptFormat = PromptFormat(),
+    tools: ToolUse | None = None,
 ) -> RolloutBatch:
     """Sample `group_size` completions for each query (query-major order), with their log-probs;
     `prompt_format` says how each prompt is laid out and so which tokens end a completion
-    (rollout/prompts.py; auto by default)."""
+    (rollout/prompts.py; auto by default). With `tools` (rollout.tools), each completion is a
+    multi-turn trajectory of turns and tool observations (rollout/tools.py)."""
     device = next(model.parameters()).device
     stop_ids = stop_token_ids(tokenizer, prompt_format, model)
+    sampling = dict(temperature=temperature, top_p=top_p, greedy=greedy)
+    if tools is not None:
+        return _sample_with_tools(
+            model, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling
+        )
     if lean.supports(model):
         return _sample_lean(
             model,
@@ -80,15 +101,26 @@ def sample_completions(
             queries,
             group_size=group_size,
             max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            greedy=greedy,
             device=device,
             prompt_format=prompt_format,
             stop_ids=stop_ids,
+            **sampling,
         )
     prompts = [q.prompt for q in queries for _ in range(group_size)]
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device, prompt_format)  # [N, P]
+    completion_ids, old_logp = _generate(
+        model, tokenizer, prompt_ids, prompt_mask, max_new_tokens=max_new_tokens, stop_ids=stop_ids, **sampling
+    )  # [N, T] each
+    return package_samples(
+        tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp, stop_ids=stop_ids
+    )
+
+
+def _generate(
+    model, tokenizer, prompt_ids, prompt_mask, *, max_new_tokens, temperature, top_p, greedy, stop_ids, stop_when=None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """HF `generate` from left-padded prompts [N, P]: completion ids [N, T] and the sampling
+    policy's log-probs [N, T]. `stop_when(rows, tokens) -> bool [m]` also ends rows (a tool call)."""
     was_training = model.training
     model.eval()
     recorder = SampledLogProbs(1.0 if greedy else temperature)
@@ -103,14 +135,64 @@ def sample_completions(
         repetition_penalty=1.0,
         max_new_tokens=max_new_tokens,
         logits_processor=LogitsProcessorList([recorder]),
+        stopping_criteria=StoppingCriteriaList([_StopWhen(stop_when)]) if stop_when is not None else None,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=stop_ids,  # a row ends at the first of them (replaces generation_config's list)
     )
     model.train(was_training)
     completion_ids = sequences[:, prompt_ids.shape[1] :]  # [N, T]
-    old_logp = recorder.logprobs(completion_ids[:, -1])  # [N, T]
-    return package_samples(
-        tokenizer, queries, group_size, prompt_ids, prompt_mask, completion_ids, old_logp, stop_ids=stop_ids
+    return completion_ids, recorder.logprobs(completion_ids[:, -1])  # [N, T] each
+
+
+class _StopWhen(StoppingCriteria):
+    """`generate` asks after every step which rows are done; `stop_when` answers from their last token."""
+
+    def __init__(self, stop_when):
+        self.stop_when = stop_when
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
+        rows = torch.arange(input_ids.shape[0], device=input_ids.device)
+        return self.stop_when(rows, input_ids[:, -1])  # [N]
+
+
+def _sample_with_tools(
+    model, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling
+) -> RolloutBatch:
+    """Multi-turn trajectories (rollout/tools.py), each turn sampled from the exact ids so far by
+    the lean sampler or `generate`."""
+    prompts = [prompt_token_ids(tokenizer, q.prompt, prompt_format) for q in queries]
+    use_lean = lean.supports(model)
+
+    def generate(prefixes, g, budget, watcher):
+        ids, mask = left_pad(prefixes, tokenizer.pad_token_id, device)  # [u, p]
+        if use_lean:
+            return lean.LeanLlama(model).sample(
+                ids,
+                mask,
+                group_size=g,
+                max_new_tokens=budget,
+                stop_ids=stop_ids,
+                pad_id=tokenizer.pad_token_id,
+                stop_when=watcher,
+                **sampling,
+            )
+        ids, mask = ids.repeat_interleave(g, dim=0), mask.repeat_interleave(g, dim=0)  # [n, p]
+        return _generate(
+            model, tokenizer, ids, mask, max_new_tokens=budget, stop_ids=stop_ids, stop_when=watcher, **sampling
+        )
+
+    rows = sample_turns(
+        generate, tokenizer, prompts, group_size, max_new_tokens=max_new_tokens, stop_ids=stop_ids, tools=tools
+    )
+    prompt_ids, prompt_mask = left_pad(prompts, tokenizer.pad_token_id, device)  # [B, P]
+    return package_turns(
+        tokenizer,
+        queries,
+        group_size,
+        prompt_ids.repeat_interleave(group_size, dim=0),
+        prompt_mask.repeat_interleave(group_size, dim=0),
+        rows,
+        stop_ids,
     )
 
 

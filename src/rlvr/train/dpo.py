@@ -34,18 +34,7 @@ def verdict_tensor(scored: list[ScoredCompletion], num_queries: int, group_size:
 
 def select_rows(batch: RolloutBatch, rows: torch.Tensor) -> RolloutBatch:
     """The completions `rows` of a batch, in that order, as a batch of their own (groups of one)."""
-    picked = rows.tolist()
-    return RolloutBatch(
-        queries=[batch.query_of(r) for r in picked],
-        group_size=1,
-        prompt_ids=batch.prompt_ids[rows],
-        prompt_mask=batch.prompt_mask[rows],  # [n, P]
-        completion_ids=batch.completion_ids[rows],
-        completion_mask=batch.completion_mask[rows],  # [n, T]
-        old_logp=batch.old_logp[rows],  # [n, T]
-        texts=[batch.texts[r] for r in picked],
-        finish_reasons=[batch.finish_reasons[r] for r in picked],
-    )
+    return batch.select(rows.tolist(), group_size=1)
 
 
 @dataclass
@@ -87,7 +76,7 @@ def accumulate_dpo_gradient(
         (mb,) = micro_batches(pair_batch, 0)  # one micro-batch, padding trimmed
         logp, _ = micro_batch_logprobs(policy, mb, temperature=temperature)  # [2m, t]
         seq_logp = torch.empty(2 * m, dtype=logp.dtype, device=logp.device)  # [2m]
-        seq_logp[mb.rows] = sequence_logprobs(logp, mb.completion_mask)
+        seq_logp[mb.rows] = sequence_logprobs(logp, mb.policy_mask)
         loss, stats = dpo.loss(
             seq_logp[:m],
             seq_logp[m:],
@@ -117,7 +106,7 @@ def reference_sequence_logprobs(
     """log π_ref(y|x) of the completions `rows`, [len(rows)]."""
     picked = select_rows(batch, rows)
     token_logp = reference.logprobs(picked, temperature=temperature, micro_batch_size=micro_batch_size)  # [n, T]
-    return sequence_logprobs(token_logp, picked.completion_mask)  # [n]
+    return sequence_logprobs(token_logp, picked.policy_mask)  # [n] the policy's own tokens
 
 
 def preference_update(

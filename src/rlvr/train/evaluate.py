@@ -11,6 +11,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.eval.passk import mean_pass_at_k
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
+from rlvr.rollout.tools import ToolUse
 from rlvr.tasks.funcsynth import answer_kind
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction, ScoredCompletion
@@ -32,6 +33,8 @@ class HeldoutResult:
     """Share of the samples the training verifier passes and the gold verifier fails."""
     gold_greedy: float | None = None
     """Greedy accuracy judged by the gold verifier (equal to greedy when training is gold)."""
+    tool_use_rate: float | None = None
+    """rollout.tools: share of the sampled completions that ran at least one tool call."""
 
     def to_dict(self) -> dict[str, float | int]:
         extra = (
@@ -41,6 +44,8 @@ class HeldoutResult:
         )
         if self.gold_greedy is not None:
             extra["gold_greedy"] = self.gold_greedy
+        if self.tool_use_rate is not None:
+            extra["tool_use_rate"] = self.tool_use_rate
         return {
             "pass@1": self.pass_at_1,
             "greedy": self.greedy,
@@ -87,12 +92,17 @@ def _correct_counts(
     n: int,
     chunk: int,
     gold: GoldCheck | None = None,
+    tool_use: list[bool] | None = None,
     **sampling: object,
 ) -> tuple[list[tuple[int, int]], int]:
+    """Per query (judged samples, correct ones), and the unscorable count; `tool_use`, if given,
+    collects whether each sample ran a tool call."""
     counts, unscorable = [], 0
     for start in range(0, len(queries), chunk):
         part = queries[start : start + chunk]
         batch = sample_completions(model, tokenizer, part, group_size=n, **sampling)
+        if tool_use is not None and batch.turns is not None:
+            tool_use += [any("error" in turn for turn in turns) for turns in batch.turns]
         items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
         scored = reward_fn.score_batch(items)
         if gold is not None:
@@ -119,11 +129,14 @@ def evaluate_heldout(
     chunk_completions: int = 512,
     gold_fn: RewardFunction | None = None,
     prompt_format: PromptFormat = PromptFormat(),
+    tools: ToolUse | None = None,
 ) -> HeldoutResult:
     """``gold_fn``: the gold reward behind a weakened ``reward_fn``; its pass@1 and the hacking rate
-    come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number)."""
+    come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number).
+    ``tools`` (rollout.tools): samples are tool rollouts, and the share that called the tool comes back."""
     chunk = max(1, chunk_completions // n)
     gold = GoldCheck(gold_fn) if gold_fn is not None else None
+    tool_use: list[bool] = []
     sampled, bad_s = _correct_counts(
         model,
         tokenizer,
@@ -136,6 +149,8 @@ def evaluate_heldout(
         top_p=top_p,
         max_new_tokens=max_new_tokens,
         prompt_format=prompt_format,
+        tools=tools,
+        tool_use=tool_use,
     )
     gold_g = GoldCheck(gold_fn) if gold_fn is not None else None
     greedy, bad_g = _correct_counts(
@@ -149,6 +164,7 @@ def evaluate_heldout(
         greedy=True,
         max_new_tokens=max_new_tokens,
         prompt_format=prompt_format,
+        tools=tools,
     )
     pass_at_1 = mean_pass_at_k(sampled, 1) if sampled else float("nan")
     greedy_share = sum(c for _, c in greedy) / max(len(greedy), 1)
@@ -161,6 +177,7 @@ def evaluate_heldout(
         unscorable=bad_s + bad_g,
         gold_pass_at_1=gold.pass_at_1() if gold is not None else pass_at_1,
         hacking_rate=gold.hacking_rate() if gold is not None else 0.0,
+        tool_use_rate=sum(tool_use) / len(tool_use) if tools is not None and tool_use else None,
     )
 
 
@@ -175,6 +192,28 @@ def arith_warmup_report(
             model, tokenizer, heldout, reward_fn, n=4, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens
         )
         return f"held-out pass@1 {result.pass_at_1:.3f} (n=4, T=1), greedy {result.greedy:.3f}"
+
+    return report
+
+
+def tool_warmup_report(
+    tokenizer: PreTrainedTokenizerBase, heldout: list[Query], *, max_new_tokens: int = 48
+) -> Callable[[int, PreTrainedModel], str]:
+    """The progress line while tiny-arith-tool warms up: held-out pass@1 and tool-use rate of tool rollouts."""
+    from rlvr.sandbox.tool import FORMATS
+
+    reward_fn = RewardFunction()
+
+    def report(step: int, model: PreTrainedModel) -> str:
+        tools = ToolUse(FORMATS["tags"], max_turns=2)
+        try:
+            result = evaluate_heldout(
+                model, tokenizer, heldout, reward_fn, n=4, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens,
+                tools=tools,
+            )  # fmt: skip
+        finally:
+            tools.close()
+        return f"held-out pass@1 {result.pass_at_1:.3f} (n=4, T=1, tools), tool use {result.tool_use_rate:.3f}"
 
     return report
 

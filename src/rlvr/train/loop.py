@@ -27,6 +27,7 @@ from rlvr.models.lean import use_forward
 from rlvr.models.lora import add_lora, checkpoint_mismatch, is_lora, load_adapter, save_merged
 from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.prompts import PromptFormat, resolve_style
+from rlvr.rollout.tools import ToolUse
 from rlvr.tasks import load_task
 from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
 from rlvr.train.context import StepContext, StepObserver
@@ -102,8 +103,14 @@ class Trainer:
             self.policy, _ = load_policy(str(checkpoint), self.device, **precision)
         for model in (self.policy, self.reference):
             use_forward(model, cfg.model.forward)
+        self.tools = ToolUse.of(cfg.rollout)  # rollout.tools: a sandbox pool for the calls, or None
         self.sampler = make_sampler(  # rollout.backend
-            cfg.rollout, self.policy, self.tokenizer, seed=cfg.train.seed, prompt_format=self.prompt_format
+            cfg.rollout,
+            self.policy,
+            self.tokenizer,
+            seed=cfg.train.seed,
+            prompt_format=self.prompt_format,
+            tools=self.tools,
         )
         self.optimizer = torch.optim.AdamW(
             [p for p in self.policy.parameters() if p.requires_grad],
@@ -153,7 +160,14 @@ class Trainer:
             max_new_tokens=r.max_new_tokens,
             gold_fn=self.hacking.gold_fn if self.hacking else None,
             prompt_format=self.prompt_format,
+            tools=self.tools,
         )
+
+    def close(self) -> None:
+        """End the processes the run holds: the tool's sandbox pool and the process group."""
+        if self.tools is not None:
+            self.tools.close()
+        self.dist.close()
 
     def step(self, step: int, observer: StepObserver | None = None) -> dict[str, float]:
         """One step of the configured algorithm (train/step.py); returns its metrics."""
@@ -227,7 +241,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
             bar.write(warning)
     bar.close()
     if not main:
-        trainer.dist.close()
+        trainer.close()
         return {}  # rank 0 evaluates the trained model and returns the summary
     say("evaluating the trained model on the held-out queries")
     final_eval = trainer.evaluate()
@@ -238,5 +252,5 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     else:
         trainer.policy.save_pretrained(out_dir / "final")
     trainer.tokenizer.save_pretrained(out_dir / "final")
-    trainer.dist.close()
+    trainer.close()
     return _write_summary(out_dir, trainer.base_eval, final_eval, cfg.train.steps, time.perf_counter() - start)

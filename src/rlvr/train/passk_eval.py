@@ -22,6 +22,7 @@ from rlvr.eval.plots import plot_passk
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
+from rlvr.rollout.tools import ToolUse
 from rlvr.tasks.arith import ArithSpec, make_queries
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
@@ -41,10 +42,11 @@ def count_samples(
     progress: bool = False,
     label: str = "",
     prompt_format: PromptFormat = PromptFormat(),
+    tools: ToolUse | None = None,
 ) -> tuple[list[QueryCounts], int]:
     """Per-query counts from n samples each, and how many samples the verifier could not score
     (those are kept out of n, as in the trainer's held-out pass@1); prompts laid out by
-    `prompt_format` (rollout/prompts.py; auto by default)."""
+    `prompt_format` (rollout/prompts.py; auto by default); tool rollouts with `tools`."""
     chunk = max(1, chunk_completions // n)
     counts, unscorable = [], 0
     bar = tqdm(total=len(queries), desc=f"sampling {label}", unit="query", disable=not progress)
@@ -58,6 +60,7 @@ def count_samples(
             temperature=temperature,
             max_new_tokens=max_new_tokens,
             prompt_format=prompt_format,
+            tools=tools,
         )
         scored = reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
         for q, query in enumerate(part):
@@ -90,23 +93,30 @@ def _evaluate_model(
     label: str,
     max_new_tokens: int,
     prompt_format: PromptFormat,
+    rollout: RolloutConfig,
 ) -> dict:
     model, tokenizer = load_policy(name)
     torch.manual_seed(seed)  # both models start sampling from the same RNG state
     started = time.perf_counter()
-    counts, unscorable = count_samples(
-        model,
-        tokenizer,
-        queries,
-        RewardFunction({"correctness": 1.0}),
-        checker,
-        n=n,
-        temperature=temperature,
-        max_new_tokens=max_new_tokens,
-        progress=progress,
-        label=label,
-        prompt_format=prompt_format,
-    )
+    tools = ToolUse.of(rollout)  # rollout.tools: each model's samples are tool rollouts
+    try:
+        counts, unscorable = count_samples(
+            model,
+            tokenizer,
+            queries,
+            RewardFunction({"correctness": 1.0}),
+            checker,
+            n=n,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            progress=progress,
+            label=label,
+            prompt_format=prompt_format,
+            tools=tools,
+        )
+    finally:
+        if tools is not None:
+            tools.close()
     return {
         "path": name,
         **curves(counts, ks),
@@ -132,6 +142,7 @@ def evaluate_passk(
     data_seed: int = 0,
     max_new_tokens: int = RolloutConfig.max_new_tokens,
     prompt_format: PromptFormat = PromptFormat(),
+    rollout: RolloutConfig | None = None,
 ) -> dict:
     """Evaluate `model` (and `base`) on `num_queries` held-out queries of the arith task `spec`
     (the trainer's held-out split for that spec and `data_seed`), prompts laid out by
@@ -152,6 +163,7 @@ def evaluate_passk(
             label=label,
             max_new_tokens=max_new_tokens,
             prompt_format=prompt_format,
+            rollout=rollout or RolloutConfig(),
         )
         for label, path in named.items()
     }
@@ -168,6 +180,7 @@ def evaluate_passk(
         "temperature": temperature,
         "seed": seed,
         "max_new_tokens": max_new_tokens,
+        "tools": (rollout or RolloutConfig()).tools,
         "prompt_format": {"style": prompt_format.style, "system_prompt": prompt_format.system_prompt},
         "spec": {
             "operands": spec.operands,

@@ -31,19 +31,7 @@ def select_groups(batch: RolloutBatch, scored: list[ScoredCompletion], groups: l
     """The rows of the given groups (query indices), in order; tensors keep their padded width."""
     g = batch.group_size
     rows = [q * g + i for q in groups for i in range(g)]
-    index = torch.tensor(rows, dtype=torch.long)  # [n]
-    picked = RolloutBatch(
-        queries=[batch.queries[q] for q in groups],
-        group_size=g,
-        prompt_ids=batch.prompt_ids[index],
-        prompt_mask=batch.prompt_mask[index],
-        completion_ids=batch.completion_ids[index],
-        completion_mask=batch.completion_mask[index],
-        old_logp=batch.old_logp[index],
-        texts=[batch.texts[r] for r in rows],
-        finish_reasons=[batch.finish_reasons[r] for r in rows],
-    )
-    return picked, [scored[r] for r in rows]
+    return batch.select(rows), [scored[r] for r in rows]
 
 
 def _pad_to(x: torch.Tensor, width: int, value: int | float, *, left: bool) -> torch.Tensor:
@@ -66,15 +54,20 @@ def concat_batches(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         old_logp=torch.cat([_pad_to(b.old_logp, t, 0.0, left=False) for b in batches]),  # [N, T]
         texts=[x for b in batches for x in b.texts],
         finish_reasons=[x for b in batches for x in b.finish_reasons],
+        tool_mask=None
+        if batches[0].tool_mask is None
+        else torch.cat([_pad_to(b.tool_mask, t, 0, left=False) for b in batches]),  # [N, T]
+        turns=None if batches[0].turns is None else [x for b in batches for x in b.turns],
     )
 
 
 def loss_mask(batch: RolloutBatch, overlong_filter: bool) -> torch.Tensor | None:
-    """The completion mask with truncated samples removed (DAPO overlong filtering), or None (= all)."""
+    """The tokens the loss sees: the policy's (tool observations left out) with truncated samples
+    removed (DAPO overlong filtering), or None (= batch.policy_mask)."""
     if not overlong_filter:
         return None
     truncated = torch.tensor([r == "length" for r in batch.finish_reasons])  # [N]
-    return overlong_filter_mask(batch.completion_mask, truncated)  # [N, T]
+    return overlong_filter_mask(batch.policy_mask, truncated)  # [N, T]
 
 
 def reward_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: int) -> torch.Tensor:

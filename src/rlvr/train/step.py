@@ -24,6 +24,7 @@ import torch
 
 from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, group_advantages, kl_in_reward_advantages
 from rlvr.meters.grad_noise import MicroBatchNoise
+from rlvr.rollout.tools import tool_metrics
 from rlvr.tasks.arith import self_checks
 from rlvr.train.context import StepContext, StepObserver, Timer, batch_queries, learning_rate
 from rlvr.train.dpo import preference_update
@@ -59,6 +60,7 @@ def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) 
     metrics = ctx.dist.reduce_metrics(
         {
             **rollout_metrics(batch, scored, rewards),
+            **tool_metrics(batch),
             **self_check_metrics(batch, scored),
             **rollouts.metrics,
             **hacking,
@@ -102,7 +104,7 @@ def policy_gradient_inputs(
     advantages = advantages.flatten()  # [N] one per completion
     if ref_logp is not None and cfg.algo.kl_placement == "reward":
         kl = KL_ESTIMATORS[cfg.algo.kl_estimator](batch.old_logp, ref_logp)  # [N, T] at sampling time
-        advantages = kl_in_reward_advantages(advantages, kl, batch.completion_mask, beta=cfg.algo.beta)  # [N, T]
+        advantages = kl_in_reward_advantages(advantages, kl, batch.policy_mask, beta=cfg.algo.beta)  # [N, T]
     batch, advantages, tis = tis_correction(ctx, batch, advantages, timer)  # algo.tis_cap (train/tis.py)
     return LossInputs(batch, advantages, loss_mask(batch, cfg.algo.overlong_filter), stats, tis)
 
@@ -115,7 +117,7 @@ def policy_gradient_update(
     inputs = policy_gradient_inputs(ctx, rollouts, ref_logp, timer)
     batch = inputs.batch
     observer.advantages(
-        batch, inputs.advantages, batch.completion_mask if inputs.mask is None else inputs.mask, inputs.stats
+        batch, inputs.advantages, batch.policy_mask if inputs.mask is None else inputs.mask, inputs.stats
     )
     for iteration in range(cfg.algo.num_iterations):
         observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
@@ -171,7 +173,7 @@ def _both(*hooks: Callable) -> Callable:
 
 def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards: torch.Tensor) -> dict[str, float]:
     """What the rollouts were: reward (mean and batch std, as TRL), accuracy, lengths, groups with no spread."""
-    lengths = batch.completion_mask.sum(dim=1).float()  # [N]
+    lengths = batch.policy_mask.sum(dim=1).float()  # [N] the policy's tokens (tool observations not counted, as TRL)
     valid = ~torch.isnan(rewards)  # [B, G]
     judged = rewards[valid]  # [n]
     _, group_stats = group_advantages(rewards)  # [B, G]: which groups have no reward spread

@@ -33,6 +33,6 @@ def tis_correction(
             temperature=ctx.cfg.rollout.temperature,
             micro_batch_size=ctx.cfg.optim.micro_batch_size,
         )  # [N, T] log π_θ_old, the weights that sampled (synced into the sampler after the last update)
-    weight, stats = tis_weights(trainer_logp, batch.old_logp, batch.completion_mask, cap=cap)  # [N, T]
+    weight, stats = tis_weights(trainer_logp, batch.old_logp, batch.policy_mask, cap=cap)  # [N, T]
     corrected = dataclasses.replace(batch, old_logp=trainer_logp)
     return corrected, tis_advantages(advantages, weight), stats  # advantages [N, T]

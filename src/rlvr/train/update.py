@@ -36,7 +36,8 @@ class MicroBatch:
     prompt_ids: torch.Tensor  # [n, p] p <= P
     prompt_mask: torch.Tensor  # [n, p]
     completion_ids: torch.Tensor  # [n, t] t <= T
-    completion_mask: torch.Tensor  # [n, t]
+    completion_mask: torch.Tensor  # [n, t] every token the model attends to
+    policy_mask: torch.Tensor  # [n, t] the policy's own tokens (tool observations left out)
 
     @property
     def width(self) -> int:
@@ -67,6 +68,7 @@ def _trim(batch: RolloutBatch, rows: torch.Tensor) -> MicroBatch:
         prompt_mask=prompt_mask[:, first:],
         completion_ids=batch.completion_ids[rows, :width],
         completion_mask=completion_mask[:, :width],
+        policy_mask=batch.policy_mask[rows, :width],
     )
 
 
@@ -119,8 +121,9 @@ def accumulate_policy_gradient(
     """Backpropagate the policy loss (algo.algorithm) of the whole batch into .grad (no optimizer step).
 
     `advantages` is one value per completion, or one per token (KL in the reward, PPO's GAE).
-    `loss_mask` (default: the completion mask) removes tokens from the loss and its counts, e.g.
-    DAPO's overlong filtering; the forward pass still sees every completion token.
+    `loss_mask` (default: the policy's tokens, batch.policy_mask) removes tokens from the loss, the KL
+    term, the entropy and their counts: tool observations, and DAPO's overlong filtering; the
+    forward pass still sees every completion token.
     With `algo.kl_placement == "reward"` the KL is already in the advantages, so the loss gets β = 0.
     `on_micro_batch(mb, logp [n, t])`, if given, runs after each micro-batch's backward: the
     diagnostics read the per-micro-batch gradient (meters/grad_noise.py) and the log-probs
@@ -130,7 +133,7 @@ def accumulate_policy_gradient(
     share of the step's, and their sums over processes are the step's.
     """
     policy_loss = ALGORITHMS[algo.algorithm].loss
-    loss_mask = batch.completion_mask if loss_mask is None else loss_mask  # [N, T]
+    loss_mask = batch.policy_mask if loss_mask is None else loss_mask  # [N, T]
     num_tokens = int(loss_mask.sum())
     beta = algo.beta if algo.kl_placement == "loss" else 0.0
     counts = dict(num_sequences=batch.num_completions, num_tokens=num_tokens, max_tokens=max_new_tokens)
