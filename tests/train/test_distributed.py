@@ -21,10 +21,12 @@ import torch.multiprocessing as mp
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import AlgoConfig, ModelConfig
-from rlvr.models import SHIPPED, load_policy
+from rlvr.models import DERIVED, SHIPPED, load_policy
 from rlvr.models.lora import add_lora
 from rlvr.rollout.hf import sample_completions
-from rlvr.tasks.arith import make_queries
+from rlvr.rollout.tools import ToolUse
+from rlvr.sandbox.tool import FORMATS
+from rlvr.tasks.arith import ArithSpec, make_queries
 from rlvr.train.distributed import World, world
 from rlvr.train.rollouts import select_groups
 from rlvr.train.update import accumulate_policy_gradient, optimizer_step
@@ -59,9 +61,9 @@ def _one_update(model, batch, rewards, *, global_counts=None, micro_batch_size=0
         yield aggregation, m, result
 
 
-def _policy(lora_rank: int):
-    """The shipped model in float64, with fresh LoRA adapters of rank `lora_rank` (0: none)."""
-    model, _ = load_policy(str(SHIPPED))
+def _policy(lora_rank: int, base: str = str(SHIPPED)):
+    """The shipped model (or `base`) in float64, with fresh LoRA adapters of rank `lora_rank` (0: none)."""
+    model, _ = load_policy(base)
     if lora_rank:
         model = add_lora(model, ModelConfig(lora_rank=lora_rank), seed=0)  # A drawn from the run's seed alone
     return model.double()
@@ -71,7 +73,9 @@ def _trained(model) -> list[torch.Tensor]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def _worker(rank: int, world_size: int, port: int, data_path: str, out_dir: str, lora_rank: int = 0) -> None:
+def _worker(
+    rank: int, world_size: int, port: int, data_path: str, out_dir: str, lora_rank: int = 0, base: str = str(SHIPPED)
+) -> None:
     os.environ.update(
         RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
     )
@@ -79,7 +83,7 @@ def _worker(rank: int, world_size: int, port: int, data_path: str, out_dir: str,
     torch.manual_seed(rank)  # each process's own random stream, as Trainer seeds it (train.seed + rank)
     here = world()  # the launcher's environment, as accelerate/torchrun set it
     data = torch.load(data_path, weights_only=False)
-    model = _policy(lora_rank)
+    model = _policy(lora_rank, base)
     groups = here.shard(list(range(len(data["batch"].queries))))  # whole query groups
     batch, _ = select_groups(data["batch"], [None] * data["batch"].num_completions, groups)
     for aggregation, m, result in _one_update(
@@ -102,24 +106,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("lora_rank", [0, 4], ids=["full", "lora"])
-def test_two_processes_make_the_single_process_update_for_each_aggregation(base_policy, tmp_path, lora_rank):
+@pytest.mark.parametrize(("lora_rank", "tools"), [(0, False), (4, False), (0, True)], ids=["full", "lora", "tools"])
+def test_two_processes_make_the_single_process_update_for_each_aggregation(base_policy, tmp_path, lora_rank, tools):
     model, tok = base_policy
+    base, spec, use = str(SHIPPED), ArithSpec(), None
+    if tools:  # tool rollouts: each shard's loss sees its policy tokens only, counted over the step
+        base, spec, use = "tiny-arith-tool", DERIVED["tiny-arith-tool"].TASK, ToolUse(FORMATS["tags"], max_turns=2)
+        model, tok = load_policy(base)
     torch.manual_seed(0)
-    batch = sample_completions(
-        model, tok, make_queries(4, split="heldout", seed=2), group_size=4, max_new_tokens=MAX_NEW_TOKENS
-    )  # N = 16 rows, 8 per process
+    try:
+        batch = sample_completions(
+            model, tok, make_queries(4, split="heldout", seed=2, spec=spec), group_size=4,
+            max_new_tokens=MAX_NEW_TOKENS, tools=use,
+        )  # fmt: skip  # N = 16 rows, 8 per process
+    finally:
+        if use is not None:
+            use.close()
+    if tools:
+        assert (batch.policy_mask != batch.completion_mask).any()  # some observations to mask
     # Rewards with signal in every group and one unscorable completion (NaN, out of the baseline).
     rewards = torch.tensor(
         [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, float("nan"), 0.0], [1.0, 1.0, 0.0, 1.0], [0.0, 0.5, 1.0, 0.0]]
     )  # [B, G]
-    lengths = batch.completion_mask.sum(dim=1).view(2, 8).sum(dim=1)  # tokens per process's shard
+    lengths = batch.policy_mask.sum(dim=1).view(2, 8).sum(dim=1)  # loss tokens per process's shard
     assert lengths[0] != lengths[1]  # unequal shards: token_mean needs the summed token count
     torch.save({"batch": batch, "rewards": rewards}, tmp_path / "data.pt")
-    args = (2, _free_port(), str(tmp_path / "data.pt"), str(tmp_path), lora_rank)
+    args = (2, _free_port(), str(tmp_path / "data.pt"), str(tmp_path), lora_rank, base)
     mp.spawn(_worker, args=args, nprocs=2, join=True)
 
-    start = _policy(lora_rank)
+    start = _policy(lora_rank, base)
     for aggregation, single, result in _one_update(start, batch, rewards):
         grads = [p.grad.clone() for p in _trained(single)]
         optimizer_step(single, torch.optim.AdamW(_trained(single), lr=1e-3), max_grad_norm=1.0)
