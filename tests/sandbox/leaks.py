@@ -12,7 +12,9 @@ Each channel is one an attacker tried (issue: "a second wave of verifier attacks
 - ``sysv_shm``, ``sysv_msg``, ``sysv_sem``, ``posix_mq``: kernel IPC objects, which outlive the job
   in its IPC namespace;
 - ``keyring``: kernel keys, which are not namespaced at all and outlive every sandbox;
-- ``dev_shm``, ``tmp``: files in the scratch directories.
+- ``dev_shm``, ``tmp``: files in the scratch directories;
+- ``inflight_socket``: an abstract unix socket whose name holds the results, kept alive after the
+  job by putting its own descriptor in flight (SCM_RIGHTS), in the slot's network namespace.
 """
 
 from __future__ import annotations
@@ -52,6 +54,14 @@ STASH = {
     f"key > 0 and libc.syscall({SYSCALL['keyctl']}, 5, key, 0x3f3f3f3f)\n",
     "dev_shm": "try: open('/dev/shm/rlvr-leak', 'wb').write(DATA)\nexcept OSError: pass\n",
     "tmp": "try: open('/tmp/rlvr-leak', 'wb').write(DATA)\nexcept OSError: pass\n",
+    "inflight_socket": "import array, socket\n"
+    "keep = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "keep.bind(b'\\0rlvr-leak:' + DATA)\n"
+    "a, b = socket.socketpair()\n"
+    "fds = array.array('i', [keep.fileno(), a.fileno(), b.fileno()])\n"
+    "for end in (a, b):\n"
+    "    try: end.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])\n"
+    "    except OSError: pass\n",
 }
 
 # What a reader does to find a table: sets ``FOUND`` to the JSON text, or leaves it None.
@@ -98,6 +108,9 @@ FIND = {
     "        if n > 0: FOUND = buf.raw[:n].decode()\n",
     "dev_shm": "try: FOUND = open('/dev/shm/rlvr-leak').read()\nexcept OSError: pass\n",
     "tmp": "try: FOUND = open('/tmp/rlvr-leak').read()\nexcept OSError: pass\n",
+    "inflight_socket": "for line in open('/proc/net/unix').read().splitlines():\n"
+    "    at = line.find('@rlvr-leak:')\n"
+    "    if at >= 0: FOUND = line[at + len('@rlvr-leak:'):].strip()\n",
 }
 STASH["frames"] = STASH["heap"] = ""  # the writer's results frame is what these readers look for
 

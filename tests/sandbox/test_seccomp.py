@@ -35,7 +35,7 @@ def run_filter(program: bytes, arch: int, nr: int) -> int:
 def test_denied_calls_fail_with_eperm_and_the_rest_run(machine: str) -> None:
     arch, numbers = seccomp._ARCHES[machine]
     program = seccomp.deny_filter(machine)
-    assert set(numbers) == set(seccomp.DENIED)  # every denied name has a number on every arch
+    assert set(numbers) == set(seccomp.DENIED) | set(seccomp.JOB_DENIED)  # every name has a number on every arch
     for name in seccomp.DENIED:
         assert run_filter(program, arch, numbers[name]) == EPERM, name
     allowed = set(range(0, 460)) - set(numbers.values())
@@ -52,3 +52,16 @@ def test_another_abi_is_killed_and_x32_calls_fail() -> None:
 def test_an_unknown_architecture_is_refused_by_name() -> None:
     with pytest.raises(seccomp.SeccompUnsupported, match="riscv64"):
         seccomp.deny_filter("riscv64")
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_the_job_filter_denies_passing_descriptors_and_the_sandbox_filter_does_not(machine: str) -> None:
+    # The supervisor hands the zygote each job's pipes with sendmsg; only jobs lose it.
+    arch, numbers = seccomp._ARCHES[machine]
+    job, sandbox = seccomp.deny_filter(machine, denied=seccomp.JOB_DENIED), seccomp.deny_filter(machine)
+    for name in seccomp.JOB_DENIED:
+        assert run_filter(job, arch, numbers[name]) == EPERM, name
+        assert run_filter(sandbox, arch, numbers[name]) == ALLOW, name
+    jobs_denied = {numbers[name] for name in seccomp.JOB_DENIED}
+    assert all(run_filter(job, arch, nr) == ALLOW for nr in set(range(0, 460)) - jobs_denied)
+    assert run_filter(job, 0x40000003, 29) == KILL  # another ABI is killed here too

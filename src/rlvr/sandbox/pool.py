@@ -49,8 +49,11 @@ from rlvr.sandbox.bwrap import (
     namespace_argv,
     open_seccomp_filter,
 )
+from rlvr.sandbox.seccomp import JOB_DENIED, deny_filter
 
 SUPERVISOR = resources.files("rlvr.sandbox").joinpath("pool_worker.py").read_bytes()
+JOB_FILTER = base64.b64encode(deny_filter(denied=JOB_DENIED)).decode()
+"""The second seccomp filter each job loads before its driver runs (seccomp.py JOB_DENIED)."""
 SUPERVISOR_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 """All the supervisor keeps (bwrap drops the rest); each job loses them all when it changes uid."""
 START_GRACE_S = 2.0
@@ -147,7 +150,7 @@ class SandboxPool:
             opened.remove(info_w)
             info = _read_info(info_r)
             slot = _Slot(proc, _pidfd(info))
-            _send(slot, {"drivers": self.drivers})
+            _send(slot, {"drivers": self.drivers, "job_filter": JOB_FILTER})
             hello = _receive(slot, time.monotonic() + START_TIMEOUT_S)
             if not (isinstance(hello, dict) and hello.get("ready")):
                 _stop(slot)

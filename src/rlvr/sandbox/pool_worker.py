@@ -22,7 +22,8 @@ One job, start to finish:
    later reports its wait status (the job's orphans come to this process, a child subreaper). The
    job's process starts a new session, sets the rlimits (CPU, address space, processes, file size, open files, no core),
    empties its capability bounding set, clears its groups, drops to the job's uid (all
-   capabilities vanish with the change from uid 0), sets no_new_privs, reads stdin from /dev/null,
+   capabilities vanish with the change from uid 0), sets no_new_privs, loads the job's own seccomp
+   filter (``seccomp.JOB_DENIED``: no descriptor can be put in flight), reads stdin from /dev/null,
    closes every other fd but the result channel and the stdout/stderr pipes, clears the environment
    and runs the driver. Forking a warm interpreter instead of starting Python costs ~1 ms, not ~30.
 4. This process reads the channel, stdout and stderr (each capped) until the job exits or the wall
@@ -34,9 +35,10 @@ One job, start to finish:
    "clean"}. Cleaning comes after the answer, so nothing the job left behind can turn its verdict
    into an error; a slot that could not clean exits, and the host starts a new one.
 
-The seccomp filter (``seccomp.py``) keeps jobs from making kernel objects that would outlive them
-here (System V IPC, POSIX message queues, keys): /tmp, /dev/shm and the job's directory are all a
-job can leave behind, and step 5 empties them.
+The seccomp filters (``seccomp.py``) keep jobs from making kernel objects that would outlive them
+here (System V IPC, POSIX message queues, keys, and unix sockets kept alive by a descriptor in
+flight): /tmp, /dev/shm and the job's directory are all a job can leave behind, and step 5 empties
+them.
 
 Frames both ways are a 4-byte big-endian length and a UTF-8 JSON body.
 """
@@ -58,6 +60,7 @@ import types  # noqa: F401  (likewise)
 JOB_DIR = "/sandbox/job"
 SCRATCH_DIRS = ("/tmp", "/dev/shm")
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_CAPBSET_DROP = 24
 LAST_CAP = 63
 PR_SET_CHILD_SUBREAPER = 36
@@ -96,7 +99,20 @@ def clear_inheritable_capabilities():
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def run_job_child(job, code, channel_w, stdout_w, stderr_w):
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_job_filter(program):
+    """prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, program): the job's own filter, on top of the
+    sandbox's; raises if the kernel refuses it (the job then runs nothing)."""
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(code))
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "cannot load the job's seccomp filter")
+
+
+def run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter):
     """In the forked child: fence this process, then run the driver. Never returns."""
     try:
         os.setsid()
@@ -120,6 +136,7 @@ def run_job_child(job, code, channel_w, stdout_w, stderr_w):
         clear_inheritable_capabilities()
         if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             os._exit(125)
+        load_job_filter(job_filter)  # after this, no descriptor can be put in flight (seccomp.py JOB_DENIED)
         os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
         os.dup2(stdout_w, 1)
         os.dup2(stderr_w, 2)
@@ -157,7 +174,7 @@ def prepare_job_dir(job):
     os.chown(JOB_DIR, job["uid"], job["uid"])
 
 
-def start_zygote(drivers):
+def start_zygote(drivers, job_filter):
     """Fork the zygote, before any job exists; returns (the socket to it, its pid).
 
     Every job is forked from the zygote, which holds nothing but the compiled drivers: no frame,
@@ -177,12 +194,12 @@ def start_zygote(drivers):
         os.dup2(null, 0)  # the host's pipes are the supervisor's alone
         os.dup2(null, 1)
         os.close(null)
-        zygote_loop(zygote_end, drivers)
+        zygote_loop(zygote_end, drivers, job_filter)
     finally:
         os._exit(0)
 
 
-def zygote_loop(sock, drivers):
+def zygote_loop(sock, drivers, job_filter):
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 65536, 3)
         if not message:  # the supervisor is gone
@@ -191,7 +208,7 @@ def zygote_loop(sock, drivers):
         pid = os.fork()
         if pid == 0:
             sock.close()
-            run_job_child(request, drivers.get(request["driver"]), *fds)
+            run_job_child(request, drivers.get(request["driver"]), *fds, job_filter)
         for fd in fds:
             os.close(fd)
         sock.send(struct.pack("=i", pid))
@@ -446,7 +463,7 @@ def main():
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     hello = read_frame(stdin)
     drivers = {name: compile(source, name + "_driver.py", "exec") for name, source in hello["drivers"].items()}
-    zygote, zygote_pid = start_zygote(drivers)
+    zygote, zygote_pid = start_zygote(drivers, base64.b64decode(hello["job_filter"]))
     ours = {1, os.getpid(), zygote_pid}
     write_frame(stdout, {"ready": True, "pid": os.getpid()})
     while True:

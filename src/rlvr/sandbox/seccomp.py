@@ -65,6 +65,15 @@ DENIED = (
 )
 """System calls that fail with EPERM inside every sandbox."""
 
+JOB_DENIED = ("sendmsg", "sendmmsg")
+"""System calls that fail with EPERM for every job of a sandbox pool (pool_worker.py loads this
+second filter in each job before its driver runs), not for the pool's supervisor, which hands the
+zygote each job's pipes with them. They are how a descriptor is put in flight (SCM_RIGHTS); a unix
+socket whose own descriptor is in flight is owned by no process, so it outlived the job that made
+it in the slot's network namespace, which every later job of the slot shares: its abstract name in
+/proc/net/unix (any bytes the job chose) carried a correct answer's results to a sibling that
+then passed without knowing the answer (tests/sandbox/test_hostile.py)."""
+
 # System call numbers per architecture (arch/x86/entry/syscalls/syscall_64.tbl;
 # include/uapi/asm-generic/unistd.h for arm64), with the AUDIT_ARCH_* value seccomp reports.
 _ARCHES = {
@@ -100,6 +109,8 @@ _ARCHES = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "memfd_secret": 447,
+            "sendmsg": 46,
+            "sendmmsg": 307,
         },
     ),
     "aarch64": (
@@ -134,6 +145,8 @@ _ARCHES = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "memfd_secret": 447,
+            "sendmsg": 211,
+            "sendmmsg": 269,
         },
     ),
 }
@@ -159,8 +172,9 @@ def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> 
     return struct.pack("=HBBI", code, jump_true, jump_false, k)
 
 
-def deny_filter(machine: str | None = None) -> bytes:
-    """The compiled filter for ``machine`` (default: this one): DENIED fail with EPERM, all else runs."""
+def deny_filter(machine: str | None = None, denied: tuple[str, ...] = DENIED) -> bytes:
+    """The compiled filter for ``machine`` (default: this one): `denied` (DENIED, or JOB_DENIED for
+    a pool's jobs) fail with EPERM, all else runs."""
     machine = machine or platform.machine()
     if machine not in _ARCHES:
         raise SeccompUnsupported(f"no seccomp filter for architecture {machine!r} (known: {', '.join(_ARCHES)})")
@@ -173,7 +187,7 @@ def deny_filter(machine: str | None = None) -> bytes:
     ]
     if machine == "x86_64":  # x32 calls carry this bit: refuse them all
         program += [_instruction(_JGE_K, X32_SYSCALL_BIT, jump_false=1), _instruction(_RET_K, _RET_ERRNO | _ENOSYS)]
-    for name in DENIED:
+    for name in denied:
         program += [_instruction(_JEQ_K, numbers[name], jump_false=1), _instruction(_RET_K, _RET_ERRNO | _EPERM)]
     program.append(_instruction(_RET_K, _RET_ALLOW))
     return b"".join(program)
