@@ -162,6 +162,8 @@ def config_record(cfg) -> dict[str, Any]:
 
 
 def batch_record(batch: RolloutBatch, scored, tokenizer) -> dict[str, Any]:
+    """The batch's queries, completions and token ids; with tool rollouts also `tool_mask` [N][T]
+    (1: the policy's token, 0: a tool observation) and `turns` [N] (rollout/tools.py)."""
     completions = []
     for i, text in enumerate(batch.texts):
         ids = batch.completion_ids[i][batch.completion_mask[i].bool()].tolist()
@@ -177,7 +179,7 @@ def batch_record(batch: RolloutBatch, scored, tokenizer) -> dict[str, Any]:
                 "detail": None if correctness is None else correctness.detail,
             }
         )
-    return {
+    record = {
         "prompts": [q.prompt for q in batch.queries],
         "queries": [{"id": q.id, "prompt": q.prompt, "verifier": q.verifier} for q in batch.queries],
         "completions": completions,
@@ -185,6 +187,10 @@ def batch_record(batch: RolloutBatch, scored, tokenizer) -> dict[str, Any]:
         "prompt_mask": to_json(batch.prompt_mask),
         "completion_ids": to_json(batch.completion_ids),
     }
+    if batch.tool_mask is not None:  # tool rollouts (rollout.tools): which tokens are the policy's, and the turns
+        record["tool_mask"] = to_json(batch.tool_mask)
+        record["turns"] = to_json(batch.turns)
+    return record
 
 
 def algorithm_record(cfg, recorder: Recorder, rollouts: Rollouts) -> dict[str, Any]:
@@ -245,6 +251,9 @@ def rollout_batch(capture: dict[str, Any]) -> RolloutBatch:
         old_logp=torch.tensor(capture["old_logp"], dtype=torch.float32),
         texts=[c["text"] for c in capture["completions"]],
         finish_reasons=[c["finish_reason"] for c in capture["completions"]],
+        # tool rollouts: the loss sees batch.policy_mask (observations left out), as in the trainer
+        tool_mask=None if capture.get("tool_mask") is None else torch.tensor(capture["tool_mask"], dtype=torch.long),
+        turns=capture.get("turns"),
     )
 
 

@@ -1,7 +1,10 @@
 """The capture (and an optional replay) as one self-contained HTML page: inline CSS and JS, the
 data embedded as JSON, no network. Four stages, as in DESIGN.md's diagram: queries with their
 verification criteria → G completions → rewards, mean, std, advantages → ratios, clipping, KL,
-loss and gradient. Each completion's tokens are coloured by a selectable per-token quantity."""
+loss and gradient. Each completion's tokens are coloured by a selectable per-token quantity. With
+tool rollouts (capture `tool_mask` and `turns`), a tool observation's tokens are drawn struck out
+on grey stripes, uncoloured (0 in the loss mask), and each completion with a call lists its turns in order:
+the policy's segments (mask 1), the call's code and how it ended, the observation (mask 0)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,10 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}code,.tok{font-family:ui-monospa
 .bar{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #eee;z-index:2}
 .formula{background:#f7f7f7;padding:.5em .8em;border-left:3px solid #999;font-family:ui-monospace,monospace;white-space:pre-wrap}
 .warn{color:#a00}
+.tok.obs,.obs-text{background:repeating-linear-gradient(135deg,#e6e6e6 0 3px,#fafafa 3px 6px);color:#666;text-decoration:line-through #999}
+.turns{font-size:12px;margin:.1em 0 .6em 17.6em}.turns summary{color:#555;cursor:pointer}
+.turns td.l{max-width:60em;white-space:pre-wrap;font-family:ui-monospace,monospace}
+.turns tr.obs td{background:#f6f6f6;color:#666}.turns tr.call td{background:#fbf8ee}.fail{color:#a00}
 """
 
 _JS = r"""
@@ -36,6 +43,8 @@ const el = (tag, attrs={}, ...kids) => { const e = document.createElement(tag);
 const PAIRS = D.pairs || null;  // DPO: a pairwise loss, no per-token terms
 const adv = (i) => D.advantages ? D.advantages[Math.floor(i / G)][i % G] : null;
 const role = (i) => !PAIRS || !PAIRS.chosen ? 0 : PAIRS.chosen.includes(i) ? -1 : PAIRS.rejected.includes(i) ? 1 : 0;
+const TOOLS = D.turns && D.tool_mask ? D.turns : null;  // tool rollouts: each completion's turns
+const observed = (i, t) => TOOLS !== null && D.tool_mask[i][t] === 0;  // a tool observation: 0 in the loss mask
 const QUANTITIES = PAIRS ? {
   pair: {label: 'role in a pair (blue: chosen, red: rejected)', get: (i, t) => role(i), center: 0},
 } : {
@@ -60,19 +69,22 @@ function paint() {
   const q = QUANTITIES[document.getElementById('quantity').value];
   let scale = 0;
   for (let i = 0; i < N; i++) for (let t = 0; t < D.completions[i].tokens.length; t++)
-    scale = Math.max(scale, Math.abs(q.get(i, t) - q.center));
+    if (!observed(i, t)) scale = Math.max(scale, Math.abs(q.get(i, t) - q.center));
   document.getElementById('scale').textContent = `colour scale: ${q.center} ± ${fmt(scale, 5)} (red above, blue below)`;
   for (const span of document.querySelectorAll('.tok')) {
     const i = +span.dataset.i, t = +span.dataset.t;
-    span.style.background = colour(q.get(i, t), q.center, scale);
+    span.style.background = span.dataset.obs ? '' : colour(q.get(i, t), q.center, scale);  // observations keep their stripes
   }
 }
 function tokenTitle(i, t) {
-  if (PAIRS) return `token: ${JSON.stringify(D.completions[i].tokens[t])}`;
+  if (observed(i, t)) return `token: ${JSON.stringify(D.completions[i].tokens[t])}\nmask: 0 (tool observation: not sampled by ` +
+    'the policy, left out of the loss, KL and entropy)';
+  if (PAIRS) return `token: ${JSON.stringify(D.completions[i].tokens[t])}` + (TOOLS ? '\nmask: 1 (the policy\'s token)' : '');
   const rows = [['token', JSON.stringify(D.completions[i].tokens[t])], ['logp', D.logp[i][t]], ['old_logp', D.old_logp[i][t]],
     ['ref_logp', D.ref_logp ? D.ref_logp[i][t] : null], ['ratio', D.ratio[i][t]], ['clipped', D.clipped[i][t]],
     ['kl', D.kl[i][t]], ['per_token_loss', D.per_token_loss[i][t]], ['dloss/dlogp', D.token_weight[i][t]]];
   if (R) rows.push(['replay dloss/dlogp', R.token_weight[i][t]]);
+  if (TOOLS) rows.splice(1, 0, ['mask', `${D.mask[i][t]} (the policy's token${D.mask[i][t] ? ', in the loss' : ''})`]);
   return rows.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : fmt(v, 6)}`).join('\n');
 }
 function stageQueries(root) {
@@ -82,6 +94,7 @@ function stageQueries(root) {
   root.append(table);
 }
 function stageCompletions(root) {
+  if (TOOLS) root.append(toolLegend());
   for (let b = 0; b < B; b++) {
     const box = el('div', {class: 'query'}, el('div', {}, el('b', {}, `query ${b}: `), el('code', {}, D.prompts[b])));
     for (let g = 0; g < G; g++) {
@@ -89,11 +102,60 @@ function stageCompletions(root) {
       const tail = PAIRS ? ['', 'chosen', 'rejected'][[0, -1, 1].indexOf(role(i))] : `ℓ_i=${fmt(D.row_loss[i], 5)}`;
       const meta = el('span', {class: 'meta'}, `#${i} r=${fmt(D.rewards[b][g], 2)}${PAIRS ? '' : ` A=${fmt(adv(i), 3)}`} ${c.verdict || ''} ${c.finish_reason} ${tail}`);
       const toks = el('span', {});
-      c.tokens.forEach((tok, t) => toks.append(el('span', {class: 'tok' + (D.clipped && D.clipped[i][t] ? ' clip' : ''), 'data-i': i, 'data-t': t, title: tokenTitle(i, t)}, tok)));
+      c.tokens.forEach((tok, t) => {
+        const attrs = {class: 'tok' + (D.clipped && D.clipped[i][t] ? ' clip' : '') + (observed(i, t) ? ' obs' : ''), 'data-i': i, 'data-t': t, title: tokenTitle(i, t)};
+        if (observed(i, t)) attrs['data-obs'] = '1';
+        toks.append(el('span', attrs, tok));
+      });
       box.append(el('div', {class: 'comp'}, meta, toks));
+      if (TOOLS && (TOOLS[i].length > 1 || TOOLS[i].some(u => 'error' in u || u.call_not_run))) box.append(turnsTable(i));  // one turn, no call: the tokens say it all
     }
     root.append(box);
   }
+}
+function toolCounts() {
+  let calls = 0, failed = 0, users = 0, obs = 0, tokens = 0;
+  TOOLS.forEach((turns, i) => {
+    const own = turns.filter(u => 'error' in u);
+    calls += own.length; failed += own.filter(u => u.error).length; users += own.length ? 1 : 0;
+    for (let t = 0; t < D.completions[i].tokens.length; t++) { tokens += 1; obs += observed(i, t) ? 1 : 0; }
+  });
+  return {calls, failed, users, obs, tokens};
+}
+function toolLegend() {
+  const k = toolCounts();
+  return el('div', {class: 'meta', id: 'tool-legend'}, 'Tool rollouts: a completion that called the tool lists its turns in order under it. ',
+    el('span', {class: 'obs-text'}, 'striped, struck-out tokens'), ' are tool observations, 0 in the loss mask (tool_mask): the ' +
+    'model reads them but no ratio, KL, loss or gradient is taken on them; the policy\'s own tokens are 1 and coloured. ' +
+    `${k.calls} call${k.calls === 1 ? '' : 's'} (${k.failed} failed) in ${N} completions, ${k.users} of them called (use rate ${fmt(k.users / N, 3)}); ` +
+    `${k.obs} of ${k.tokens} completion tokens are observations.`);
+}
+const colRange = (s, e) => e > s ? `tokens ${s}–${e - 1} (${e - s})` : "no tokens";
+function turnsTable(i) {
+  const c = D.completions[i], turns = TOOLS[i], text = (s, e) => c.tokens.slice(s, e).join('');
+  const calls = turns.filter(u => 'error' in u || u.call_not_run);
+  const table = el('table', {}, el('tr', {}, ...['turn', 'segment', 'columns', 'loss mask', 'text'].map(h => el('th', {class: h === 'text' ? 'l' : ''}, h))));
+  turns.forEach((u, k) => {
+    table.append(el('tr', {class: 'policy'}, el('td', {}, String(k + 1)), el('td', {class: 'l'}, 'policy'), el('td', {}, colRange(u.start, u.end)),
+      el('td', {}, '1 (in the loss)'), el('td', {class: 'l'}, text(u.start, u.end))));
+    if (u.call_not_run) {
+      table.append(el('tr', {class: 'call'}, el('td', {}, ''), el('td', {class: 'l'}, 'tool call'), el('td', {}, ''), el('td', {}, ''),
+        el('td', {class: 'l'}, 'not run: no turn left to read its output (rollout.max_turns)')));
+    } else if ('error' in u) {
+      const how = u.error ? el('span', {class: 'fail'}, `failed: ${u.error}`) : 'ran to the end';
+      const dropped = u.dropped ? '\nits observation did not fit in rollout.max_new_tokens: dropped, the completion ends here' : '';
+      table.append(el('tr', {class: 'call'}, el('td', {}, ''), el('td', {class: 'l'}, 'tool call'), el('td', {}, ''), el('td', {}, ''),
+        el('td', {class: 'l'}, `code: ${u.code}\n`, how, `\noutput: ${JSON.stringify(u.output)}${dropped}`)));
+    }
+    if ('obs_start' in u) {
+      table.append(el('tr', {class: 'obs'}, el('td', {}, ''), el('td', {class: 'l'}, 'observation'), el('td', {}, colRange(u.obs_start, u.obs_end)),
+        el('td', {}, '0 (masked out)'), el('td', {class: 'l'}, el('span', {class: 'obs-text'}, text(u.obs_start, u.obs_end)))));
+    }
+  });
+  const failed = calls.filter(u => u.error).length;
+  const summary = el('summary', {}, `${turns.length} turn${turns.length === 1 ? '' : 's'}, ${calls.length ? `${calls.length} call${calls.length === 1 ? '' : 's'}` : 'no call'}` +
+    (failed ? ` (${failed} failed)` : '') + `; ${turns.reduce((a, u) => a + ('obs_start' in u ? u.obs_end - u.obs_start : 0), 0)} observation tokens masked out`);
+  return el('details', {class: 'turns', 'data-i': i, open: ''}, summary, table);
 }
 function stagePairs(root) {
   const p = PAIRS, head = el('tr', {}, ...['pair', 'chosen', 'rejected', 'log π_θ chosen', 'log π_θ rejected', 'log π_ref chosen', 'log π_ref rejected', 'margin'].map(h => el('th', {}, h)));
@@ -137,7 +199,9 @@ function stageLoss(root) {
     `trainer's loss ${fmt(D.loss, 6)}; recomputed from these tensors ${fmt(D.loss_recomputed, 6)}\n` +
     `mean KL ${fmt(s.kl, 6)}; ratio mean ${fmt(s.ratio_mean, 6)}; clipped tokens: low ${fmt(s['clip_ratio/low_mean'])}, high ${fmt(s['clip_ratio/high_mean'])}\n` +
     `grad_norm ${fmt(D.grad_norm, 6)} (before clipping to max_grad_norm); update_norm ‖Δθ‖ ${fmt(D.update_norm, 6)} at lr ${D.learning_rate}\n` +
-    `grad/variance ${fmt(D.grad_noise['grad/variance'], 8)}; grad/noise_scale ${fmt(D.grad_noise['grad/noise_scale'], 2)} (null with one micro-batch)`));
+    `grad/variance ${fmt(D.grad_noise['grad/variance'], 8)}; grad/noise_scale ${fmt(D.grad_noise['grad/noise_scale'], 2)} (null with one micro-batch)` +
+    (TOOLS ? `\ntool observations: ${toolCounts().obs} of ${toolCounts().tokens} completion tokens are 0 in the mask: out of the loss, ` +
+      `the KL and the entropy; the ${n.num_tokens} tokens counted are the policy's` : '')));
 }
 function stageReplay(root) {
   if (!R) return;

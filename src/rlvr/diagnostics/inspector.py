@@ -129,9 +129,24 @@ def summary_lines(capture: dict[str, Any]) -> list[str]:
         f"reward mean {_mean(capture['rewards']):.3f}; loss {capture['loss']:.6g}{check}; "
         f"grad_norm {capture['grad_norm']:.4f}; update_norm {capture['update_norm']:.5f}",
     ]
+    if capture.get("turns") is not None:
+        lines.append(tool_line(capture))
     if "warning" in capture["source"]:
         lines.append(f"warning: {capture['source']['warning']}")
     return lines
+
+
+def tool_line(capture: dict[str, Any]) -> str:
+    """Tool rollouts: calls, failures, and the observation tokens the loss mask leaves out."""
+    turns, n = capture["turns"], len(capture["completions"])
+    calls = [turn for row in turns for turn in row if "error" in turn]
+    failed = sum(bool(turn["error"]) for turn in calls)
+    users = sum(any("error" in turn for turn in row) for row in turns)
+    observed = sum(turn["obs_end"] - turn["obs_start"] for row in turns for turn in row if "obs_start" in turn)
+    return (
+        f"tools: {len(calls)} call{'' if len(calls) == 1 else 's'} ({failed} failed) in {n} completions, {users} of them called "
+        f"(use rate {users / n:.3f}); {observed} observation tokens are 0 in the loss mask"
+    )
 
 
 def _mean(rows: list[list[float | None]]) -> float:

@@ -50,9 +50,11 @@ from rlvr.lab.paradigms import (
 )
 from rlvr.lab.runs import (
     KNOBS,
+    TOOL_CURVES,
     Run,
     accuracy_metrics,
     knob_values,
+    live_metrics,
     measured,
     pick_runs,
     read_curves,
@@ -83,6 +85,7 @@ def describe_run(run: Run, others: int = 0) -> str:
         f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
         "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
         f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**",
+        *tool_lines(run, m),
     ]
     if m["gold_pass@1"][1] is not None and run.knobs.get("fidelity") != "gold":
         lines += [
@@ -97,6 +100,25 @@ def describe_run(run: Run, others: int = 0) -> str:
         f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps",
     ]
     return "\n".join(line for line in lines if line != "")
+
+
+def tool_lines(run: Run, m: dict[str, Any]) -> list[str]:
+    """The tool-use rate beside accuracy, for a run with a tool (rollout.tools); none otherwise."""
+    lines = []
+    if any(v is not None for v in m["tool_use_rate"]):
+        lines.append(
+            "- held-out tool-use rate (share of samples that ran a tool call; docs/tools.md), base -> final: "
+            f"**{_arrow(m['tool_use_rate'])}**"
+        )
+    elif m["eval/tool_use_rate"] is not None:  # unfinished: the last held-out evaluation so far
+        step, value = m["eval/tool_use_rate"]
+        lines.append(f"- held-out tool-use rate at the evaluation of step {step}: **{_pct(value)}**")
+    if m["tools/use_rate"] is not None:
+        lines.append(
+            "- training tool-use rate `tools/use_rate` (share of the step's completions that ran a call), "
+            f"last logged step: **{_pct(m['tools/use_rate'])}**"
+        )
+    return lines
 
 
 def curves_frame(path: str | Path | None, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -147,7 +169,22 @@ def live_status(live: LiveRuns, path: str | None) -> str:
         return f"`{path}`: not started by this lab."
     state = "running" if run.running else f"ended (exit code {run.process.returncode})"
     tail = "" if run.running or run.process.returncode == 0 else f"\n\n```\n{_tail(run.log)}\n```"
-    return f"`{path}`: {state}; {logged} steps logged.{tail}"
+    return f"`{path}`: {state}; {logged} steps logged.{_live_accuracy(path)}{tail}"
+
+
+def _live_accuracy(path: str) -> str:
+    """For a live run with a tool: accuracy and tool-use rate of its last logged step ("" otherwise)."""
+    rows = read_curves(path, ("accuracy", *TOOL_CURVES))
+    if not any(row["metric"] in TOOL_CURVES for row in rows):
+        return ""
+    last = max(row["step"] for row in rows)
+    at = {row["metric"]: row["value"] for row in rows if row["step"] == last}
+    return f" Step {last}: accuracy {_pct(at.get('accuracy'))}, tool-use rate {_pct(at.get(TOOL_CURVES[0]))}."
+
+
+def live_curves(path: str | None) -> pd.DataFrame:
+    """The live chart: reward and accuracy per step, and the tool-use rate for a run with a tool."""
+    return curves_frame(path, live_metrics(path) if path else ())
 
 
 def _tail(path: Path, lines: int = 8) -> str:
@@ -197,7 +234,8 @@ def _knobs_tab(gr: Any, root: Path, runs: list[Run]) -> tuple[list[Any], list[An
         "Reward (mean verifier reward per completion, 0-1) and accuracy (share of completions the "
         "verifier passed, 0-1) at each training step; for a base that checks its steps "
         "(`tiny-arith-check`), also the share of completions that check a step and the accuracy of "
-        "those with and without a check (`selfcheck/*`, docs/metrics.md):"
+        "those with and without a check (`selfcheck/*`, docs/metrics.md); for a run with a tool "
+        "(`rollout.tools`), also the share of completions that ran a tool call (`tools/use_rate`):"
     )
     reward_plot = _plot(gr, "reward and accuracy per step", "reward, accuracy (0-1) vs step")
     gr.Markdown(
@@ -221,7 +259,9 @@ def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
     with gr.Row():
         start, stop = gr.Button("Run live", variant="primary"), gr.Button("Stop", variant="stop")
     status = gr.Markdown("No live run yet.", elem_id="live-status")
-    gr.Markdown("Reward and accuracy (0-1) of the live run at each finished step:")
+    gr.Markdown(
+        "Reward and accuracy (0-1) of the live run at each finished step (with a tool, also the tool-use rate):"
+    )
     plot = _plot(gr, "live run: reward and accuracy per step", "reward, accuracy (0-1) vs step")
 
     def on_start(*values: str) -> tuple[str, str]:
@@ -232,7 +272,7 @@ def _live_tab(gr: Any, live: LiveRuns, dropdowns: list[Any]) -> None:
         return str(run.path), live_status(live, str(run.path))
 
     def on_tick(path: str | None) -> tuple[str, pd.DataFrame]:
-        return live_status(live, path), curves_frame(path, ("reward", "accuracy"))
+        return live_status(live, path), live_curves(path)
 
     start.click(on_start, dropdowns, [current, status], api_name="start_live")
 

@@ -41,6 +41,8 @@ class Run:
     path: Path
     knobs: dict[str, str]
     summary: dict[str, Any] | None = field(default=None, repr=False)
+    tools: str = "none"
+    """rollout.tools: the tool its completions could call ("none": plain completions)."""
 
     @property
     def finished(self) -> bool:
@@ -49,7 +51,8 @@ class Run:
     @property
     def label(self) -> str:
         settings = " ".join(f"{k}={v}" for k, v in self.knobs.items() if k != "seed")
-        return f"{settings} seed={self.knobs.get('seed', '?')} ({self.path.name})"
+        tools = "" if self.tools == "none" else f" tools={self.tools}"
+        return f"{settings} seed={self.knobs.get('seed', '?')}{tools} ({self.path.name})"
 
 
 def _config_value(config: dict[str, Any], dotted: str) -> str:
@@ -72,7 +75,8 @@ def read_run(path: Path) -> Run | None:
         return None  # a run being written this instant, or a foreign file; the next scan sees it
     if not isinstance(config, dict):
         return None
-    return Run(path, {name: _config_value(config, dotted) for name, dotted in KNOBS.items()}, summary)
+    knobs = {name: _config_value(config, dotted) for name, dotted in KNOBS.items()}
+    return Run(path, knobs, summary, _config_value(config, "rollout.tools") or "none")
 
 
 def scan_runs(root: str | Path) -> list[Run]:
@@ -124,10 +128,26 @@ SELF_CHECK_CURVES = ("selfcheck/rate", "selfcheck/accuracy_checked", "selfcheck/
 """Self-verification beside accuracy (arith with a base that checks steps; docs/metrics.md)."""
 
 
+TOOL_CURVES = ("tools/use_rate",)
+"""Tool use beside accuracy (rollout.tools): the share of a step's completions that ran a call."""
+
+
+def uses_tools(path: str | Path) -> bool:
+    """Whether the run logged tool use (`tools/use_rate`: a run with rollout.tools set)."""
+    return bool(read_curves(path, TOOL_CURVES))
+
+
 def accuracy_metrics(path: str | Path) -> tuple[str, ...]:
-    """reward and accuracy, and the self-check curves when the run's completions ever checked a step."""
+    """reward and accuracy; the tool-use rate when the run used a tool; and the self-check curves
+    when the run's completions ever checked a step."""
     checked = any(row["value"] > 0 for row in read_curves(path, ("selfcheck/rate",)))
-    return ("reward", "accuracy", *(SELF_CHECK_CURVES if checked else ()))
+    tools = TOOL_CURVES if uses_tools(path) else ()
+    return ("reward", "accuracy", *tools, *(SELF_CHECK_CURVES if checked else ()))
+
+
+def live_metrics(path: str | Path) -> tuple[str, ...]:
+    """What a live run's chart draws: reward and accuracy, and the tool-use rate when it uses a tool."""
+    return ("reward", "accuracy", *(TOOL_CURVES if uses_tools(path) else ()))
 
 
 def _metric_rows(path: Path) -> list[dict[str, Any]]:
@@ -141,6 +161,12 @@ def _metric_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _last_eval(rows: list[dict[str, Any]], key: str) -> tuple[int, float] | None:
+    """(step, value) of the last held-out evaluation line that logged `key`; None if none did."""
+    found = [(row["step"], row[key]) for row in rows if row.get(key) is not None and "step" in row]
+    return found[-1] if found else None
+
+
 def measured(run: Run) -> dict[str, Any]:
     """The numbers the knobs view shows for one run, each straight from its files (None: not logged)."""
     rows = _metric_rows(run.path)
@@ -150,6 +176,9 @@ def measured(run: Run) -> dict[str, Any]:
         "pass@1": (base.get("pass@1"), final.get("pass@1")),
         "gold_pass@1": (base.get("gold_pass@1"), final.get("gold_pass@1")),
         "hacking_rate": (base.get("hacking_rate"), final.get("hacking_rate")),
+        "tool_use_rate": (base.get("tool_use_rate"), final.get("tool_use_rate")),
+        "tools/use_rate": last_value(rows, "tools/use_rate"),
+        "eval/tool_use_rate": _last_eval(rows, "eval/tool_use_rate"),
         "memory/peak_total": peak_memory(rows).get("memory/peak_total"),
         "grad/noise_scale": last_value(rows, "grad/noise_scale"),
         "wall_s": summary.get("wall_s"),
