@@ -25,7 +25,7 @@ def build_char_tokenizer(extra_tags: tuple[str, ...] = ()) -> PreTrainedTokenize
     tags = [*FORMAT_TAGS, *extra_tags]
     vocab = {tok: i for i, tok in enumerate([PAD, BOS, EOS, UNK, *CHARACTERS, *tags])}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # "." would skip newlines
     core.decoder = decoders.Fuse()
     tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK)
     # Added tokens are matched before pre-tokenisation, so "<think>" never splits into characters.
@@ -45,6 +45,25 @@ CHATML = (
 )
 CHAT_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>"]
 
+# CHATML with the tool-calling branches of Qwen2.5-Instruct's template, reduced: an assistant turn's
+# calls as <tool_call> JSON lines, and each tool message as a user turn in <tool_response> tags.
+CHATML_TOOLS = (
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'assistant' and message.get('tool_calls') %}"
+    "{{ '<|im_start|>assistant\\n' + (message['content'] or '') }}"
+    "{%- for call in message['tool_calls'] %}"
+    "{{ '<tool_call>\\n' + (call['function'] | tojson) + '\\n</tool_call>' }}"
+    "{%- endfor %}"
+    "{{ '<|im_end|>\\n' }}"
+    "{%- elif message['role'] == 'tool' %}"
+    "{{ '<|im_start|>user\\n<tool_response>\\n' + message['content'] + '\\n</tool_response><|im_end|>\\n' }}"
+    "{%- else %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
 
 def build_chat_tokenizer(
     template: str = CHATML, bos: str | None = None, eos: str = "<|im_end|>"
@@ -55,7 +74,7 @@ def build_chat_tokenizer(
     whose EOS is not the end of a turn."""
     vocab = {tok: i for i, tok in enumerate([*CHAT_SPECIALS, *CHARACTERS])}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<|endoftext|>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # "." would skip newlines
     core.decoder = decoders.Fuse()
     tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<|endoftext|>", eos_token=eos, bos_token=bos)
     markers = [t for t in ("<|im_start|>", "<|im_end|>", "<|begin_of_text|>") if t != eos]

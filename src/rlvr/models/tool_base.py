@@ -29,8 +29,9 @@ from rlvr.tasks.arith import ArithSpec, expression, make_queries, worked_solutio
 from rlvr.types import Query
 
 NAME = "tiny-arith-tool"
-FORMAT_VERSION = 1
-"""Bump when the tokenizer or the warm-up code changes what a given recipe produces."""
+FORMAT_VERSION = 2
+"""Bump when the tokenizer or the warm-up code changes what a given recipe produces. 2: the char
+tokenizer keeps every newline a token (it had turned a run of them into <unk>)."""
 
 TASK = ArithSpec(operands=3, digits=2, max_value=9999)
 """Two-digit operands, intermediate values up to 9999: products such as 47*86 that tiny-arith never saw."""
