@@ -135,8 +135,8 @@ class RolloutConfig:
     """backend=vllm: share of GPU memory vLLM may take for weights and KV cache; the trainer needs the rest (TRL's colocate default)."""
     tools: Literal["none", "python"] = "none"
     """Tool use while the model reasons: none, or python (a call's code runs in the sandbox and what it prints is appended as an observation, masked out of the loss, the KL term and the entropy); max_new_tokens is then the budget of the whole trajectory, observations included; docs/tools.md."""
-    tool_format: Literal["tags", "fenced"] = "tags"
-    """How a tool call is written: tags (<tool_call>CODE</tool_call>, answered by <tool_response>OUTPUT</tool_response>) or fenced (a ```python block, answered by an ```output block)."""
+    tool_format: Literal["tags", "fenced", "chat"] = "tags"
+    """How a tool call is written: tags (<tool_call>CODE</tool_call>, answered by <tool_response>OUTPUT</tool_response>), fenced (a ```python block, answered by an ```output block), or chat (TRL's convention for instruct models: <tool_call>{"name": "python", "arguments": {"code": ...}}</tool_call> ends the turn and the chat template's tool message answers it; needs a template with tool calls)."""
     max_turns: int = 2
     """tools: model turns per completion; a call is run only if a turn is left to read its output (TRL's max_tool_calling_iterations + 1)."""
     tool_timeout_s: float = 2.0

@@ -4,6 +4,7 @@ models, the real sandbox."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -11,12 +12,15 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from rlvr.errors import UserError
 from rlvr.models import DERIVED, load_policy
 from rlvr.models.logprobs import token_logprobs
 from rlvr.models.tiny import TinyArch, build_tiny_llama
+from rlvr.models.tokenizer import CHATML_TOOLS, build_chat_tokenizer
 from rlvr.models.warmup import WarmupSpec, warm_up
 from rlvr.rollout.hf import sample_completions
-from rlvr.rollout.tools import ToolUse, sanitize, tool_metrics
+from rlvr.rollout.prompts import PromptFormat, prompt_token_ids
+from rlvr.rollout.tools import ToolUse, chat_call_in, chat_observation_ids, check_chat_tools, sanitize, tool_metrics
 from rlvr.sandbox.tool import FORMATS, ToolResult
 from rlvr.tasks.arith import ArithSpec, expression, make_queries
 from rlvr.types import Query
@@ -182,3 +186,82 @@ def test_a_fenced_call_ends_at_its_closing_fence_not_at_its_opening():
     assert fenced.call_in("text\n```python\nprint(1)\n```") == "print(1)"
     assert FORMATS["tags"].call_in("<tool_call>print(2)</tool_call> more") == "print(2)"
     assert FORMATS["tags"].call_in("</tool_call><tool_call>print(2)") is None
+
+
+def test_the_chat_format_ends_the_turn_and_answers_with_the_templates_tool_message():
+    """rollout.tool_format=chat, TRL's convention: the call is JSON in <tool_call> tags and ends the
+    assistant turn; the observation is the chat template's tool message and the next assistant
+    turn's opening (TRL's suffix ids), masked out; the model continues in a new turn."""
+    tok = build_chat_tokenizer(CHATML_TOOLS)
+    fmt = PromptFormat("chat")
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    queries = make_queries(4, split="train", seed=0, spec=ArithSpec(operands=2, digits=2, max_value=9999))
+
+    def pieces(query: Query) -> tuple[list[int], list[int], list[int], list[int]]:
+        answer = query.verifier["answer"]
+        call = {"name": "python", "arguments": {"code": f"print({query.prompt})"}}
+        return (
+            prompt_token_ids(tok, query.prompt, fmt),
+            tok(f"<tool_call>\n{json.dumps(call)}\n</tool_call>", add_special_tokens=False).input_ids + [end],
+            chat_observation_ids(tok, f"{answer}\n", end),
+            tok(f"<answer>{answer}</answer>", add_special_tokens=False).input_ids + [end],
+        )
+
+    rows = [pieces(q) for q in queries]
+    model = build_tiny_llama(
+        tok, TinyArch(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=2, max_positions=256), seed=0
+    )
+    ids = [sum(r, []) for r in rows]
+    labels = [[-100] * len(p) + c + [-100] * len(o) + f for p, c, o, f in rows]
+    width = max(len(x) for x in ids)
+    inputs = torch.tensor([x + [tok.pad_token_id] * (width - len(x)) for x in ids])
+    targets = torch.tensor([y + [-100] * (width - len(y)) for y in labels])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    torch.manual_seed(0)
+    for _ in range(250):  # learn the four trajectories by heart, the observation left out of the loss
+        model(input_ids=inputs, labels=targets).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    tools = ToolUse("chat", max_turns=2, slots=1)
+    try:
+        batch = sample_completions(
+            model, tok, queries, group_size=1, max_new_tokens=200, greedy=True, prompt_format=fmt, tools=tools
+        )
+    finally:
+        tools.close()
+    assert len(_called(batch)) == len(queries), batch.turns
+    for i, (query, (_, call, obs, final)) in enumerate(zip(queries, rows)):
+        first, second = batch.turns[i]
+        assert first["code"] == f"print({query.prompt})" and first["error"] == ""
+        got = batch.completion_ids[i, batch.completion_mask[i].bool()].tolist()
+        assert got == call + obs + final  # the call's turn, the template's tool message, the answer's turn
+        assert batch.completion_ids[i, first["end"] - 1] == end  # the call ended the turn
+        assert batch.tool_mask[i, first["obs_start"] : first["obs_end"]].tolist() == [0] * len(obs)
+        assert second["start"] == first["obs_end"] and batch.finish_reasons[i] == "stop"
+        assert batch.texts[i].endswith(f"<answer>{query.verifier['answer']}</answer>")
+        assert "<tool_response>" not in batch.texts[i]
+    logp, _ = token_logprobs(
+        model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
+    )
+    policy = batch.policy_mask.bool()
+    assert torch.allclose(logp.detach()[policy], batch.old_logp[policy], atol=1e-4)
+
+
+def test_the_chat_format_reads_json_calls_and_names_what_is_wrong():
+    assert chat_call_in('<tool_call>\n{"name": "python", "arguments": {"code": "print(1)"}}\n</tool_call>') == (
+        "print(1)",
+        "",
+    )
+    assert chat_call_in("no call here<|im_end|>") is None
+    assert chat_call_in("<tool_call>\nprint(1)\n</tool_call>") == ("", "the call is not JSON")
+    assert chat_call_in('<tool_call>{"name": "bash", "arguments": {}}</tool_call>') == ("", "the only tool is 'python'")
+    assert chat_call_in('<tool_call>{"name": "python", "arguments": {"cmd": 1}}</tool_call>')[1].startswith("expected")
+
+
+def test_the_chat_format_refuses_plain_prompts_and_templates_without_tools():
+    with pytest.raises(UserError, match="needs chat prompts"):
+        check_chat_tools(build_chat_tokenizer(CHATML_TOOLS), "plain")
+    with pytest.raises(UserError, match="does not render tool calls"):
+        check_chat_tools(build_chat_tokenizer(), "chat")  # CHATML without the tool branches
+    check_chat_tools(build_chat_tokenizer(CHATML_TOOLS), "chat")

@@ -56,6 +56,7 @@ def test_each_algorithm_trains_on_tool_rollouts(cli, tmp_path, preset):
         (["rollout.tool_timeout_s=0"], "rollout.tool_timeout_s must be > 0"),
         (["rollout.tool_format=xml"], "rollout.tool_format"),
         (["rollout.tools=bash"], "rollout.tools"),
+        (["rollout.tool_format=chat"], "rollout.tool_format=chat needs chat prompts"),  # tiny-arith-tool is plain
     ],
 )
 def test_settings_tool_rollouts_cannot_take_are_refused(cli, tmp_path, sets, message):

@@ -27,8 +27,8 @@ from transformers import (
 
 from rlvr.models import lean
 from rlvr.models.numerics import upcast
-from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, stop_token_ids
-from rlvr.rollout.tools import ToolUse, package_turns, sample_turns
+from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, resolve_style, stop_token_ids
+from rlvr.rollout.tools import ToolUse, check_chat_tools, package_turns, sample_turns
 from rlvr.types import Query, RolloutBatch
 
 
@@ -160,6 +160,8 @@ def _sample_with_tools(
 ) -> RolloutBatch:
     """Multi-turn trajectories (rollout/tools.py), each turn sampled from the exact ids so far by
     the lean sampler or `generate`."""
+    if tools.chat:
+        check_chat_tools(tokenizer, resolve_style(tokenizer, prompt_format))
     prompts = [prompt_token_ids(tokenizer, q.prompt, prompt_format) for q in queries]
     use_lean = lean.supports(model)
 

@@ -20,11 +20,13 @@ the model's answer.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
+from rlvr.errors import UserError
 from rlvr.sandbox.tool import FORMATS, PythonTool, ToolFormat, ToolResult, tool_limits
 
 if TYPE_CHECKING:
@@ -43,14 +45,17 @@ class ToolUse:
 
     def __init__(
         self,
-        fmt: ToolFormat,
+        fmt: ToolFormat | str,
         *,
         max_turns: int,
         timeout_s: float = 2.0,
         output_chars: int = 200,
         slots: int | None = None,
     ) -> None:
-        self.format = fmt
+        """`fmt`: a text format (FORMATS["tags"], FORMATS["fenced"]) or "chat" (TRL's convention: a
+        JSON call in the tags ends the turn, the answer is a `tool` message of the chat template)."""
+        self.chat = fmt == "chat"
+        self.format = FORMATS["tags"] if self.chat else fmt
         self.max_turns = max_turns
         self.output_chars = output_chars
         self.tool = PythonTool(tool_limits(timeout_s, OUTPUT_BYTES), slots=slots)
@@ -61,7 +66,7 @@ class ToolUse:
         if rollout.tools == "none":
             return None
         return cls(
-            FORMATS[rollout.tool_format],
+            "chat" if rollout.tool_format == "chat" else FORMATS[rollout.tool_format],
             max_turns=rollout.max_turns,
             timeout_s=rollout.tool_timeout_s,
             output_chars=rollout.tool_output_chars,
@@ -84,9 +89,11 @@ class CallWatcher:
     complete. Pieces are decoded one token at a time (cached per id): the markers are ASCII, which a
     single token decodes to exactly."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, fmt: ToolFormat, rows: int):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, fmt: ToolFormat, rows: int, *, stops: bool = True):
+        """`stops=False` (the chat format, whose calls end with the turn) only follows the text."""
         self.tokenizer = tokenizer
         self.format = fmt
+        self.stops = stops
         self.text = [""] * rows
         self.ended = [-1] * rows  # the step (column of the turn) whose token completed a call
         self.step = [0] * rows
@@ -105,6 +112,9 @@ class CallWatcher:
                 done.append(True)
                 continue
             self.text[row] += self.piece(token)
+            if not self.stops:
+                done.append(False)
+                continue
             if self.format.call_close in self.text[row] and self.format.call_in(self.text[row]) is not None:
                 self.ended[row] = self.step[row]
             self.step[row] += 1
@@ -130,10 +140,89 @@ def sanitize(output: str, tokenizer: PreTrainedTokenizerBase) -> str:
     return output
 
 
-def observation_ids(tokenizer: PreTrainedTokenizerBase, tools: ToolUse, result: ToolResult) -> list[int]:
-    """The observation's token ids, tokenized once, on their own."""
-    text = tools.format.observation(tools.clip(sanitize(result.output, tokenizer)))
-    return tokenizer(text, add_special_tokens=False).input_ids
+def observation_ids(
+    tokenizer: PreTrainedTokenizerBase, tools: ToolUse, result: ToolResult, end_id: int | None = None
+) -> list[int]:
+    """The observation's token ids, tokenized once, on their own; in the chat format, the chat
+    template's tool message after the turn that ended with `end_id` (`chat_observation_ids`)."""
+    output = tools.clip(sanitize(result.output, tokenizer))
+    if tools.chat:
+        return chat_observation_ids(tokenizer, output, end_id)
+    return tokenizer(tools.format.observation(output), add_special_tokens=False).input_ids
+
+
+TOOL_NAME = "python"
+"""The chat format's one tool: TRL's `tools=[python]` for `def python(code: str) -> str`."""
+
+
+def _chat_call(code: str = "") -> list[dict]:
+    return [{"type": "function", "function": {"name": TOOL_NAME, "arguments": {"code": code}}}]
+
+
+def chat_observation_ids(tokenizer: PreTrainedTokenizerBase, output: str, end_id: int | None) -> list[int]:
+    """What follows an assistant turn that called the tool and ended with `end_id`: the template's
+    `tool` message with `output`, and the next assistant turn's opening. TRL's rule
+    (`GRPOTrainer._get_tool_suffix_ids`): render a conversation up to the call, and the same one
+    with the tool message and a generation prompt; the ids after the prefix, cut at its last
+    end-of-turn token, are the observation."""
+    messages = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "", "tool_calls": _chat_call()}]
+    tool = {"role": "tool", "name": TOOL_NAME, "content": output}
+    prefix = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False)
+    full = tokenizer.apply_chat_template(
+        [*messages, tool], tokenize=True, add_generation_prompt=True, return_dict=False
+    )
+    ends = [i for i, token in enumerate(prefix) if token == end_id]
+    if not ends or full[: ends[-1] + 1] != prefix[: ends[-1] + 1]:
+        raise UserError(
+            "rollout.tool_format=chat: the chat template does not end the assistant's tool call with the token "
+            f"its turns stop at (id {end_id}), or renders it differently once a tool message follows; use "
+            "rollout.tool_format=tags"
+        )
+    return full[ends[-1] + 1 :]
+
+
+def check_chat_tools(tokenizer: PreTrainedTokenizerBase, style: str) -> None:
+    """UserError unless the chat format can run with this tokenizer: chat prompts, and a template
+    that renders the call's arguments and the tool message (TRL's `supports_tool_calling`)."""
+    name = getattr(tokenizer, "name_or_path", "") or "this model"
+    if style != "chat":
+        raise UserError(
+            f"rollout.tool_format=chat needs chat prompts, but model {name} is prompted plain (no chat template, "
+            "or task.prompt_format=plain); use rollout.tool_format=tags"
+        )
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": _chat_call("rlvr_code_probe")},
+        {"role": "tool", "name": TOOL_NAME, "content": "rlvr_output_probe"},
+    ]
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False)
+    except Exception as error:  # a template without tool branches may raise on the tool role
+        text = f"{type(error).__name__}"
+    if "rlvr_code_probe" not in text or "rlvr_output_probe" not in text:
+        raise UserError(
+            f"rollout.tool_format=chat: the chat template of model {name} does not render tool calls and tool "
+            "messages (TRL requires the same); use rollout.tool_format=tags"
+        )
+
+
+def chat_call_in(turn: str) -> tuple[str, str] | None:
+    """(code, problem) of the first tool call in a chat-format turn, or None when it has none: the
+    call is `<tool_call>{"name": "python", "arguments": {"code": "..."}}</tool_call>` (Qwen2.5's and
+    Hermes' layout); `problem` names what is wrong with a call that cannot run ("" when none is)."""
+    body = FORMATS["tags"].call_in(turn)
+    if body is None:
+        return None
+    try:
+        call = json.loads(body)
+    except ValueError:
+        return "", "the call is not JSON"
+    arguments = call.get("arguments") if isinstance(call, dict) else None
+    if not isinstance(call, dict) or call.get("name") != TOOL_NAME:
+        return "", f"the only tool is {TOOL_NAME!r}"
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("code"), str):
+        return "", 'expected arguments {"code": "..."}'
+    return arguments["code"], ""
 
 
 @dataclass
@@ -167,13 +256,14 @@ def sample_turns(
     for turn in range(tools.max_turns):
         if not active:
             break
-        watcher = CallWatcher(tokenizer, tools.format, len(active))
+        watcher = CallWatcher(tokenizer, tools.format, len(active), stops=not tools.chat)
         budget = max(max_new_tokens - len(rows[i].ids) for i in active)
         if turn == 0:
             ids, logp = generate(prompts, group_size, budget, watcher)  # [n, t] the G rows share a prompt
         else:
             ids, logp = generate([prompts[i // group_size] + rows[i].ids for i in active], 1, budget, watcher)
         calls: list[tuple[int, str]] = []
+        bad: dict[int, str] = {}  # chat-format calls that cannot run: what is wrong with them
         for k, i in enumerate(active):
             row, left = rows[i], max_new_tokens - len(rows[i].ids)
             sampled = ids[k].tolist()
@@ -187,16 +277,27 @@ def sample_turns(
             if cut < end or (end == len(sampled) and sampled[end - 1] not in stop and watcher.ended[k] < 0):
                 row.finish = "length"  # the budget ran out inside the turn
             elif sampled[end - 1] in stop:
-                row.finish = "stop"
+                call = chat_call_in(watcher.text[k]) if tools.chat else None
+                if call is None:
+                    row.finish = "stop"
+                elif turn == tools.max_turns - 1:  # TRL's last iteration: the turn ended on its own
+                    row.finish = "stop"
+                    row.turns[-1]["call_not_run"] = True
+                else:
+                    row.turns[-1]["end_id"] = sampled[end - 1]
+                    calls.append((i, call[0]))
+                    if call[1]:
+                        bad[i] = call[1]
             elif turn == tools.max_turns - 1:
                 row.finish = "length"  # a call with no turn left to read its output: not run
                 row.turns[-1]["call_not_run"] = True
             else:
                 calls.append((i, tools.format.call_in(watcher.text[k]) or ""))
-        results = tools.run([code for _, code in calls])
+        ran = iter(tools.run([code for i, code in calls if i not in bad]))
+        results = [ToolResult(f"ToolError: {bad[i]}\n", "bad_call") if i in bad else next(ran) for i, _ in calls]
         for (i, code), result in zip(calls, results):
             row = rows[i]
-            obs = observation_ids(tokenizer, tools, result)
+            obs = observation_ids(tokenizer, tools, result, row.turns[-1].pop("end_id", None))
             record = {"code": code, "output": result.output, "error": result.error}
             if len(row.ids) + len(obs) >= max_new_tokens:  # no room left for it and a reply (TRL drops it too)
                 row.finish = "length"

@@ -64,7 +64,8 @@ class ToolResult:
     output: str
     """Its stdout (decoded, invalid UTF-8 replaced), followed by the error line if it failed."""
     error: str = ""
-    """"" when it ran to the end; else "raised", "timeout", "output_limit" or "infrastructure"."""
+    """"" when it ran to the end; else "raised", "timeout", "output_limit" or "infrastructure"; and
+    "bad_call" for a chat-format call that could not be read (rollout/tools.py; nothing ran)."""
     elapsed_s: float = 0.0
 
 
