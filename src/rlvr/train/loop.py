@@ -193,10 +193,16 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     start = time.perf_counter()
     out_dir = Path(out_dir)
     main = world().is_main  # under accelerate/torchrun only rank 0 evaluates and writes (train/distributed.py)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = progress and main
     say = print if progress else (lambda *_: None)
-    trainer = Trainer(cfg, out_dir, resume=resume)  # loads task and model first: a bad one leaves no run behind
+    try:
+        trainer = Trainer(cfg, out_dir, resume=resume)  # loads task and model first: a bad one leaves no run behind
+    except BaseException:
+        if created and main and not any(out_dir.iterdir()):
+            out_dir.rmdir()  # nor an empty directory
+        raise
     if main:
         (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     log = (
