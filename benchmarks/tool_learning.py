@@ -7,7 +7,7 @@ Each seed is one real `rlvr train --config configs/arith-tool.yaml --seed S`: GR
 arithmetic with two-digit operands (task.digits=2, values up to 9999), rollouts with the python
 tool (rollout.tools=python, tags, 2 turns), a correct-answer reward. The base (shipped,
 models/tool_base.py) calls the tool on about a fifth of its samples and is right on nearly all of
-them, and on few of the rest. Printed per seed: held-out pass@1 (4 samples at T=1), greedy and the
+them, and on few of the rest (printed first, from 800 held-out samples). Printed per seed: held-out pass@1 (4 samples at T=1), greedy and the
 share of samples that ran a tool call, base and final, and the wall time; then the means and
 standard deviations. OUT/results.json keeps every run's summary.
 """
@@ -26,6 +26,39 @@ from learning import train  # noqa: E402  (benchmarks/ is not a package)
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "arith-tool.yaml"
 
 
+def base_split(queries: int = 100, samples: int = 8) -> str:
+    """The base's held-out accuracy among its samples that called the tool and among the rest
+    (`queries` held-out queries x `samples` tool rollouts at T = 1, seed 0)."""
+    import torch
+
+    from rlvr.models import DERIVED, load_policy
+    from rlvr.rollout.hf import sample_completions
+    from rlvr.rollout.tools import FORMATS, ToolUse
+    from rlvr.tasks.arith import make_queries
+    from rlvr.verifiers import RewardFunction
+
+    model, tok = load_policy("tiny-arith-tool")
+    tools = ToolUse(FORMATS["tags"], max_turns=2)
+    try:
+        torch.manual_seed(0)
+        heldout = make_queries(queries, split="heldout", seed=0, spec=DERIVED["tiny-arith-tool"].TASK)
+        batch = sample_completions(model, tok, heldout, group_size=samples, max_new_tokens=48, tools=tools)
+    finally:
+        tools.close()
+    scored = RewardFunction().score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+    called = [any("obs_start" in t for t in turns) for turns in batch.turns]
+    right = [s.correct for s in scored]
+
+    def share(rows: list[bool]) -> float:
+        return 100 * sum(rows) / max(len(rows), 1)
+
+    return (
+        f"base, {len(called)} held-out samples: called the tool on {share(called):.1f}%; right on "
+        f"{share([r for r, c in zip(right, called) if c]):.1f}% of those, "
+        f"{share([r for r, c in zip(right, called) if not c]):.1f}% of the rest"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -33,6 +66,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="default: the config's train.steps")
     args = parser.parse_args()
     overrides = [f"train.steps={args.steps}"] if args.steps else []
+    print(base_split(), flush=True)
     rows = []
     for seed in args.seeds:
         s = train("tiny-arith-tool", args.out / f"seed{seed}", seed, overrides, config=CONFIG)
