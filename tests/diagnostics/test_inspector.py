@@ -200,3 +200,23 @@ def test_ppo_and_dpo_captures_render_their_own_records(preset, base_model_dir, t
     shown = json.loads(done.stdout)
     assert ("pair" in shown["options"]) == (preset == "dpo")
     assert ("mean over the M pairs" in shown["stage4"]) == (preset == "dpo")
+
+
+def test_a_replay_builds_the_loss_as_the_step_does(base_model_dir, tmp_path):
+    # DAPO's overlong filter drops truncated completions from the loss; the replay takes the
+    # step's own inputs (train/step.py policy_gradient_inputs), so it reproduces the captured
+    # gradient, and turning the filter off brings the truncated completions back.
+    sets = [f"model.name={base_model_dir}", *SMALL, "algo.overlong_filter=true", "rollout.max_new_tokens=20"]
+    capture = inspect_config(load_config(None, sets), tmp_path)
+    write_capture(capture, tmp_path)
+    capture = json.loads((tmp_path / "capture.json").read_text())
+    reasons = [c["finish_reason"] for c in capture["completions"]]
+    assert "length" in reasons and "stop" in reasons  # some completions are filtered, not all
+    same = replay(capture, tmp_path, ["algo.overlong_filter=true"])
+    assert same["loss_before"] == pytest.approx(capture["loss"], abs=1e-6)
+    assert same["grad_norm_before"] == pytest.approx(capture["grad_norm"], rel=1e-4)
+    unfiltered = replay(capture, tmp_path, ["algo.overlong_filter=false"])
+    assert unfiltered["grad_difference_norm"] > 1e-6
+    weights = torch.tensor(unfiltered["token_weight"])  # [N, T] the unfiltered loss pushes truncated rows too
+    truncated = torch.tensor([r == "length" for r in reasons])
+    assert weights[truncated].abs().sum() > 0

@@ -112,7 +112,7 @@ def measure_group_size(trainer: Trainer, group_size: int, batches: int) -> Group
         timer = Timer()
         rollouts = collect_rollouts(ctx, index, queries, timer)
         ref_logp = reference_logp(ctx, rollouts.batch, timer)  # [N, T] or None
-        inputs = policy_gradient_inputs(ctx, rollouts, ref_logp, timer)
+        inputs = policy_gradient_inputs(ctx.cfg, ctx.policy, rollouts, ref_logp, timer)
         small_sq, mean_gradient = prompt_gradients(ctx, inputs, reader, ref_logp)
         found = estimate_noise(small_sq, reader.sq_norm(mean_gradient), 1, len(inputs.batch.queries))
         traces.append(found.trace)

@@ -2,8 +2,8 @@
 reference log-probs, same policy weights; what changes is only what `algo.*` changes.
 
 Both the captured setting and the new one are recomputed here with the trainer's own
-`accumulate_policy_gradient`, so the gradients are compared like with like (and the captured
-loss is reproduced as a check). Advantages are recomputed from the captured rewards with the new
+`policy_gradient_inputs` and `accumulate_policy_gradient`, so the gradients are compared like with
+like (and the captured loss is reproduced as a check). Advantages are recomputed from the captured rewards with the new
 algorithm's estimator (RLOO and REINFORCE++ differ from GRPO there). With LoRA the policy is
 rebuilt as the trainer holds it, the base model with the captured adapters, and the gradients are
 the adapters' alone.
@@ -25,6 +25,9 @@ from rlvr.diagnostics.inspector import InspectError
 from rlvr.diagnostics.terms import LossInputs, loss_terms
 from rlvr.models import load_policy
 from rlvr.models.lora import add_lora, load_adapter
+from rlvr.train.context import Timer
+from rlvr.train.rollouts import Rollouts
+from rlvr.train.step import policy_gradient_inputs
 from rlvr.train.update import accumulate_policy_gradient, reference_logprobs
 
 REPLAYABLE = ("algo",)
@@ -80,30 +83,33 @@ def captured_policy(weights: Path, cfg: RunConfig) -> PreTrainedModel:
 
 
 def _evaluate(policy, batch, rewards, ref_logp, cfg: RunConfig) -> dict[str, Any]:
+    """The update `cfg` makes of the batch, built as the step builds it (train/step.py
+    `policy_gradient_inputs`: advantages, KL in the reward, TIS, DAPO's overlong filter)."""
     advantages, _ = ALGORITHMS[cfg.algo.algorithm].advantages(
         rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
-    )  # [B, G]
+    )  # [B, G] shown beside the change; the loss takes the step's own inputs below
+    fed = policy_gradient_inputs(cfg, policy, Rollouts(batch, [], rewards), ref_logp, Timer())
+    mask = fed.batch.policy_mask if fed.mask is None else fed.mask  # [N, T]
     policy.zero_grad(set_to_none=True)
-    recorder = LogpRecorder(batch)
+    recorder = LogpRecorder(fed.batch)
     update = accumulate_policy_gradient(
         policy,
-        batch,
-        advantages.flatten(),
+        fed.batch,
+        fed.advantages,
         ref_logp,
         cfg.algo,
         temperature=cfg.rollout.temperature,
         max_new_tokens=cfg.rollout.max_new_tokens,
         micro_batch_size=cfg.optim.micro_batch_size,
         on_micro_batch=recorder,
+        loss_mask=fed.mask,
     )
     params = [p for p in policy.parameters() if p.requires_grad]
     gradient = torch.cat(
         [torch.zeros(p.numel()) if p.grad is None else p.grad.detach().flatten().cpu() for p in params]
     ).double()  # [D] the full gradient, before clipping
     policy.zero_grad(set_to_none=True)
-    inputs = LossInputs(
-        recorder.logp, batch.old_logp, ref_logp, advantages.flatten(), batch.policy_mask, cfg.rollout.max_new_tokens
-    )
+    inputs = LossInputs(recorder.logp, fed.batch.old_logp, ref_logp, fed.advantages, mask, cfg.rollout.max_new_tokens)
     return {"loss": update.loss, "advantages": advantages, "terms": loss_terms(cfg.algo, inputs), "gradient": gradient}
 
 

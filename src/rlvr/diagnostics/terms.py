@@ -24,8 +24,8 @@ class LossInputs:
     logp: torch.Tensor  # [N, T] log π_θ (as the trainer's micro-batches computed it)
     old_logp: torch.Tensor  # [N, T] log π_old, from the sampler
     ref_logp: torch.Tensor | None  # [N, T] log π_ref, None when β = 0 and no reference is held
-    advantages: torch.Tensor  # [N]
-    mask: torch.Tensor  # [N, T]
+    advantages: torch.Tensor  # [N], or [N, T] with KL in the reward or TIS weights
+    mask: torch.Tensor  # [N, T] the loss's tokens
     max_tokens: int
     """rollout.max_new_tokens (the "constant" aggregation's normaliser)."""
 

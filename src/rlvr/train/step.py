@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -34,6 +34,11 @@ from rlvr.train.tis import tis_correction
 from rlvr.train.update import accumulate_policy_gradient, optimizer_step
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from rlvr.config import RunConfig
 
 Update = Callable[[StepContext, Rollouts, "torch.Tensor | None", Timer, StepObserver], dict[str, float]]
 """fn(ctx, rollouts, ref_logp [N, T] or None, timer, observer) -> the update's metrics."""
@@ -92,12 +97,13 @@ class LossInputs:
 
 
 def policy_gradient_inputs(
-    ctx: StepContext, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer
+    cfg: RunConfig, policy: PreTrainedModel, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer
 ) -> LossInputs:
-    """Advantages from the algorithm's estimator, the KL in the reward if so placed, TIS weights,
-    and the loss mask: everything the policy loss takes besides the policy's own log-probs. The
-    step and `rlvr grad-variance` (diagnostics/group_size.py) both build their losses from this."""
-    cfg, batch = ctx.cfg, rollouts.batch
+    """Advantages from the algorithm's estimator, the KL in the reward if so placed, TIS weights
+    (a no-grad forward of `policy`), and the loss mask: everything the policy loss takes besides the
+    policy's own log-probs. The step, `rlvr grad-variance` (diagnostics/group_size.py) and the
+    inspector's replay (diagnostics/replay.py) all build their losses from this."""
+    batch = rollouts.batch
     advantages, stats = ALGORITHMS[cfg.algo.algorithm].advantages(
         rollouts.rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards
     )  # [B, G]
@@ -105,7 +111,7 @@ def policy_gradient_inputs(
     if ref_logp is not None and cfg.algo.kl_placement == "reward":
         kl = KL_ESTIMATORS[cfg.algo.kl_estimator](batch.old_logp, ref_logp)  # [N, T] at sampling time
         advantages = kl_in_reward_advantages(advantages, kl, batch.policy_mask, beta=cfg.algo.beta)  # [N, T]
-    batch, advantages, tis = tis_correction(ctx, batch, advantages, timer)  # algo.tis_cap (train/tis.py)
+    batch, advantages, tis = tis_correction(cfg, policy, batch, advantages, timer)  # algo.tis_cap (train/tis.py)
     return LossInputs(batch, advantages, loss_mask(batch, cfg.algo.overlong_filter), stats, tis)
 
 
@@ -114,7 +120,7 @@ def policy_gradient_update(
 ) -> dict[str, float]:
     """The clipped policy loss and AdamW for each of algo.num_iterations; returns the update's metrics."""
     cfg = ctx.cfg
-    inputs = policy_gradient_inputs(ctx, rollouts, ref_logp, timer)
+    inputs = policy_gradient_inputs(cfg, ctx.policy, rollouts, ref_logp, timer)
     batch = inputs.batch
     observer.advantages(
         batch, inputs.advantages, batch.policy_mask if inputs.mask is None else inputs.mask, inputs.stats

@@ -9,29 +9,35 @@ w = min(π_θ_old / π_sampler, C).
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import torch
 
 from rlvr.algos.tis import tis_advantages, tis_weights
-from rlvr.train.context import StepContext, Timer
+from rlvr.train.context import Timer
 from rlvr.train.update import reference_logprobs
 from rlvr.types import RolloutBatch
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from rlvr.config import RunConfig
+
 
 def tis_correction(
-    ctx: StepContext, batch: RolloutBatch, advantages: torch.Tensor, timer: Timer
+    cfg: RunConfig, policy: PreTrainedModel, batch: RolloutBatch, advantages: torch.Tensor, timer: Timer
 ) -> tuple[RolloutBatch, torch.Tensor, dict[str, float]]:
     """(batch with old_logp = log π_θ_old, advantages [N, T] weighted by w, sampling/* metrics);
     the inputs unchanged and no metrics when algo.tis_cap = 0."""
-    cap = ctx.cfg.algo.tis_cap
+    cap = cfg.algo.tis_cap
     if cap <= 0:
         return batch, advantages, {}
     with timer.phase("tis_forward"):
         trainer_logp = reference_logprobs(
-            ctx.policy,
+            policy,
             batch,
-            temperature=ctx.cfg.rollout.temperature,
-            micro_batch_size=ctx.cfg.optim.micro_batch_size,
+            temperature=cfg.rollout.temperature,
+            micro_batch_size=cfg.optim.micro_batch_size,
         )  # [N, T] log π_θ_old, the weights that sampled (synced into the sampler after the last update)
     weight, stats = tis_weights(trainer_logp, batch.old_logp, batch.policy_mask, cap=cap)  # [N, T]
     corrected = dataclasses.replace(batch, old_logp=trainer_logp)
