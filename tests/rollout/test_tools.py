@@ -203,7 +203,7 @@ def test_the_chat_format_ends_the_turn_and_answers_with_the_templates_tool_messa
         return (
             prompt_token_ids(tok, query.prompt, fmt),
             tok(f"<tool_call>\n{json.dumps(call)}\n</tool_call>", add_special_tokens=False).input_ids + [end],
-            chat_observation_ids(tok, f"{answer}\n", end),
+            chat_observation_ids(tok, f"{answer}\n"),
             tok(f"<answer>{answer}</answer>", add_special_tokens=False).input_ids + [end],
         )
 
@@ -264,4 +264,10 @@ def test_the_chat_format_refuses_plain_prompts_and_templates_without_tools():
         check_chat_tools(build_chat_tokenizer(CHATML_TOOLS), "plain")
     with pytest.raises(UserError, match="does not render tool calls"):
         check_chat_tools(build_chat_tokenizer(), "chat")  # CHATML without the tool branches
+    plain_end = CHATML_TOOLS.replace(
+        "'<|im_end|>\\n' }}{%- elif", "'END\\n' }}{%- elif"
+    )  # a call's turn closed by text
+    assert plain_end != CHATML_TOOLS
+    with pytest.raises(UserError, match="does not end the assistant's tool call"):
+        check_chat_tools(build_chat_tokenizer(plain_end), "chat")
     check_chat_tools(build_chat_tokenizer(CHATML_TOOLS), "chat")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlvr.errors import UserError
+from rlvr.rollout.prompts import end_of_turn_id
 from rlvr.sandbox.tool import FORMATS, PythonTool, ToolFormat, ToolResult, tool_limits
 
 if TYPE_CHECKING:
@@ -140,14 +141,12 @@ def sanitize(output: str, tokenizer: PreTrainedTokenizerBase) -> str:
     return output
 
 
-def observation_ids(
-    tokenizer: PreTrainedTokenizerBase, tools: ToolUse, result: ToolResult, end_id: int | None = None
-) -> list[int]:
+def observation_ids(tokenizer: PreTrainedTokenizerBase, tools: ToolUse, result: ToolResult) -> list[int]:
     """The observation's token ids, tokenized once, on their own; in the chat format, the chat
-    template's tool message after the turn that ended with `end_id` (`chat_observation_ids`)."""
+    template's tool message (`chat_observation_ids`)."""
     output = tools.clip(sanitize(result.output, tokenizer))
     if tools.chat:
-        return chat_observation_ids(tokenizer, output, end_id)
+        return chat_observation_ids(tokenizer, output)
     return tokenizer(tools.format.observation(output), add_special_tokens=False).input_ids
 
 
@@ -159,12 +158,13 @@ def _chat_call(code: str = "") -> list[dict]:
     return [{"type": "function", "function": {"name": TOOL_NAME, "arguments": {"code": code}}}]
 
 
-def chat_observation_ids(tokenizer: PreTrainedTokenizerBase, output: str, end_id: int | None) -> list[int]:
-    """What follows an assistant turn that called the tool and ended with `end_id`: the template's
-    `tool` message with `output`, and the next assistant turn's opening. TRL's rule
-    (`GRPOTrainer._get_tool_suffix_ids`): render a conversation up to the call, and the same one
-    with the tool message and a generation prompt; the ids after the prefix, cut at its last
-    end-of-turn token, are the observation."""
+def chat_observation_ids(tokenizer: PreTrainedTokenizerBase, output: str) -> list[int]:
+    """What follows an assistant turn that called the tool: the template's `tool` message with
+    `output`, and the next assistant turn's opening. TRL's rule (`GRPOTrainer._get_tool_suffix_ids`):
+    render a conversation up to the call, and the same one with the tool message and a generation
+    prompt; the ids after the prefix, cut at its last end-of-turn token (the template's, else EOS),
+    are the observation, whichever stop token the model ended its turn with."""
+    end_id = end_of_turn_id(tokenizer) or tokenizer.eos_token_id
     messages = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "", "tool_calls": _chat_call()}]
     tool = {"role": "tool", "name": TOOL_NAME, "content": output}
     prefix = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False)
@@ -172,10 +172,11 @@ def chat_observation_ids(tokenizer: PreTrainedTokenizerBase, output: str, end_id
         [*messages, tool], tokenize=True, add_generation_prompt=True, return_dict=False
     )
     ends = [i for i, token in enumerate(prefix) if token == end_id]
-    if not ends or full[: ends[-1] + 1] != prefix[: ends[-1] + 1]:
+    after = tokenizer.decode(prefix[ends[-1] + 1 :]) if ends else ""  # only what follows the turn's end (a newline)
+    if not ends or after.strip() or full[: ends[-1] + 1] != prefix[: ends[-1] + 1]:
         raise UserError(
-            "rollout.tool_format=chat: the chat template does not end the assistant's tool call with the token "
-            f"its turns stop at (id {end_id}), or renders it differently once a tool message follows; use "
+            "rollout.tool_format=chat: the chat template does not end the assistant's tool call with its end of "
+            f"turn (id {end_id}), or renders the call differently once a tool message follows; use "
             "rollout.tool_format=tags"
         )
     return full[ends[-1] + 1 :]
@@ -204,6 +205,7 @@ def check_chat_tools(tokenizer: PreTrainedTokenizerBase, style: str) -> None:
             f"rollout.tool_format=chat: the chat template of model {name} does not render tool calls and tool "
             "messages (TRL requires the same); use rollout.tool_format=tags"
         )
+    chat_observation_ids(tokenizer, "rlvr_output_probe")  # the template's end of turn cuts it cleanly
 
 
 def chat_call_in(turn: str) -> tuple[str, str] | None:
@@ -284,7 +286,6 @@ def sample_turns(
                     row.finish = "stop"
                     row.turns[-1]["call_not_run"] = True
                 else:
-                    row.turns[-1]["end_id"] = sampled[end - 1]
                     calls.append((i, call[0]))
                     if call[1]:
                         bad[i] = call[1]
@@ -297,7 +298,7 @@ def sample_turns(
         results = [ToolResult(f"ToolError: {bad[i]}\n", "bad_call") if i in bad else next(ran) for i, _ in calls]
         for (i, code), result in zip(calls, results):
             row = rows[i]
-            obs = observation_ids(tokenizer, tools, result, row.turns[-1].pop("end_id", None))
+            obs = observation_ids(tokenizer, tools, result)
             record = {"code": code, "output": result.output, "error": result.error}
             if len(row.ids) + len(obs) >= max_new_tokens:  # no room left for it and a reply (TRL drops it too)
                 row.finish = "length"
