@@ -271,3 +271,42 @@ def test_the_chat_format_refuses_plain_prompts_and_templates_without_tools():
     with pytest.raises(UserError, match="does not end the assistant's tool call"):
         check_chat_tools(build_chat_tokenizer(plain_end), "chat")
     check_chat_tools(build_chat_tokenizer(CHATML_TOOLS), "chat")
+
+
+@pytest.fixture(scope="module")
+def greedy_caller():
+    """The tool base after a short warm-up on tool solutions alone: its greedy completions call."""
+    model, tok = load_policy("tiny-arith-tool")
+    fmt = FORMATS["tags"]
+
+    def solution(query: Query, rng: random.Random) -> list[tuple[str, bool]]:
+        answer = query.verifier["answer"]
+        call = f"<think>{fmt.call_open}print({query.prompt}){fmt.call_close}"
+        return [(call, True), (fmt.observation(f"{answer}\n"), False), (f"</think><answer>{answer}</answer>", True)]
+
+    train = make_queries(200, split="train", seed=0, spec=TASK)
+    warm_up(model, tok, train, solution, WarmupSpec(steps=40, batch_size=32, lr=1e-3, warmup_steps=5))
+    return model, tok
+
+
+@pytest.mark.parametrize("max_new_tokens", [48, 22])
+def test_both_samplers_cut_and_mask_a_trajectory_by_the_same_rules(greedy_caller, tags, max_new_tokens):
+    """One code path decides truncation and masking (rollout/tools.py sample_turns) for the lean
+    sampler and transformers' generate: greedy trajectories agree token for token, with the same
+    masks, turns and finish reasons, with room for a call's output (48) and without (22)."""
+    model, tok = greedy_caller
+    queries = make_queries(16, split="heldout", seed=1, spec=TASK)
+    batches = {}
+    for forward in ("lean", "hf"):
+        model.rlvr_forward = forward
+        batches[forward] = sample_completions(
+            model, tok, queries, group_size=1, max_new_tokens=max_new_tokens, greedy=True, tools=tags
+        )
+    model.rlvr_forward = "auto"
+    lean, hf = batches["lean"], batches["hf"]
+    dropped = [i for i, t in enumerate(lean.turns) if t[-1].get("dropped")]
+    assert (len(_called(lean)) if max_new_tokens == 48 else len(dropped)) >= len(queries) // 2  # calls, run or dropped
+    assert torch.equal(lean.completion_ids, hf.completion_ids)
+    assert torch.equal(lean.completion_mask, hf.completion_mask) and torch.equal(lean.tool_mask, hf.tool_mask)
+    assert lean.turns == hf.turns and lean.finish_reasons == hf.finish_reasons and lean.texts == hf.texts
+    assert torch.allclose(lean.old_logp, hf.old_logp, atol=1e-4)
