@@ -43,7 +43,7 @@ from rlvr.models import load_policy
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.rollout.tools import ToolUse, observation_ids, sanitize
 from rlvr.sandbox import SandboxLimits, bwrap
-from rlvr.sandbox.tool import FORMATS, TOOL_TAGS, PythonTool, ToolResult, tool_limits
+from rlvr.sandbox.tool import FORMATS, PROCESSES, TOOL_TAGS, PythonTool, ToolResult, tool_limits
 from rlvr.types import Query, Verdict
 from rlvr.verifiers.python import PythonVerifier
 
@@ -742,6 +742,23 @@ def test_observations_carry_no_special_or_tag_token(tags_tools, tokenizer) -> No
         fenced.close()
 
 
+def test_a_call_runs_no_more_than_its_processes(tool) -> None:
+    """The process cap is what bounds a call's memory as a whole (PROCESSES x 512 MB): children past
+    it fail to start, and the next call starts its own again."""
+    code = (
+        "import os, time\nn = 0\n"
+        "try:\n"
+        "    for _ in range(64):\n"
+        "        if os.fork() == 0:\n            time.sleep(2)\n            os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError:\n    pass\n"
+        "print(n)"
+    )
+    first, second = _run(tool, [code, code])
+    for result in (first, second):
+        assert result.error == "" and 1 <= int(result.output) <= PROCESSES - 1, result
+
+
 # --- weaknesses that need changes outside the tool -------------------------------------------------
 
 
@@ -804,7 +821,7 @@ def test_cleaning_up_after_a_call_costs_no_more_than_its_budget() -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="VULNERABILITY (bwrap.py / pool.py): memory_mb is RLIMIT_AS per process; a call's processes "
-    "together hold up to processes x memory_mb (32 x 512 MB for a tool call) with no cgroup to bound "
+    "together hold up to processes x memory_mb (8 x 512 MB for a tool call) with no cgroup to bound "
     "them, which is host memory: a batch of such calls can exhaust the machine",
 )
 def test_a_call_holds_no_more_than_its_memory_limit() -> None:

@@ -69,9 +69,17 @@ class ToolResult:
     elapsed_s: float = 0.0
 
 
+PROCESSES = 8
+"""Processes (threads included) one call may run. Memory is capped per process (RLIMIT_AS, 512 MB),
+so this is what bounds a call's memory as a whole: 4 GB, not the 16 GB of the default 32."""
+
+
 def tool_limits(wall_s: float, output_bytes: int) -> SandboxLimits:
-    """A call's limits: the verifiers' defaults with the call's own wall clock and output cap."""
-    return SandboxLimits(wall_s=wall_s, cpu_s=max(1, int(wall_s + 0.999)), output_bytes=output_bytes)
+    """A call's limits: the verifiers' defaults with the call's own wall clock and output cap, and
+    at most PROCESSES processes."""
+    return SandboxLimits(
+        wall_s=wall_s, cpu_s=max(1, int(wall_s + 0.999)), output_bytes=output_bytes, processes=PROCESSES
+    )
 
 
 class PythonTool:
