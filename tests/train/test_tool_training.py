@@ -67,3 +67,16 @@ def test_settings_tool_rollouts_cannot_take_are_refused(cli, tmp_path, sets, mes
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()  # nothing written
+
+
+def test_a_machine_whose_sandbox_cannot_run_refuses_tool_rollouts_by_name(cli, tmp_path, monkeypatch):
+    # As on a machine without bubblewrap (tests/sandbox/test_bwrap.py does the same for verifiers):
+    # the run stops before any model work, with the sandbox's own reason, and leaves nothing.
+    from rlvr.sandbox import bwrap
+
+    monkeypatch.setattr(bwrap, "TOOL_PATH", str(tmp_path))  # no bwrap, prlimit or setpriv here
+    monkeypatch.setattr(bwrap, "_HOST", None)
+    done = cli("train", "--config", str(ROOT / "configs/arith-tool.yaml"), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "rollout.tools=python runs each call in the sandbox" in done.stderr and "bubblewrap" in done.stderr
+    assert not (tmp_path / "run").exists()

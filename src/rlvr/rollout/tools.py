@@ -28,6 +28,8 @@ import torch
 
 from rlvr.errors import UserError
 from rlvr.rollout.prompts import end_of_turn_id
+from rlvr.sandbox import SandboxUnavailable
+from rlvr.sandbox.bwrap import find_host
 from rlvr.sandbox.tool import FORMATS, PythonTool, ToolFormat, ToolResult, tool_limits
 
 if TYPE_CHECKING:
@@ -59,6 +61,12 @@ class ToolUse:
         self.format = FORMATS["tags"] if self.chat else fmt
         self.max_turns = max_turns
         self.output_chars = output_chars
+        try:
+            find_host()  # before any model work: a run whose tool cannot run here is refused, by name
+        except SandboxUnavailable as error:
+            raise UserError(
+                f"rollout.tools=python runs each call in the sandbox, which cannot run here: {error}"
+            ) from None
         self.tool = PythonTool(tool_limits(timeout_s, OUTPUT_BYTES), slots=slots)
 
     @classmethod
