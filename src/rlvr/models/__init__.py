@@ -14,9 +14,9 @@ from rlvr.models.arith_base import (
     SHIPPED,
     build_embedded,
     cache_root,
+    embedded_dir,
     embedded_path,
     embedded_recipe,
-    matches_recipe,
 )
 from rlvr.models.loading import enable_gradient_checkpointing, load_pretrained
 
@@ -52,13 +52,7 @@ class ModelNotFoundError(UserError):
 
 def resolve_model_path(name: str) -> Path:
     if name == EMBEDDED:
-        if matches_recipe(SHIPPED):
-            return SHIPPED
-        path = embedded_path()
-        if matches_recipe(path):
-            return path
-        print(f"rlvr: building the embedded base model into {path} (once; about 12 minutes on 2 cores)")
-        return build_embedded(path)
+        return embedded_dir()
     if name in DERIVED:
         return _resolve_derived(DERIVED[name])
     path = Path(name).expanduser()

@@ -72,3 +72,15 @@ def build_embedded(path: Path, *, report: ReportFor | None = None) -> Path:
 
 def matches_recipe(path: Path) -> bool:
     return built_from(path, embedded_recipe())
+
+
+def embedded_dir() -> Path:
+    """Where tiny-arith is: shipped in the package, else in the cache, built there first (once) when
+    neither holds it. `model.name=tiny-arith` and the bases warmed up from it all start here."""
+    if matches_recipe(SHIPPED):
+        return SHIPPED
+    path = embedded_path()
+    if not matches_recipe(path):
+        print(f"rlvr: building the embedded base model into {path} (once; about 12 minutes on 2 cores)")
+        build_embedded(path)
+    return path

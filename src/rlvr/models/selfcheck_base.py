@@ -12,9 +12,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rlvr.models.arith_base import SHIPPED as SHIPPED_ARITH
-from rlvr.models.arith_base import ReportFor, build_embedded, embedded_path, embedded_recipe
-from rlvr.models.arith_base import matches_recipe as arith_matches_recipe
+from rlvr.models.arith_base import ReportFor, embedded_dir, embedded_recipe
 from rlvr.models.loading import load_pretrained
 from rlvr.models.warmup import WarmupSpec, built_from, built_path, recipe_digest, save_built_model, warm_up
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
@@ -58,9 +56,7 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     spec_recipe = recipe()
     data = spec_recipe["data"]
     arith = ArithSpec(**{k: data[k] for k in ("operands", "digits", "max_value", "operators")})
-    start = SHIPPED_ARITH if arith_matches_recipe(SHIPPED_ARITH) else embedded_path()
-    if not arith_matches_recipe(start):
-        build_embedded(start)
+    start = embedded_dir()
     model, tokenizer = load_pretrained(start)  # the same char tokenizer and architecture
     queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=arith)
     heldout = make_queries(200, split="heldout", seed=data["data_seed"], spec=arith)

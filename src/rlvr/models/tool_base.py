@@ -18,9 +18,7 @@ import dataclasses
 import random
 from pathlib import Path
 
-from rlvr.models.arith_base import SHIPPED as SHIPPED_ARITH
-from rlvr.models.arith_base import ReportFor, build_embedded, embedded_path, embedded_recipe
-from rlvr.models.arith_base import matches_recipe as arith_matches_recipe
+from rlvr.models.arith_base import ReportFor, embedded_dir, embedded_recipe
 from rlvr.models.loading import load_pretrained
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.models.warmup import WarmupSpec, built_from, built_path, recipe_digest, save_built_model, warm_up
@@ -84,9 +82,7 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     the progress line warm_up prints."""
     spec = recipe()
     data = spec["data"]
-    start = SHIPPED_ARITH if arith_matches_recipe(SHIPPED_ARITH) else embedded_path()
-    if not arith_matches_recipe(start):
-        build_embedded(start)
+    start = embedded_dir()
     model, _ = load_pretrained(start)
     tokenizer = build_char_tokenizer(tuple(TOOL_TAGS))  # tiny-arith's ids, then the four tags
     model.resize_token_embeddings(len(tokenizer), mean_resizing=True)
