@@ -13,6 +13,7 @@ from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
+from rlvr.rollout.tools import calls_run
 from rlvr.train.checkpoint import find_checkpoint, load_state
 from rlvr.train.loop import Trainer
 
@@ -139,9 +140,9 @@ def summary_lines(capture: dict[str, Any]) -> list[str]:
 def tool_line(capture: dict[str, Any]) -> str:
     """Tool rollouts: calls, failures, and the observation tokens the loss mask leaves out."""
     turns, n = capture["turns"], len(capture["completions"])
-    calls = [turn for row in turns for turn in row if "error" in turn]
+    calls = [call for row in turns for call in calls_run(row)]
     failed = sum(bool(turn["error"]) for turn in calls)
-    users = sum(any("error" in turn for turn in row) for row in turns)
+    users = sum(bool(calls_run(row)) for row in turns)
     observed = sum(turn["obs_end"] - turn["obs_start"] for row in turns for turn in row if "obs_start" in turn)
     return (
         f"tools: {len(calls)} call{'' if len(calls) == 1 else 's'} ({failed} failed) in {n} completions, {users} of them called "

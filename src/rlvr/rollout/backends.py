@@ -61,11 +61,10 @@ class HFSampler:
         self.tokenizer = tokenizer
         self.prompt_format = prompt_format
         self.tools = tools
-        if tools is not None and tools.chat:  # before any model work: the template must render tool calls
+        if tools is not None:  # before any model work: the chat format needs a template with tool calls
             from rlvr.rollout.prompts import resolve_style
-            from rlvr.rollout.tools import check_chat_tools
 
-            check_chat_tools(tokenizer, resolve_style(tokenizer, prompt_format))
+            tools.check(tokenizer, resolve_style(tokenizer, prompt_format))
         self.model = policy
         if getattr(torch, rollout.dtype) != policy.dtype:  # a bf16 policy (model.dtype) samples itself
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()

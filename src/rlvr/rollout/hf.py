@@ -28,7 +28,7 @@ from transformers import (
 from rlvr.models import lean
 from rlvr.models.numerics import upcast
 from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, resolve_style, stop_token_ids
-from rlvr.rollout.tools import ToolUse, check_chat_tools, package_turns, sample_turns
+from rlvr.rollout.tools import ToolUse, package_turns, sample_turns
 from rlvr.types import Query, RolloutBatch
 
 
@@ -160,8 +160,7 @@ def _sample_with_tools(
 ) -> RolloutBatch:
     """Multi-turn trajectories (rollout/tools.py), each turn sampled from the exact ids so far by
     the lean sampler or `generate`."""
-    if tools.chat:
-        check_chat_tools(tokenizer, resolve_style(tokenizer, prompt_format))
+    tools.check(tokenizer, resolve_style(tokenizer, prompt_format))
     prompts = [prompt_token_ids(tokenizer, q.prompt, prompt_format) for q in queries]
     use_lean = lean.supports(model)
 
@@ -194,7 +193,6 @@ def _sample_with_tools(
         prompt_ids.repeat_interleave(group_size, dim=0),
         prompt_mask.repeat_interleave(group_size, dim=0),
         rows,
-        stop_ids,
     )
 
 

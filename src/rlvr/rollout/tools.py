@@ -61,6 +61,7 @@ class ToolUse:
         self.format = FORMATS["tags"] if self.chat else fmt
         self.max_turns = max_turns
         self.output_chars = output_chars
+        self._checked: set[tuple[int, str]] = set()
         try:
             find_host()  # before any model work: a run whose tool cannot run here is refused, by name
         except SandboxUnavailable as error:
@@ -80,6 +81,13 @@ class ToolUse:
             timeout_s=rollout.tool_timeout_s,
             output_chars=rollout.tool_output_chars,
         )
+
+    def check(self, tokenizer: PreTrainedTokenizerBase, style: str) -> None:
+        """UserError if this format cannot run with `tokenizer` prompted in `style` (the chat format's
+        template check, `check_chat_tools`); each tokenizer is checked once, not every sampling call."""
+        if self.chat and (id(tokenizer), style) not in self._checked:
+            check_chat_tools(tokenizer, style)
+            self._checked.add((id(tokenizer), style))
 
     def run(self, calls: list[str]) -> list[ToolResult]:
         return self.tool.run(calls)
@@ -339,7 +347,6 @@ def package_turns(
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
     rows: list[_Row],
-    stop_ids: list[int],
 ) -> RolloutBatch:
     """The trajectories as a RolloutBatch: completion_mask 1 on every token of a trajectory,
     tool_mask 1 on the policy's; `texts` decode the policy's tokens only, without a final stop."""
@@ -377,6 +384,12 @@ def package_turns(
     )
 
 
+def calls_run(turns: list[dict]) -> list[dict]:
+    """The turns of one completion (RolloutBatch.turns[i], or a capture's) whose call ran: its output
+    was read, or dropped for want of room; not a call left unrun on the last turn."""
+    return [turn for turn in turns if "error" in turn]
+
+
 def tool_metrics(batch: RolloutBatch) -> dict[str, float]:
     """tools/* for a batch of tool rollouts ({} without tools): calls per completion and failed
     calls per call (TRL's tools/call_frequency and tools/failure_frequency), the share of
@@ -385,7 +398,7 @@ def tool_metrics(batch: RolloutBatch) -> dict[str, float]:
     if batch.turns is None:
         return {}
     n = len(batch.turns)
-    calls = [t for turns in batch.turns for t in turns if "error" in t]
+    calls = [call for turns in batch.turns for call in calls_run(turns)]
     failed = sum(bool(t["error"]) for t in calls)
     tokens = float(batch.completion_mask.sum())
     observed = float((batch.completion_mask * (1 - batch.tool_mask)).sum())
@@ -393,7 +406,7 @@ def tool_metrics(batch: RolloutBatch) -> dict[str, float]:
         "tools/call_frequency": len(calls) / n,
         "tools/failure_frequency": failed / len(calls) if calls else 0.0,
         "tools/errors": failed,
-        "tools/use_rate": sum(any("error" in t for t in turns) for turns in batch.turns) / n,
+        "tools/use_rate": sum(bool(calls_run(turns)) for turns in batch.turns) / n,
         "tools/turns": sum(len(turns) for turns in batch.turns) / n,
         "tools/observation_share": observed / tokens if tokens else 0.0,
     }

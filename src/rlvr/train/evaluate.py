@@ -11,7 +11,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.eval.passk import mean_pass_at_k
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
-from rlvr.rollout.tools import ToolUse
+from rlvr.rollout.tools import ToolUse, calls_run
 from rlvr.tasks.funcsynth import answer_kind
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction, ScoredCompletion
@@ -102,7 +102,7 @@ def _correct_counts(
         part = queries[start : start + chunk]
         batch = sample_completions(model, tokenizer, part, group_size=n, **sampling)
         if tool_use is not None and batch.turns is not None:
-            tool_use += [any("error" in turn for turn in turns) for turns in batch.turns]
+            tool_use += [bool(calls_run(turns)) for turns in batch.turns]
         items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
         scored = reward_fn.score_batch(items)
         if gold is not None:
