@@ -204,7 +204,7 @@ def test_the_scanner_finds_what_a_call_plants(tool) -> None:
     )
     found = _json(_run(tool, [_scan_call([needle], before=plant)])[0])
     assert set(found["hits"]) >= {"cmdline", "environ", "/tmp", "/dev/shm", "/sandbox", "memory"}, found
-    assert found["seen"]["regions"] > 10 and found["seen"]["processes"] >= 4, found
+    assert found["seen"]["regions"] > 10 and found["seen"]["processes"] >= 2, found  # the call and its child
 
 
 # --- 1. nothing of the host ------------------------------------------------------------------------
@@ -230,8 +230,9 @@ def test_host_files_are_out_of_reach(tool, tmp_path: Path) -> None:
         host_shm,
     ]
     other_roots = [Path("/proc/1/root/etc/passwd"), Path("/proc/2/root") / str(REPO).lstrip("/")]
+    host_paths = [path for path in host_paths if path.exists()]  # ~/.cache/huggingface may not exist
     try:
-        assert all(path.exists() for path in host_paths)
+        assert len(host_paths) >= 11
         code = (
             "import json, os\nout = {}\n"
             f"for path in {[str(p) for p in host_paths + other_roots]!r}:\n"
@@ -260,12 +261,10 @@ def test_the_host_environment_is_out_of_reach(tool) -> None:
         init = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         for holder in [pid, *init]:
             assert ENV_SECRET.encode() in Path(f"/proc/{holder}/environ").read_bytes()
-    probe = (
-        "denied = []\n"
-        "for pid in ('1', '2', '3', 'self'):\n"
-        "    try: open('/proc/%s/environ' % pid, 'rb').read()\n"
-        "    except PermissionError: denied.append(pid)\n"
-        "hits += ['environ of %s readable' % pid for pid in ('1', '2', '3', 'self') if pid not in denied]\n"
+    probe = (  # the call's /proc shows its own pid namespace: no process of the slot's is there to read
+        "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "    uid = [l for l in open('/proc/%s/status' % pid) if l.startswith('Uid:')][0].split()[1]\n"
+        "    hits += ['process %s of uid %s visible' % (pid, uid)] if int(uid) != os.getuid() else []\n"
         f"hits += ['os.environ'] if {ENV_KEY!r} in os.environ else []\n"
     )
     results = _run(tool, [_scan_call([ENV_SECRET], after=probe)] * 2)
@@ -273,7 +272,7 @@ def test_the_host_environment_is_out_of_reach(tool) -> None:
         assert ENV_SECRET not in result.output
         found = _json(result)
         assert found["hits"] == [], found
-        assert found["seen"]["processes"] >= 4 and found["seen"]["regions"] > 10, found
+        assert found["seen"]["processes"] >= 1 and found["seen"]["regions"] > 10, found
 
 
 def _host_server() -> tuple[socket.socket, int, str, list[int]]:
@@ -315,7 +314,7 @@ def test_no_network_reaches_the_host_or_the_outside(tool) -> None:
         "attempt('dns', lambda: socket.getaddrinfo('pypi.org', 443))\n"
         "attempt('ipv6', lambda: socket.create_connection(('::1', 22), timeout=0.5))\n"
         f"attempt('host abstract unix', lambda: socket.socket(socket.AF_UNIX).connect('\\0{abstract}'))\n"
-        "out['interfaces'] = [name for _, name in socket.if_nameindex()]\n"
+        "attempt('interfaces', socket.if_nameindex)  # a job makes unix sockets only (seccomp.py job_filter)\n"
         "print(json.dumps(out))\n"
     )
     try:
@@ -324,9 +323,7 @@ def test_no_network_reaches_the_host_or_the_outside(tool) -> None:
         server.close()
         unix_server.close()
     assert token not in json.dumps(found) and accepted == []
-    attempts = {name: outcome for name, outcome in found.items() if name != "interfaces"}
-    assert all(outcome.startswith("failed") for outcome in attempts.values()), attempts
-    assert found["interfaces"] == ["lo"]
+    assert all(outcome.startswith("failed") for outcome in found.values()), found
 
 
 def test_a_concurrent_verification_leaks_nothing_to_tool_calls(tool) -> None:
@@ -531,11 +528,11 @@ def test_a_socket_kept_alive_by_a_descriptor_in_flight_reaches_no_later_call(too
         "for end in (a, b):\n"
         "    try: end.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])\n"
         "    except OSError as error: print(type(error).__name__)\n"
-        "print(name[1:].decode() in open('/proc/net/unix').read())\n"
+        "print(name[1:].decode() in open('/proc/self/net/unix').read())\n"
     )
     reader = (
         f"{SCAN}\nimport socket\n"
-        f"listed = _has(open('/proc/net/unix', 'rb').read(), ({head!r}.encode(), {tail!r}.encode()))\n"
+        f"listed = _has(open('/proc/self/net/unix', 'rb').read(), ({head!r}.encode(), {tail!r}.encode()))\n"
         "probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
         f"try:\n    probe.sendto(b'?', b'\\0' + ({head!r} + {tail!r}).encode()); reachable = True\n"
         "except OSError:\n    reachable = False\n"
@@ -564,7 +561,10 @@ def test_kills_and_signals_reach_no_process_but_the_calls_own(tool) -> None:
     code = (
         "import ctypes, json, os, signal\n"
         "print('before', flush=True)\n"
-        "os.kill(-1, signal.SIGKILL)  # every process this call may signal: its own, none of them here\n"
+        "try:  # every process this call may signal: its own, none of them here (it is its namespace's init)\n"
+        "    os.kill(-1, signal.SIGKILL)\n"
+        "except ProcessLookupError:\n"
+        "    pass\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "me, out = os.getpid(), {}\n"
         "for pid in [int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != me]:\n"
@@ -759,16 +759,12 @@ def test_a_call_runs_no_more_than_its_processes(tool) -> None:
         assert result.error == "" and 1 <= int(result.output) <= PROCESSES - 1, result
 
 
-# --- weaknesses that need changes outside the tool -------------------------------------------------
+# --- every call starts from nothing: its own namespaces and tmpfs instances (pool_worker.py) -----
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="VULNERABILITY (pool_worker.py): a slot's pid namespace and tmpfs mounts are shared by its "
-    "jobs, so their counters carry a value chosen by one call to the next (~10 bits each per call); "
-    "needs a pid namespace and scratch mounts per job, or randomized ns_last_pid and fresh mounts",
-)
 def test_counters_carry_no_value_between_calls() -> None:
+    """The last pid and the next tmpfs inode number a call sees are those of a brand-new slot,
+    whatever the calls before it chose to leave there."""
     values = [secrets.randbelow(1024) for _ in range(4)]
     writer = (
         "import os\nV, W = {}, {}\n"
@@ -782,24 +778,18 @@ def test_counters_carry_no_value_between_calls() -> None:
         "    open('/tmp/f%d' % i, 'w').close(); i += 1\n"
         "    if (os.stat('/tmp/f%d' % (i - 1)).st_ino + 1) % 1024 == W: break\n"
     )
-    reader = "import os\nopen('/tmp/r', 'w').close()\nprint(os.getpid() % 1024, os.stat('/tmp/r').st_ino % 1024)"
+    reader = "import os\nopen('/tmp/r', 'w').close()\nprint(os.getpid(), os.stat('/tmp/r').st_ino)"
     tool = PythonTool(tool_limits(3.0, 4096), slots=1)
     try:
+        fresh = _run(tool, [reader])[0].output  # the first call of a brand-new slot
         calls = [writer.format(*values[:2]), reader, writer.format(*values[2:]), reader]
         results = _run(tool, calls)
     finally:
         tool.close()
-    read = [tuple(map(int, results[i].output.split())) for i in (1, 3)]
-    matches = [r[0] == values[2 * k] or r[1] == values[2 * k + 1] for k, r in enumerate(read)]
-    assert not any(matches), (values, read)
+    assert results[0].error == "" and results[2].error == "", results  # the writers ran to their end
+    assert [results[1].output, results[3].output] == [fresh, fresh], (values, fresh, results)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="VULNERABILITY (pool.py / pool_worker.py): cleaning up after a call is not bounded by its "
-    "budget; the batch waits for it (up to CLEANUP_GRACE_S = 6 s), so a 0.5 s call that nests "
-    "directories delays every call of its batch by seconds",
-)
 def test_cleaning_up_after_a_call_costs_no_more_than_its_budget() -> None:
     wall = 0.5
     nest = (
@@ -816,6 +806,9 @@ def test_cleaning_up_after_a_call_costs_no_more_than_its_budget() -> None:
         tool.close()
     assert results[1].output == "42\n"
     assert elapsed < wall + 1.0, (elapsed, results[0].output)
+
+
+# --- weaknesses that need changes outside the tool -------------------------------------------------
 
 
 @pytest.mark.xfail(

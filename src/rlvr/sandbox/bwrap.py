@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvr.sandbox.seccomp import SeccompUnsupported, deny_filter
+from rlvr.sandbox.seccomp import SeccompUnsupported, sandbox_filter
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`)"
 
@@ -114,6 +114,8 @@ class _Host:
     bwrap: str
     prlimit: str
     setpriv: str
+    mount: str
+    sh: str
     python: str
     """The real interpreter (symlinks resolved), run inside the sandbox."""
     binds: tuple[str, ...]
@@ -130,10 +132,10 @@ def find_host() -> _Host:
     global _HOST
     if _HOST is not None:
         return _HOST
-    tools = {name: shutil.which(name, path=TOOL_PATH) for name in ("bwrap", "prlimit", "setpriv")}
+    tools = {name: shutil.which(name, path=TOOL_PATH) for name in ("bwrap", "prlimit", "setpriv", "mount", "sh")}
     if tools["bwrap"] is None:
         raise SandboxUnavailable(f"bubblewrap (`bwrap`) is not on PATH: {INSTALL_HINT}")
-    missing = [name for name in ("prlimit", "setpriv") if tools[name] is None]
+    missing = [name for name in ("prlimit", "setpriv", "mount", "sh") if tools[name] is None]
     if missing:
         raise SandboxUnavailable(f"{', '.join(missing)} not found: install util-linux (`apt-get install util-linux`)")
     if os.geteuid() != 0:
@@ -152,7 +154,16 @@ def find_host() -> _Host:
     for prefix in {os.path.realpath(sys.base_prefix), os.path.dirname(os.path.dirname(python))}:
         if not any(prefix == b or prefix.startswith(b + "/") for b in binds):
             binds.append(prefix)
-    _HOST = _Host(tools["bwrap"], tools["prlimit"], tools["setpriv"], python, tuple(binds), tuple(links))
+    _HOST = _Host(
+        tools["bwrap"],
+        tools["prlimit"],
+        tools["setpriv"],
+        tools["mount"],
+        tools["sh"],
+        python,
+        tuple(binds),
+        tuple(links),
+    )
     return _HOST
 
 
@@ -161,10 +172,35 @@ def sandbox_python() -> str:
     return find_host().python
 
 
+PROC_OPTIONS = "subset=pid,hidepid=invisible"
+"""The /proc a run sees: its own processes (none of another uid: not bubblewrap's init) and nothing
+else. The rest of
+/proc (stat, meminfo, vmstat, loadavg, sys/, ...) is host-wide counters that every process on
+the machine moves, and a way for one run to signal a later one (docs/verifiers.md, "Threat model")."""
+PROC_READY = b"rlvr-sandbox: /proc is the run's own\n"
+"""What the run's shell writes on stderr once its /proc is mounted, before the command starts
+(``own_proc``); the host removes it. A run without it never reached its command."""
+
+
+def _own_proc_argv(host: _Host) -> list[str]:
+    """A shell that mounts the run's own /proc (PROC_OPTIONS) over bubblewrap's, says so, and execs
+    the rest of the command line; bubblewrap's --proc cannot take mount options."""
+    script = f'{host.mount} -n -t proc -o {PROC_OPTIONS} proc /proc || exit 125; printf "%s" "$0" >&2; exec "$@"'
+    return [host.sh, "-c", script, PROC_READY.decode()]
+
+
 def _bwrap_argv(
-    host: _Host, limits: SandboxLimits, files: dict[str, int], fds: BwrapFds, uid: int, env: dict[str, str]
+    host: _Host,
+    limits: SandboxLimits,
+    files: dict[str, int],
+    fds: BwrapFds,
+    uid: int,
+    env: dict[str, str],
+    *,
+    own_proc: bool = False,
 ) -> list[str]:
-    """prlimit (the rlimits) + bwrap (the namespaces) + setpriv (the drop to ``uid``), for one run."""
+    """prlimit (the rlimits) + bwrap (the namespaces) + setpriv (the drop to ``uid``), for one run.
+    With ``own_proc``, a shell first mounts the run's own /proc (``_own_proc_argv``)."""
     megabyte = 1 << 20
     argv = [
         host.prlimit,
@@ -177,12 +213,9 @@ def _bwrap_argv(
         "--",
     ]
     argv += namespace_argv(host, limits.tmpfs_mb, files, fds, env, workdir_perms="0777")
+    argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    argv += ["--cap-add", "CAP_SYS_ADMIN", "--", *_own_proc_argv(host)] if own_proc else ["--"]
     argv += [
-        "--cap-add",
-        "CAP_SETUID",
-        "--cap-add",
-        "CAP_SETGID",
-        "--",
         host.setpriv,
         f"--reuid={uid}",
         f"--regid={uid}",
@@ -202,13 +235,13 @@ class BwrapFds:
     info: int
     """Write end of a pipe: bwrap's JSON with the pid of the namespace's init."""
     seccomp: int
-    """A file holding ``seccomp.deny_filter()``, which bwrap loads just before the command runs."""
+    """A file holding ``seccomp.sandbox_filter()``, which bwrap loads just before the command runs."""
 
 
 def open_seccomp_filter() -> int:
     """A memfd holding the compiled filter, for ``BwrapFds.seccomp`` (the caller closes it)."""
     try:
-        return memfd("seccomp", deny_filter())
+        return memfd("seccomp", sandbox_filter())
     except SeccompUnsupported as error:  # no sandbox without the filter: say so, never run unfenced
         raise SandboxUnavailable(str(error)) from error
 
@@ -304,7 +337,8 @@ def run_untrusted(
             extra_env["RLVR_CHANNEL_FD"] = str(chan_w)
         if uid is None:
             uid = SANDBOX_UIDS[secrets.randbelow(len(SANDBOX_UIDS))]
-        argv = _bwrap_argv(host, limits, file_fds, BwrapFds(info_w, seccomp_fd), uid, extra_env) + list(command)
+        argv = _bwrap_argv(host, limits, file_fds, BwrapFds(info_w, seccomp_fd), uid, extra_env, own_proc=True)
+        argv += list(command)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -327,6 +361,10 @@ def run_untrusted(
         for fd in opened:
             os.close(fd)
     _raise_if_bwrap_failed(run)
+    if not run.stderr.startswith(PROC_READY) and not run.timed_out:
+        message = run.stderr.decode(errors="replace").strip()
+        raise SandboxUnavailable(f"the sandbox could not mount its own /proc ({PROC_OPTIONS}): {message}")
+    run.stderr = run.stderr.removeprefix(PROC_READY)
     return run
 
 

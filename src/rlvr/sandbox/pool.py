@@ -27,6 +27,7 @@ import json
 import os
 import secrets
 import selectors
+import socket
 import struct
 import subprocess
 import threading
@@ -49,13 +50,31 @@ from rlvr.sandbox.bwrap import (
     namespace_argv,
     open_seccomp_filter,
 )
-from rlvr.sandbox.seccomp import JOB_DENIED, deny_filter
+from rlvr.sandbox.seccomp import job_filter
 
 SUPERVISOR = resources.files("rlvr.sandbox").joinpath("pool_worker.py").read_bytes()
-JOB_FILTER = base64.b64encode(deny_filter(denied=JOB_DENIED)).decode()
-"""The second seccomp filter each job loads before its driver runs (seccomp.py JOB_DENIED)."""
-SUPERVISOR_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
-"""All the supervisor keeps (bwrap drops the rest); each job loses them all when it changes uid."""
+JOB_FILTER = base64.b64encode(job_filter()).decode()
+"""The second seccomp filter each job loads before its driver runs (seccomp.py ``job_filter``)."""
+SUPERVISOR_CAPS = (
+    "CAP_SETUID",
+    "CAP_SETGID",
+    "CAP_SETPCAP",
+    "CAP_KILL",
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FOWNER",
+    "CAP_SYS_ADMIN",
+    "CAP_NET_ADMIN",
+)
+"""All the supervisor keeps (bwrap drops the rest); each job loses them all when it changes uid.
+SYS_ADMIN clones each job into namespaces of its own and mounts its tmpfs and /proc; NET_ADMIN
+brings up its loopback."""
+JOB_LAYERS = ("pid", "ipc", "uts")
+"""Namespaces every job is cloned into, besides its own mount namespace (pool_worker.py LAYERS).
+Jobs share their slot's network namespace but can make unix sockets only (seccomp.py
+``job_filter``), which leave nothing in it; "net", a network namespace per job, is a layer the
+throughput benchmark prices."""
+KNOWN_LAYERS = (*JOB_LAYERS, "net")
 START_GRACE_S = 2.0
 """Beyond a job's own wall clock, how long the supervisor may take to start it and send its reply."""
 CLEANUP_GRACE_S = 6.0
@@ -90,8 +109,21 @@ class _Slot:
 class SandboxPool:
     """A fixed number of pre-forked sandbox slots; ``run_batch`` spreads jobs over them."""
 
-    def __init__(self, drivers: dict[str, bytes], *, slots: int | None = None, tmpfs_mb: int = 64) -> None:
-        """``drivers`` maps a name to the source of a script that runs inside (see python_driver.py)."""
+    def __init__(
+        self,
+        drivers: dict[str, bytes],
+        *,
+        slots: int | None = None,
+        tmpfs_mb: int = 64,
+        layers: tuple[str, ...] = JOB_LAYERS,
+    ) -> None:
+        """``drivers`` maps a name to the source of a script that runs inside (see python_driver.py).
+        ``layers``: the namespaces each job gets of its own besides its mounts; JOB_LAYERS, except
+        in the throughput benchmark, which changes them to price each one."""
+        unknown = set(layers) - set(KNOWN_LAYERS)
+        if unknown:
+            raise ValueError(f"unknown isolation layers {sorted(unknown)}; known: {', '.join(KNOWN_LAYERS)}")
+        self.layers = tuple(layers)
         self.drivers = {name: source.decode() for name, source in drivers.items()}
         self.num_slots = slots or max(1, os.cpu_count() or 1)
         self.tmpfs_mb = tmpfs_mb
@@ -123,7 +155,10 @@ class SandboxPool:
             script = memfd("pool_worker.py", SUPERVISOR)
             info_r, info_w = os.pipe()
             seccomp_fd = open_seccomp_filter()
-            opened += [script, info_r, info_w, seccomp_fd]
+            # The supervisor's line to its zygote, made here so that it belongs to the host's
+            # network namespace: the slot's, which its jobs share, then holds no socket at all.
+            zygote_sockets = [sock.detach() for sock in socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)]
+            opened += [script, info_r, info_w, seccomp_fd, *zygote_sockets]
             argv = namespace_argv(
                 host,
                 self.tmpfs_mb,
@@ -141,7 +176,7 @@ class SandboxPool:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
-                    pass_fds=[script, info_w, seccomp_fd],
+                    pass_fds=[script, info_w, seccomp_fd, *zygote_sockets],
                     start_new_session=True,
                 )
             except OSError as error:
@@ -150,7 +185,11 @@ class SandboxPool:
             opened.remove(info_w)
             info = _read_info(info_r)
             slot = _Slot(proc, _pidfd(info))
-            _send(slot, {"drivers": self.drivers, "job_filter": JOB_FILTER})
+            for fd in zygote_sockets:  # the slot holds them now
+                os.close(fd)
+                opened.remove(fd)
+            hello = {"drivers": self.drivers, "job_filter": JOB_FILTER, "layers": list(self.layers)}
+            _send(slot, {**hello, "zygote_sockets": zygote_sockets})
             hello = _receive(slot, time.monotonic() + START_TIMEOUT_S)
             if not (isinstance(hello, dict) and hello.get("ready")):
                 _stop(slot)
@@ -210,6 +249,7 @@ class _Batch:
                     "file_size_mb": job.limits.file_size_mb,
                     "open_files": job.limits.open_files,
                     "output_bytes": job.limits.output_bytes,
+                    "tmpfs_mb": job.limits.tmpfs_mb,
                 },
             }
             slot.job, slot.cleaning = job_index, False

@@ -1,53 +1,65 @@
 """DANGER: the supervisor of one pre-forked sandbox slot. Runs INSIDE the sandbox (standard library
-only) and forks a process per job that runs UNTRUSTED code.
+only) and starts a process per job that runs UNTRUSTED code.
 
 The host (``rlvr.sandbox.pool``) starts this once per slot in a bubblewrap sandbox built like a
 fresh one (namespaces, read-only root, private tmpfs, cleared environment), except that this
-supervisor keeps host uid 0 with only the capabilities it needs to fence jobs: SETUID and SETGID
-(to drop each job to a uid of its own), SETPCAP (to empty the job's bounding set), KILL (to end
-every process of a job), CHOWN, DAC_OVERRIDE and FOWNER (to hand a job its directory and delete
-whatever it left). It never runs candidate code.
+supervisor keeps host uid 0 with only the capabilities it needs to fence jobs: SYS_ADMIN (to clone
+each job into namespaces of its own and mount its tmpfs and /proc), NET_ADMIN (a per-job network
+namespace's loopback, when the benchmark asks for one), SETUID and SETGID (to drop each job to a
+uid of its own), SETPCAP (to empty the job's bounding set), KILL (to end a job), CHOWN,
+DAC_OVERRIDE and FOWNER (to hand a job its files). It never runs candidate code.
 
 Before the first job it forks the zygote (``start_zygote``), which holds nothing but the compiled
-drivers. Every job is forked from the zygote, never from this process: this one reads the jobs'
+drivers. Every job is cloned from the zygote, never from this process: this one reads the jobs'
 files and the jobs' results, and a job forked from it could read earlier jobs' answers in the memory
 it inherits.
+
+Every job starts from nothing. Its init is cloned into a new mount, pid, IPC and UTS namespace
+(``LAYERS``), mounts new tmpfs instances at /tmp, /dev/shm and /sandbox and a /proc of its own,
+and writes the job's files there: what the kernel keeps per namespace or per mount (the last pid,
+the next inode number, free space, IPC objects) is that of a new sandbox, whatever earlier jobs of
+the slot did. Jobs share the slot's network namespace, but they can make unix sockets only, and the
+slot's holds no socket of its own (the supervisor's line to the zygote was made on the host), so
+what a job reads there is the same in every slot. When the job's first process exits, its init
+exits and the kernel kills the rest of its pid namespace: mounts, files and daemons all go with it.
 
 One job, start to finish:
 
 1. The host sends a frame {"id", "uid", "driver", "files", "limits", "wall_s"} on stdin (one job
    in flight per slot, so nothing of a later job is ever buffered in this process).
-2. A fresh directory ``/sandbox/job`` owned by the job's uid receives the files.
-3. The zygote gets {"uid", "limits", "driver"} and the job's three pipe ends, forks the job, and
-   later reports its wait status (the job's orphans come to this process, a child subreaper). The
-   job's process starts a new session, sets the rlimits (CPU, address space, processes, file size, open files, no core),
-   empties its capability bounding set, clears its groups, drops to the job's uid (all
-   capabilities vanish with the change from uid 0), sets no_new_privs, loads the job's own seccomp
-   filter (``seccomp.JOB_DENIED``: no descriptor can be put in flight), reads stdin from /dev/null,
-   closes every other fd but the result channel and the stdout/stderr pipes, clears the environment
-   and runs the driver. Forking a warm interpreter instead of starting Python costs ~1 ms, not ~30.
-4. This process reads the channel, stdout and stderr (each capped) until the job exits or the wall
+2. The zygote gets {"uid", "limits", "driver"} and the job's four pipe ends (result channel,
+   stdout, stderr; files) and clones the job's init (``run_job_init``), which builds its world
+   (``build_job_world``: mounts, then the files this process writes into the files pipe) and forks
+   the job, pid 2 of its namespace. The job's process starts a new session, sets the rlimits (CPU,
+   address space, processes, file size, open files, no core), empties its capability bounding set,
+   clears its groups, drops to the job's uid (all capabilities vanish with the change from uid 0),
+   sets no_new_privs, loads the job's own seccomp filter (``seccomp.job_filter``: no descriptor
+   in flight, unix sockets only), reads stdin from /dev/null, closes every other fd but the result
+   channel and the stdout/stderr pipes, clears the environment and runs the driver. Forking a warm
+   interpreter instead of starting Python costs ~1 ms, not ~30.
+3. This process reads the channel, stdout and stderr (each capped) until the job exits or the wall
    clock runs out, and answers {"id", "exit_code", "signal", "timed_out", "output_truncated",
    "channel", ...}. The host judges the channel's content; nothing here decides a verdict.
-5. Then it SIGKILLs every process in the pid namespace that runs as a job's uid (all but init,
-   itself and the zygote; daemons that called setsid or double-forked included) until none is
-   left, deletes the job's directory and everything in /tmp and /dev/shm, and answers {"id",
-   "clean"}. Cleaning comes after the answer, so nothing the job left behind can turn its verdict
-   into an error; a slot that could not clean exits, and the host starts a new one.
+4. Then it SIGKILLs the job's init if the job did not end by itself (the kernel then ends every
+   process of the job's pid namespace), takes the zygote's report that the init is gone, checks
+   that no process of a job's uid is left, and answers {"id", "clean"}. Cleaning comes after the
+   answer, so nothing the job left behind can turn its verdict into an error; a slot that could
+   not clean exits, and the host starts a new one.
 
-The seccomp filters (``seccomp.py``) keep jobs from making kernel objects that would outlive them
-here (System V IPC, POSIX message queues, keys, and unix sockets kept alive by a descriptor in
-flight): /tmp, /dev/shm and the job's directory are all a job can leave behind, and step 5 empties
-them.
+The seccomp filters (``seccomp.py``) keep jobs from making kernel objects that outlive their
+namespaces (kernel keys, which are not namespaced; unix sockets kept alive by a descriptor in
+flight) and from making namespaces of their own.
 
 Frames both ways are a 4-byte big-endian length and a UTF-8 JSON body.
 """
 
 import base64
 import ctypes
+import fcntl
 import json
 import math  # noqa: F401  (drivers import it: loaded once here, every forked job inherits it)
 import os
+import platform
 import resource
 import select
 import signal
@@ -57,16 +69,38 @@ import sys
 import time
 import types  # noqa: F401  (likewise)
 
+WORKDIR = "/sandbox"
 JOB_DIR = "/sandbox/job"
-SCRATCH_DIRS = ("/tmp", "/dev/shm")
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_CAPBSET_DROP = 24
 LAST_CAP = 63
 PR_SET_CHILD_SUBREAPER = 36
 SANDBOX_PATH = "/usr/bin:/bin"
 
+# clone(2) and mount(2) flags (linux/sched.h, linux/mount.h).
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+LAYERS = {"pid": CLONE_NEWPID, "net": CLONE_NEWNET, "ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS}
+"""The namespaces each job is cloned into besides its mount namespace (the host asks for all of
+them; ``SandboxPool(layers=...)`` drops some only to price each one in the throughput benchmark).
+Nothing the kernel keeps per namespace (sockets in TIME_WAIT, network counters, the last pid, IPC
+objects, mounts, tmpfs inode numbers) is then shared with any other job."""
+SIGCHLD = 17
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+PROC_OPTIONS = "subset=pid,hidepid=invisible"
+"""The job's /proc: its own processes (those of its uid in its own pid namespace: not its init) and
+nothing else (no /proc/stat, /proc/meminfo, /proc/sys, ...: the host-wide counters every process
+on the machine shares). Same as a fresh sandbox's (bwrap.PROC_OPTIONS)."""
+SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
+FILES_NOT_WRITTEN = b"rlvr-pool: job files not written: "
+
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_pylibc = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL across the call: clone returns twice
+_pylibc.syscall.restype = ctypes.c_long
 
 
 def read_frame(stream):
@@ -136,6 +170,10 @@ def run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter):
         clear_inheritable_capabilities()
         if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             os._exit(125)
+        # Dumpable again, as after an exec: the uid change cleared it, which would hide the job's
+        # processes from each other in its /proc (hidepid). Nothing else of another uid is there.
+        if _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0:
+            os._exit(125)
         load_job_filter(job_filter)  # after this, no descriptor can be put in flight (seccomp.py JOB_DENIED)
         os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
         os.dup2(stdout_w, 1)
@@ -164,26 +202,115 @@ def run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter):
     os._exit(0)
 
 
-def prepare_job_dir(job):
+def clone_job(layers):
+    """clone(2) into a new mount namespace and the ``layers`` (LAYERS): like fork, but with "pid"
+    the child is pid 1 of a new pid namespace. Returns the child's pid, or 0 in the child."""
+    flags = CLONE_NEWNS | SIGCHLD
+    for layer in layers:
+        flags |= LAYERS[layer]
+    ctypes.pythonapi.PyOS_BeforeFork()
+    pid = _pylibc.syscall(ctypes.c_long(SYS_CLONE[platform.machine()]), ctypes.c_ulong(flags), None, None, None, None)
+    if pid == 0:
+        ctypes.pythonapi.PyOS_AfterFork_Child()
+        return 0
+    ctypes.pythonapi.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "clone into new namespaces failed")
+    return pid
+
+
+def mount(source, target, fstype, flags, options):
+    if _libc.mount(source, target.encode(), fstype, flags, options and options.encode()) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, "mount %s: %s" % (target, os.strerror(error)))
+
+
+def build_job_world(job, files_fd, layers):
+    """In the job's init, still privileged: fresh instances of everything a job can write or count
+    in, then the job's files; returns "" or why the files could not be written. Nothing of the
+    slot's own mounts stays visible to the job.
+
+    - mounts stop propagating to the slot (the new mount namespace is a copy of the slot's);
+    - new tmpfs instances at /tmp, /dev/shm and the working directory: fresh inode counters, free
+      space and directory contents;
+    - with "pid", a new /proc for the job's pid namespace, showing only the job's own processes;
+    - with "net", the new network namespace's loopback up (as bubblewrap leaves it in a fresh sandbox).
+    """
+    tmpfs_size = "size=%d" % (job["limits"]["tmpfs_mb"] << 20)
+    mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    for target, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), (WORKDIR, "0755")):
+        mount(b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV, "%s,mode=%s" % (tmpfs_size, mode))
+    if "pid" in layers:
+        mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, PROC_OPTIONS)
+    if "net" in layers:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
+    data = bytearray()
+    while chunk := os.read(files_fd, 1 << 20):
+        data += chunk
+    os.close(files_fd)
+    uid = job["uid"]
     os.mkdir(JOB_DIR, 0o700)
-    for name, text in job["files"].items():
-        path = os.path.join(JOB_DIR, name)
-        with open(path, "w", encoding="utf-8", errors="replace") as handle:
-            handle.write(text)
-        os.chown(path, job["uid"], job["uid"])
-    os.chown(JOB_DIR, job["uid"], job["uid"])
+    os.chown(JOB_DIR, uid, uid)
+    try:
+        for name, text in json.loads(data).items():
+            path = os.path.join(JOB_DIR, name)
+            with open(path, "w", encoding="utf-8", errors="replace") as handle:
+                handle.write(text)
+            os.chown(path, uid, uid)
+    except OSError as error:  # the job's own files do not fit its tmpfs: that job's failure
+        return os.strerror(error.errno or 0)
+    return ""
 
 
-def start_zygote(drivers, job_filter):
+def run_job_init(job, code, fds, status_w, job_filter, layers):
+    """Pid 1 of the job's namespaces (root, never running job code): build the job's world, fork
+    the job (pid 2), reap whatever comes to it, and when the job's first process exits, write its
+    wait status to ``status_w`` and exit. The kernel then kills every process left in the pid
+    namespace, daemons included. Never returns.
+
+    The job is not pid 1 itself because the kernel shields a namespace's init from signals it has
+    no handler for: the CPU-time limit's SIGXCPU, an ``abort()`` or a kill of itself would not end it.
+    """
+    channel_w, stdout_w, stderr_w, files_r = fds
+    try:
+        not_written = build_job_world(job, files_r, layers)
+        if not_written:
+            os.write(stderr_w, FILES_NOT_WRITTEN + not_written.encode())
+            os._exit(126)
+        pid = os.fork()
+    except BaseException:
+        os._exit(126)  # no world of its own: run nothing
+    if pid == 0:
+        os.close(status_w)
+        run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter)
+    for fd in (channel_w, stdout_w, stderr_w):
+        os.close(fd)
+    while True:
+        try:
+            reaped, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(126)
+        if reaped == pid:
+            os.write(status_w, struct.pack("=i", status))
+            os._exit(0)
+
+
+def start_zygote(drivers, job_filter, layers, socket_fds):
     """Fork the zygote, before any job exists; returns (the socket to it, its pid).
 
-    Every job is forked from the zygote, which holds nothing but the compiled drivers: no frame,
-    file or reply of any job ever enters it (the supervisor keeps them), so a job that reads its
-    inherited memory finds no other job there. Per job it gets {"uid", "limits", "driver"} with the
-    job's three pipe ends, forks the job, answers with its pid (4 bytes), waits for it, and then
-    sends (pid, wait status) (8 bytes).
+    Every job is cloned from the zygote, which holds nothing but the compiled drivers: no frame,
+    file or reply of any job ever enters it (the supervisor keeps them; a job's files reach the job
+    through a pipe of its own), so a job that reads its inherited memory finds no other job there.
+    Per job it gets {"uid", "limits", "driver"} with the job's four pipe ends (channel, stdout,
+    stderr to write; its files to read), clones the job's init into namespaces of its own
+    (``run_job_init``), answers with the init's pid (4 bytes), waits for it, and then sends (pid,
+    the job's wait status) (8 bytes). The init exits right after the job's first process does, and
+    its exit waits for every other process of its pid namespace to be gone.
     """
-    supervisor_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # The pair was made by the host, in the host's network namespace: the slot's own (which every
+    # job shares) holds no socket at all, so what a job sees there is the same in every slot.
+    supervisor_end, zygote_end = (socket.socket(fileno=fd) for fd in socket_fds)
     pid = os.fork()
     if pid != 0:
         zygote_end.close()
@@ -194,32 +321,39 @@ def start_zygote(drivers, job_filter):
         os.dup2(null, 0)  # the host's pipes are the supervisor's alone
         os.dup2(null, 1)
         os.close(null)
-        zygote_loop(zygote_end, drivers, job_filter)
+        zygote_loop(zygote_end, drivers, job_filter, layers)
     finally:
         os._exit(0)
 
 
-def zygote_loop(sock, drivers, job_filter):
+def zygote_loop(sock, drivers, job_filter, layers):
     while True:
-        message, fds, _, _ = socket.recv_fds(sock, 65536, 3)
+        message, fds, _, _ = socket.recv_fds(sock, 65536, 4)
         if not message:  # the supervisor is gone
             return
         request = json.loads(message)
-        pid = os.fork()
+        status_r, status_w = os.pipe()
+        pid = clone_job(layers)
         if pid == 0:
             sock.close()
-            run_job_child(request, drivers.get(request["driver"]), *fds, job_filter)
-        for fd in fds:
+            os.close(status_r)
+            run_job_init(request, drivers.get(request["driver"]), fds, status_w, job_filter, layers)
+        for fd in (*fds, status_w):
             os.close(fd)
         sock.send(struct.pack("=i", pid))
-        _, status = os.waitpid(pid, 0)  # its orphans go to the supervisor, the child subreaper
+        _, status = os.waitpid(pid, 0)
+        reported = os.read(status_r, 4)  # the job's status; nothing if its init was killed or failed
+        os.close(status_r)
+        if len(reported) == 4 and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            (status,) = struct.unpack("=i", reported)
         sock.send(struct.pack("=ii", pid, status))
 
 
 def spawn_job(zygote, job, pipes):
     """Have the zygote start ``job`` on the write ends of ``pipes``; returns the job's pid."""
     request = json.dumps({"uid": job["uid"], "limits": job["limits"], "driver": job["driver"]}).encode()
-    socket.send_fds(zygote, [request], [pipes[name][1] for name in ("channel", "stdout", "stderr")])
+    ends = [pipes[name][1] for name in ("channel", "stdout", "stderr")] + [pipes["files"][0]]
+    socket.send_fds(zygote, [request], ends)
     answer = zygote.recv(16)
     if len(answer) != 4:
         raise RuntimeError("the zygote did not start the job")
@@ -334,93 +468,67 @@ def end_everything(known):
     return False
 
 
-def empty_dir(path):
-    """Delete everything inside ``path``, however deep or odd.
-
-    Each subdirectory is first moved up to be a child of ``path`` (under a name no job can guess),
-    so the walk needs neither recursion nor long paths: a job that nests directories thousands
-    deep, or past PATH_MAX, cannot make this fail (``shutil.rmtree`` recurses, and raised).
-    """
-    root = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    token = os.urandom(8).hex()
-    moved = 0
-    queue = [None]  # None: ``path`` itself; else the name of a directory moved into it
-    try:
-        while queue:
-            name = queue[-1]
-            fd = root if name is None else os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
-            try:
-                entries = list(os.scandir(fd))
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        moved += 1
-                        os.rename(entry.name, ".rm-%s-%d" % (token, moved), src_dir_fd=fd, dst_dir_fd=root)
-                        queue.append(".rm-%s-%d" % (token, moved))
-                    else:
-                        os.unlink(entry.name, dir_fd=fd)
-            finally:
-                if fd != root:
-                    os.close(fd)
-            if not entries:  # emptied: remove it (the root stays)
-                queue.pop()
-                if name is not None:
-                    os.rmdir(name, dir_fd=root)
-    finally:
-        os.close(root)
-
-
-def clean_files():
-    """Delete the job's directory and everything in /tmp and /dev/shm; True if all is gone."""
-    if os.path.lexists(JOB_DIR):
-        empty_dir(JOB_DIR)
-        os.rmdir(JOB_DIR)
-    for scratch in SCRATCH_DIRS:
-        if os.path.isdir(scratch):
-            empty_dir(scratch)
-    return not os.path.lexists(JOB_DIR)
-
-
 def finish_job(zygote, pid, status_pending, known):
-    """End the job's processes, take the zygote's report on it if it is still due (so the next
-    job's reports are that job's), and delete its files. Never raises: False retires the slot."""
+    """End the job and check that nothing of it is left; never raises: False retires the slot.
+
+    A job killed before it exited (wall clock, output cap) is ended by SIGKILL to its pid 1: the
+    kernel then kills every process of its pid namespace, and the zygote's report comes once they
+    are all gone. Its files, mounts and sockets went with its namespaces. What is left to check is
+    that no process of a job's uid remains in the slot (``end_everything``: none should)."""
     try:
-        if not end_everything(known):
-            return False
-        if status_pending and job_status(zygote, pid, 5.0) is None:
-            return False
-        return clean_files()
+        if status_pending:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            if job_status(zygote, pid, 5.0) is None:
+                return False
+        return end_everything(known)
     except Exception:
         return False
 
 
+def write_files(files_w, files):
+    """Hand the job its files through its pipe; a job that died first just does not read them."""
+    try:
+        data = json.dumps(files).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(files_w, view) :]
+    except BrokenPipeError:
+        pass
+    finally:
+        os.close(files_w)
+
+
 def run_job(job, drivers, zygote):
     """Run one job to its end; returns (the reply, its pid, whether the zygote's report on it is
-    still due). Its processes and files are left for ``finish_job``."""
+    still due). What is left of it is for ``finish_job``."""
     started = time.monotonic()
     if job["driver"] not in drivers:
         raise KeyError("no driver named %r" % job["driver"])
-    try:
-        prepare_job_dir(job)
-    except OSError as error:  # the job's own files do not fit the sandbox: that job's failure
-        return reply_without_run(job, started, "job files not written: %s" % os.strerror(error.errno or 0))
-    pipes = {name: os.pipe() for name in ("channel", "stdout", "stderr")}
+    pipes = {name: os.pipe() for name in ("channel", "stdout", "stderr", "files")}
     try:
         pid = spawn_job(zygote, job, pipes)
     finally:
-        for _, write_end in pipes.values():
-            os.close(write_end)
+        for name, (read_end, write_end) in pipes.items():
+            os.close(read_end if name == "files" else write_end)
+    write_files(pipes["files"][1], job["files"])
+    streams = {read_end: name for name, (read_end, _) in pipes.items() if name != "files"}
     try:
-        kept, status, reason = collect(zygote, pid, {read_end: name for name, (read_end, _) in pipes.items()}, job)
+        kept, status, reason = collect(zygote, pid, streams, job)
     finally:
-        for read_end, _ in pipes.values():
+        for read_end in streams:
             os.close(read_end)
-    if status is None:  # killed before it exited: finish_job reaps it
+    if status is None:  # killed before it exited: finish_job ends it
         exit_code, signal_number = 128 + signal.SIGKILL, signal.SIGKILL
     elif os.WIFSIGNALED(status):
         signal_number = os.WTERMSIG(status)
         exit_code = 128 + signal_number
     else:
         exit_code, signal_number = os.WEXITSTATUS(status), None
+    if exit_code == 126 and kept["stderr"].startswith(FILES_NOT_WRITTEN):
+        reason = kept["stderr"].decode(errors="replace")[len("rlvr-pool: ") :]
     return (
         {
             "id": job["id"],
@@ -438,24 +546,6 @@ def run_job(job, drivers, zygote):
     )
 
 
-def reply_without_run(job, started, reason):
-    return (
-        {
-            "id": job["id"],
-            "exit_code": None,
-            "signal": None,
-            "timed_out": False,
-            "output_truncated": True,
-            "killed_reason": reason,
-            "channel": "",
-            "stderr": "",
-            "elapsed_s": time.monotonic() - started,
-        },
-        None,
-        False,
-    )
-
-
 def main():
     if _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.exit("cannot become a child subreaper")
@@ -463,7 +553,9 @@ def main():
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     hello = read_frame(stdin)
     drivers = {name: compile(source, name + "_driver.py", "exec") for name, source in hello["drivers"].items()}
-    zygote, zygote_pid = start_zygote(drivers, base64.b64decode(hello["job_filter"]))
+    zygote, zygote_pid = start_zygote(
+        drivers, base64.b64decode(hello["job_filter"]), hello["layers"], hello["zygote_sockets"]
+    )
     ours = {1, os.getpid(), zygote_pid}
     write_frame(stdout, {"ready": True, "pid": os.getpid()})
     while True:

@@ -18,7 +18,14 @@ the command; the pool's supervisor never needs them either):
 - memory that no tmpfs size bounds: memfd_create and memfd_secret (file-backed shared memory is
   bounded by the size of the sandbox's tmpfs mounts, /dev/shm included);
 - kernel interfaces no check needs that widen the attack surface: io_uring (its operations bypass
-  seccomp), userfaultfd, bpf, perf_event_open.
+  seccomp), userfaultfd, bpf, perf_event_open;
+- new namespaces of any kind: ``unshare`` and ``setns`` fail with EPERM, ``clone`` with
+  CLONE_NEWUSER fails with EPERM, and ``clone3`` (whose flags sit in memory a filter cannot read)
+  fails with ENOSYS, so that libc falls back to ``clone``. Without a user namespace of its own an
+  unprivileged process can make no other namespace and mount nothing, so a job cannot create
+  mounts or namespaces to move host-wide counters (mount ids, namespace inode numbers) that a
+  later job would read. The pool's zygote, which clones every job into namespaces of its own
+  (pool_worker.py), passes no CLONE_NEWUSER and never calls ``clone3``.
 
 System calls of another ABI (32-bit ``int 0x80`` on x86-64) kill the process, and x32 calls fail:
 without that, the same call under another number would get through (seccomp(2), "Caveats").
@@ -62,8 +69,13 @@ DENIED = (
     "userfaultfd",
     "bpf",
     "perf_event_open",
+    "unshare",
+    "setns",
 )
 """System calls that fail with EPERM inside every sandbox."""
+
+CLONE_NEWUSER = 0x10000000
+"""``clone`` with this flag fails with EPERM inside every sandbox; ``clone3`` fails with ENOSYS."""
 
 JOB_DENIED = ("sendmsg", "sendmmsg")
 """System calls that fail with EPERM for every job of a sandbox pool (pool_worker.py loads this
@@ -72,7 +84,14 @@ zygote each job's pipes with them. They are how a descriptor is put in flight (S
 socket whose own descriptor is in flight is owned by no process, so it outlived the job that made
 it in the slot's network namespace, which every later job of the slot shares: its abstract name in
 /proc/net/unix (any bytes the job chose) carried a correct answer's results to a sibling that
-then passed without knowing the answer (tests/sandbox/test_hostile.py)."""
+then passed without knowing the answer (tests/sandbox/test_hostile.py).
+
+A job also makes unix sockets only: ``socket`` and ``socketpair`` of any other family (inet, inet6,
+netlink, packet, ...) fail with EAFNOSUPPORT. Jobs share their slot's network namespace, and what
+the kernel keeps there after a socket is gone (TCP TIME_WAIT entries, the counters of
+/proc/net/snmp and netstat, the loopback's byte counts) carried a correct answer's results to a
+later job of the slot; a unix socket leaves nothing there once it is closed. A network namespace
+per job would also do, at a price the throughput benchmark shows (its "net" layer)."""
 
 # System call numbers per architecture (arch/x86/entry/syscalls/syscall_64.tbl;
 # include/uapi/asm-generic/unistd.h for arm64), with the AUDIT_ARCH_* value seccomp reports.
@@ -111,6 +130,12 @@ _ARCHES = {
             "memfd_secret": 447,
             "sendmsg": 46,
             "sendmmsg": 307,
+            "unshare": 272,
+            "setns": 308,
+            "clone": 56,
+            "clone3": 435,
+            "socket": 41,
+            "socketpair": 53,
         },
     ),
     "aarch64": (
@@ -147,6 +172,12 @@ _ARCHES = {
             "memfd_secret": 447,
             "sendmsg": 211,
             "sendmmsg": 269,
+            "unshare": 97,
+            "setns": 268,
+            "clone": 220,
+            "clone3": 435,
+            "socket": 198,
+            "socketpair": 199,
         },
     ),
 }
@@ -156,12 +187,16 @@ X32_SYSCALL_BIT = 0x40000000
 _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS: load a 32-bit word of struct seccomp_data
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K: jump if accumulator & k
 _RET_K = 0x06  # BPF_RET | BPF_K
 _RET_KILL_PROCESS = 0x80000000
 _RET_ERRNO = 0x00050000
 _RET_ALLOW = 0x7FFF0000
-_EPERM, _ENOSYS = 1, 38
-_NR_OFFSET, _ARCH_OFFSET = 0, 4  # struct seccomp_data { int nr; __u32 arch; ... }
+_EPERM, _ENOSYS, _EAFNOSUPPORT = 1, 38, 97
+AF_UNIX = 1
+# struct seccomp_data { int nr; __u32 arch; __u64 ip; __u64 args[6]; }: args[0] at 16, whose low 32
+# bits come first on these little-endian machines (clone's flags all live there).
+_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16
 
 
 class SeccompUnsupported(RuntimeError):
@@ -172,9 +207,47 @@ def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> 
     return struct.pack("=HBBI", code, jump_true, jump_false, k)
 
 
-def deny_filter(machine: str | None = None, denied: tuple[str, ...] = DENIED) -> bytes:
-    """The compiled filter for ``machine`` (default: this one): `denied` (DENIED, or JOB_DENIED for
-    a pool's jobs) fail with EPERM, all else runs."""
+def _no_new_user_namespace(numbers: dict[str, int]) -> list[bytes]:
+    """clone3 fails with ENOSYS (libc falls back to clone); clone with CLONE_NEWUSER with EPERM."""
+    return [
+        _instruction(_JEQ_K, numbers["clone3"], jump_false=1),
+        _instruction(_RET_K, _RET_ERRNO | _ENOSYS),
+        _instruction(_JEQ_K, numbers["clone"], jump_false=3),
+        _instruction(_LD_W_ABS, _ARG0_OFFSET),
+        _instruction(_JSET_K, CLONE_NEWUSER, jump_false=1),
+        _instruction(_RET_K, _RET_ERRNO | _EPERM),
+    ]
+
+
+def _unix_sockets_only(numbers: dict[str, int]) -> list[bytes]:
+    """socket and socketpair of any family but AF_UNIX fail with EAFNOSUPPORT."""
+    program = []
+    for name in ("socket", "socketpair"):
+        program += [
+            _instruction(_JEQ_K, numbers[name], jump_false=3),
+            _instruction(_LD_W_ABS, _ARG0_OFFSET),
+            _instruction(_JEQ_K, AF_UNIX, jump_true=1),
+            _instruction(_RET_K, _RET_ERRNO | _EAFNOSUPPORT),
+            _instruction(_LD_W_ABS, _NR_OFFSET),  # not this call (or AF_UNIX): the number again
+        ]
+    return program
+
+
+def sandbox_filter(machine: str | None = None) -> bytes:
+    """The filter of every sandbox (bubblewrap loads it): DENIED fail with EPERM, and no new user
+    namespace can be made."""
+    return _compile(machine, DENIED, _no_new_user_namespace)
+
+
+def job_filter(machine: str | None = None) -> bytes:
+    """The second filter of every pool job, on top of the sandbox's: JOB_DENIED fail with EPERM,
+    and sockets are unix sockets only (JOB_SOCKET_FAMILIES)."""
+    return _compile(machine, JOB_DENIED, _unix_sockets_only)
+
+
+def _compile(machine: str | None, denied: tuple[str, ...], rules) -> bytes:
+    """Classic BPF for ``machine`` (default: this one): another ABI is killed, x32 calls fail,
+    ``denied`` fail with EPERM, then ``rules(numbers)``; all else runs."""
     machine = machine or platform.machine()
     if machine not in _ARCHES:
         raise SeccompUnsupported(f"no seccomp filter for architecture {machine!r} (known: {', '.join(_ARCHES)})")
@@ -189,5 +262,6 @@ def deny_filter(machine: str | None = None, denied: tuple[str, ...] = DENIED) ->
         program += [_instruction(_JGE_K, X32_SYSCALL_BIT, jump_false=1), _instruction(_RET_K, _RET_ERRNO | _ENOSYS)]
     for name in denied:
         program += [_instruction(_JEQ_K, numbers[name], jump_false=1), _instruction(_RET_K, _RET_ERRNO | _EPERM)]
+    program += rules(numbers)
     program.append(_instruction(_RET_K, _RET_ALLOW))
     return b"".join(program)
