@@ -184,3 +184,88 @@ def sandbox_kernel_objects() -> list[str]:
 
 
 _KEY_USERS_BEFORE = {int(line.split(":")[0]) for line in Path("/proc/key-users").read_text().splitlines()}
+
+
+# --- counters: kernel state that outlives a job though nothing the job made does -------------------
+#
+# Third wave: a slot's jobs shared the state the kernel keeps per namespace and per mount. A correct
+# "publisher" moves a counter until it reads the answer; a later "copier" reads the counter. Each
+# channel carries SECRET (10 bits: enough to pass a query whose answer is one small number), drawn
+# from [200, 1000), where no counter of a new sandbox starts (pids, inode numbers and packet counts
+# there are all small), so a copier can pass only through a leak.
+
+SECRET = 200 + secrets.randbelow(800)
+
+_NET = (
+    "def _net(name):\n    for path in ('/proc/self/net/' + name, '/proc/net/' + name):\n"
+    "        try: return open(path).read()\n        except OSError: pass\n    return ''\n"
+    "def _udp_out():\n    rows = [l.split() for l in _net('snmp').splitlines() if l.startswith('Udp:')]\n"
+    "    return int(dict(zip(rows[0], rows[1]))['OutDatagrams'])\n"
+    "def _lo_bytes():\n    line = [l for l in _net('dev').splitlines() if l.strip().startswith('lo:')][0]\n"
+    "    return int(line.split(':')[1].split()[0])\n"
+)
+_UDP = "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+COUNTER_STASH = {
+    # The last pid of the pid namespace: fork until the copier's own pid (the next one, when the
+    # zygote's fork of the copier is the next fork in the slot) or its child's is SECRET (mod 1024).
+    **{
+        name: "for _ in range(1100):\n"
+        "    pid = os.fork()\n    if pid == 0: os._exit(0)\n    os.waitpid(pid, 0)\n"
+        f"    if (pid + {ahead}) % 1024 == SECRET: break\n"
+        for name, ahead in (("last_pid", 1), ("last_pid_child", 2))
+    },
+    # The next inode number of each tmpfs: create files until it is SECRET (mod 1024).
+    **{
+        f"inode_{name}": f"for i in range(1100):\n"
+        f"    path = {directory!r} + '/c%d' % i\n"
+        "    open(path, 'w').close()\n"
+        "    if (os.stat(path).st_ino + 1) % 1024 == SECRET: break\n"
+        for name, directory in (("tmp", "/tmp"), ("dev_shm", "/dev/shm"), ("workdir", "."))
+    },
+    # TCP: a connection closed from the client side stays in TIME_WAIT for 60 s, its local port
+    # (20000 + SECRET) listed in /proc/net/tcp after the job is gone.
+    "tcp_time_wait": "import socket\nserver = socket.create_server(('127.0.0.1', 0))\n"
+    "client = socket.socket()\nclient.bind(('127.0.0.1', 20000 + SECRET))\n"
+    "client.connect(server.getsockname())\npeer, _ = server.accept()\nclient.close()\npeer.close()\n",
+    # The UDP counters of /proc/net/snmp: datagrams sent on the loopback until the count is SECRET (mod 1024).
+    "udp_counters": f"{_NET}{_UDP}for _ in range((SECRET - _udp_out()) % 1024): s.sendto(b'x', ('127.0.0.1', 9))\n",
+    # The loopback's byte counter (/proc/net/dev): one empty datagram measures the headers, then one
+    # datagram brings the count to SECRET (mod 1024).
+    "loopback_bytes": f"{_NET}{_UDP}before = _lo_bytes()\ns.sendto(b'', ('127.0.0.1', 9))\n"
+    "headers = _lo_bytes() - before\n"
+    "s.sendto(b'x' * ((SECRET - _lo_bytes() - headers) % 1024), ('127.0.0.1', 9))\n",
+}
+
+COUNTER_FIND = {
+    "last_pid": "FOUND = os.getpid() % 1024\n",
+    "last_pid_child": "pid = os.fork()\nif pid == 0: os._exit(0)\nos.waitpid(pid, 0)\nFOUND = pid % 1024\n",
+    **{
+        f"inode_{name}": f"path = {directory!r} + '/r'\nopen(path, 'w').close()\nFOUND = os.stat(path).st_ino % 1024\n"
+        for name, directory in (("tmp", "/tmp"), ("dev_shm", "/dev/shm"), ("workdir", "."))
+    },
+    "tcp_time_wait": f"{_NET}for line in _net('tcp').splitlines()[1:]:\n"
+    "    local, state = line.split()[1], line.split()[3]\n"
+    "    if state == '06': FOUND = int(local.split(':')[1], 16) - 20000\n",
+    "udp_counters": f"{_NET}FOUND = _udp_out() % 1024\n",
+    "loopback_bytes": f"{_NET}FOUND = _lo_bytes() % 1024\n",
+}
+COUNTERS = sorted(COUNTER_FIND)
+
+
+def _guarded(code: str) -> str:
+    """A writer's stash that cannot raise: in a sandbox that refuses a step, the answer still passes."""
+    return "try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "except OSError:\n    pass\n"
+
+
+def counter_query(name: str) -> Query:
+    return Query(
+        f"counter-{name}", "", {"type": "python", "entry_point": "f", "tests": [{"args": [], "expected": SECRET}]}
+    )
+
+
+def counter_writer(name: str) -> str:
+    return f"import os\nSECRET = {SECRET}\n{_guarded(COUNTER_STASH[name])}def f():\n    return SECRET\n"
+
+
+def counter_reader(name: str) -> str:
+    return f"import os\nFOUND = -1\n{_guarded(COUNTER_FIND[name])}def f():\n    return FOUND\n"

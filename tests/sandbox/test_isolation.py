@@ -58,6 +58,27 @@ def test_a_reader_after_a_writer_finds_nothing(isolation: str) -> None:
     assert leaks.sandbox_uid_processes() == []
 
 
+@pytest.mark.parametrize("isolation", ["pool", "fresh"])
+def test_a_copier_after_a_publisher_reads_no_counter(isolation: str) -> None:
+    """Kernel state that outlives a job though nothing it made does (leaks.COUNTERS): the last pid,
+    each tmpfs's next inode number, TCP TIME_WAIT entries, UDP and loopback counters. Each
+    publisher is a correct answer; the copier right after it in the same slot must fail."""
+    verifier = PythonVerifier(limits=LIMITS, isolation=isolation, slots=1)
+    try:
+        items, names = [], []
+        for channel in leaks.COUNTERS:
+            query = leaks.counter_query(channel)
+            items += [(query, leaks.counter_writer(channel)), (query, leaks.counter_reader(channel))]
+            names += [f"{channel} writer", f"{channel} reader"]
+        got = _verdicts(verifier.verify_batch(items), names)
+    finally:
+        verifier.close()
+    writers = {name: v for name, v in got.items() if name.endswith("writer") and v[0] != "pass"}
+    assert not writers, writers
+    readers = {name: v for name, v in got.items() if name.endswith("reader") and v[0] != "fail"}
+    assert not readers, readers
+
+
 def test_a_stdio_reader_after_a_writer_finds_nothing() -> None:
     verifier = StdioVerifier(limits=LIMITS)
     channels = ["keyring", "sysv_shm", "posix_mq", "dev_shm", "tmp"]
