@@ -13,6 +13,12 @@ nothing can be reused between checks. Modes, interleaved over R rounds, medians 
   one at a time; and fresh-parallel: the same from ``--slots`` threads at once, the best a
   fresh-per-check harness can do on these cores.
 
+Layers (``--layers``): what each namespace a pool job gets of its own costs. The same pooled
+check with each job in a new mount namespace only (fresh tmpfs and /proc, the floor of the design),
+then with each of pid, ipc, uts and net added alone, then the default set (pool.JOB_LAYERS: pid,
+ipc and uts; jobs make unix sockets only, which stands in for a network namespace). Each row's
+cost is the time per check above the floor's.
+
 Math: ``MathVerifier.verify_batch`` over distinct answers, none cached (there is no cache): plain
 integers and fractions of integers written another way than the reference (both judged exactly
 in-process), and surds that only a symbolic comparison can match (math-verify, in its worker
@@ -30,9 +36,10 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from rlvr.sandbox.pool import JOB_LAYERS, SandboxPool
 from rlvr.types import Query, Verdict
 from rlvr.verifiers.math import MathVerifier
-from rlvr.verifiers.python import PythonVerifier
+from rlvr.verifiers.python import DRIVER, PythonVerifier
 
 QUERY = Query(
     "bench",
@@ -74,6 +81,45 @@ def symbolic_items(count: int, salt: int) -> list[tuple[Query, str]]:
     ]
 
 
+LAYER_ROWS = {
+    "mount namespace only (the floor)": (),
+    "+ pid namespace": ("pid",),
+    "+ ipc namespace": ("ipc",),
+    "+ uts namespace": ("uts",),
+    "+ net namespace": ("net",),
+    f"default ({', '.join(JOB_LAYERS)})": JOB_LAYERS,
+}
+
+
+def layered(layers: tuple[str, ...], slots: int) -> PythonVerifier:
+    """The pooled python verifier with each job given ``layers`` (the benchmark's pricing knob)."""
+    verifier = PythonVerifier(isolation="pool", slots=slots)
+    verifier._pool = SandboxPool({"python": DRIVER}, slots=slots, layers=layers)
+    return verifier
+
+
+def layer_costs(slots: int, checks: int, rounds: int) -> None:
+    """Checks/s for each LAYER_ROWS set, interleaved over ``rounds``, and ms per check over the floor."""
+    verifiers = {label: layered(layers, slots) for label, layers in LAYER_ROWS.items()}
+    rates: dict[str, list[float]] = {label: [] for label in verifiers}
+    for label, verifier in verifiers.items():
+        rate(verifier.verify_batch, python_items(2 * slots, f"warm-{label}"))
+    for r in range(rounds):
+        for label, verifier in verifiers.items():
+            rates[label].append(rate(verifier.verify_batch, python_items(checks, f"l{r}-{label}")))
+    for verifier in verifiers.values():
+        verifier.close()
+    median = {label: statistics.median(values) for label, values in rates.items()}
+    floor = median["mount namespace only (the floor)"]
+    print(
+        f"\npool job layers ({slots} slots, {checks} checks x {rounds} rounds, load average {os.getloadavg()[0]:.2f})"
+    )
+    print(f"{'each job gets':<40}{'checks/s':>10}{'ms/check over floor':>22}")
+    for label, value in median.items():
+        extra = slots * 1000 * (1 / value - 1 / floor)  # per slot: a slot runs one check at a time
+        print(f"{label:<40}{value:>10.0f}{extra:>22.2f}")
+
+
 def rate(fn, items) -> float:
     start = time.perf_counter()
     results = fn(items)
@@ -93,6 +139,7 @@ def main() -> None:
     parser.add_argument("--symbolic-checks", type=int, default=200)
     parser.add_argument("--slots", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--quick", action="store_true", help="1 round, fewer checks")
+    parser.add_argument("--layers", action="store_true", help="also price each namespace a pool job gets")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.pool_checks, args.fresh_checks, args.math_checks, args.symbolic_checks = 1, 150, 10, 300, 40
@@ -143,6 +190,8 @@ def main() -> None:
         f"pooled / fresh: {median['pool'] / median['fresh']:.1f}x; "
         f"pooled / fresh x{args.slots} threads: {median['pool'] / median['fresh_parallel']:.1f}x"
     )
+    if args.layers:
+        layer_costs(args.slots, args.pool_checks, args.rounds)
 
 
 if __name__ == "__main__":

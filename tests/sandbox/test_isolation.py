@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 from rlvr.sandbox import SandboxLimits, bwrap
+from rlvr.types import Query
 from rlvr.verifiers.python import PythonVerifier
 from rlvr.verifiers.stdio import StdioVerifier
 
@@ -95,3 +96,49 @@ def test_a_stdio_reader_after_a_writer_finds_nothing() -> None:
     readers = {name: v for name, v in got.items() if name.endswith("reader") and v[0] != "fail"}
     assert not readers, readers
     assert leaks.sandbox_kernel_objects() == []
+
+
+REFUSED_PROBES = """
+import ctypes, errno, json, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+def probe(action):
+    try:
+        action()
+        return 'ok'
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+def cachestat():
+    fd = os.open('/usr/bin/env', os.O_RDONLY)
+    if libc.syscall(451, fd, ctypes.create_string_buffer(16), ctypes.create_string_buffer(64), 0) < 0:
+        raise OSError(ctypes.get_errno(), 'cachestat')
+def nowait():
+    fd = os.open('/usr/bin/env', os.O_RDONLY)
+    os.preadv(fd, [bytearray(64)], 0, os.RWF_NOWAIT)
+OUT = {
+    'cookie': probe(lambda: socket.socket(socket.AF_UNIX).getsockopt(socket.SOL_SOCKET, 57, 8)),
+    'socket type': probe(lambda: socket.socket(socket.AF_UNIX).getsockopt(socket.SOL_SOCKET, socket.SO_TYPE)),
+    'cachestat': probe(cachestat),
+    'preadv2 nowait': probe(nowait),
+    'preadv': probe(lambda: os.preadv(os.open('/usr/bin/env', os.O_RDONLY), [bytearray(64)], 0)),
+    'thread': probe(lambda: __import__('threading').Thread(target=int).start()),
+}
+"""
+
+
+@pytest.mark.parametrize("isolation", ["pool", "fresh"])
+def test_machine_wide_counters_are_refused_and_their_plain_forms_work(isolation: str) -> None:
+    """Socket cookies and page-cache probes read state every process on the machine shares
+    (seccomp.py); the calls around them still work: other socket options, plain preadv, threads
+    (clone3 refused, libc falls back to clone)."""
+    verifier = PythonVerifier(limits=LIMITS, isolation=isolation, slots=1)
+    want = {"cookie": "EPERM", "socket type": "ok", "cachestat": "EPERM", "preadv": "ok", "thread": "ok"}
+    query = Query("q", "", {"type": "python", "entry_point": "f", "tests": [{"args": [], "expected": want}]})
+    code = REFUSED_PROBES + "def f():\n    return {k: v for k, v in OUT.items() if k != 'preadv2 nowait'}\n"
+    # preadv2 is refused with ENOSYS; with flags libc cannot fall back, and says ENOTSUP
+    nowait = REFUSED_PROBES + "def f():\n    return OUT['preadv2 nowait'] in ('ENOSYS', 'ENOTSUP', 'EOPNOTSUPP')\n"
+    nowait_query = Query("n", "", {"type": "python", "entry_point": "f", "tests": [{"args": [], "expected": True}]})
+    try:
+        results = verifier.verify_batch([(query, code), (nowait_query, nowait)])
+    finally:
+        verifier.close()
+    assert [r.verdict.value for r in results] == ["pass", "pass"], results

@@ -12,10 +12,12 @@ from rlvr.sandbox import seccomp
 KILL, ALLOW, EPERM, ENOSYS, EAFNOSUPPORT = 0x80000000, 0x7FFF0000, 0x00050001, 0x00050026, 0x00050061
 
 
-def run_filter(program: bytes, arch: int, nr: int, arg0: int = 0) -> int:
+def run_filter(program: bytes, arch: int, nr: int, *args: int) -> int:
     """Evaluate the filter on struct seccomp_data {nr, arch, ip, args}: only the opcodes the filter uses."""
     code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
-    data = {0: nr & 0xFFFFFFFF, 4: arch, 16: arg0 & 0xFFFFFFFF, 20: arg0 >> 32}
+    data = {0: nr & 0xFFFFFFFF, 4: arch}
+    for index, value in enumerate((*args, 0, 0, 0)[:6]):  # little-endian 64-bit args from offset 16
+        data[16 + 8 * index], data[20 + 8 * index] = value & 0xFFFFFFFF, value >> 32
     pc, accumulator = 0, 0
     while True:
         op, jump_true, jump_false, k = code[pc]
@@ -36,10 +38,12 @@ def test_denied_calls_fail_with_eperm_and_the_rest_run(machine: str) -> None:
     arch, numbers = seccomp._ARCHES[machine]
     program = seccomp.sandbox_filter(machine)
     # every name has a number on every arch
-    assert set(numbers) == set(seccomp.DENIED) | set(seccomp.JOB_DENIED) | {"clone", "clone3", "socket", "socketpair"}
+    rules = {"clone", "socket", "socketpair", "getsockopt", *seccomp.ENOSYS_CALLS}
+    assert set(numbers) == set(seccomp.DENIED) | set(seccomp.JOB_DENIED) | rules
     for name in seccomp.DENIED:
         assert run_filter(program, arch, numbers[name]) == EPERM, name
-    allowed = set(range(0, 460)) - {numbers[name] for name in seccomp.DENIED} - {numbers["clone3"]}
+    ruled = {numbers[name] for name in (*seccomp.DENIED, *seccomp.ENOSYS_CALLS)}
+    allowed = set(range(0, 460)) - ruled
     assert all(run_filter(program, arch, nr) == ALLOW for nr in allowed)
 
 
@@ -98,3 +102,21 @@ def test_a_job_makes_unix_sockets_only(machine: str) -> None:
     assert run_filter(job, arch, numbers["socket"], unix | (2 << 32)) == ALLOW  # int domain: high bits are not read
     # the number is reloaded after each argument test: calls after socket's rules are still matched
     assert run_filter(job, arch, numbers["sendmsg"], inet) == EPERM
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_no_socket_cookie_and_no_page_cache_probe(machine: str) -> None:
+    arch, numbers = seccomp._ARCHES[machine]
+    program = seccomp.sandbox_filter(machine)
+    sol_socket, sol_tcp, so_cookie, so_netns_cookie, so_type = 1, 6, 57, 71, 3
+    getsockopt = numbers["getsockopt"]
+    assert run_filter(program, arch, getsockopt, 5, sol_socket, so_cookie) == EPERM
+    assert run_filter(program, arch, getsockopt, 5, sol_socket, so_netns_cookie) == EPERM
+    assert run_filter(program, arch, getsockopt, 5, sol_socket, so_type) == ALLOW
+    assert (
+        run_filter(program, arch, getsockopt, 5, sol_tcp, so_cookie) == ALLOW
+    )  # 57 at another level is another option
+    assert run_filter(program, arch, numbers["cachestat"]) == EPERM
+    for call in ("preadv2", "pwritev2"):
+        assert run_filter(program, arch, numbers[call]) == ENOSYS  # libc then uses preadv/pwritev
+    assert run_filter(program, arch, numbers["clone"], 0x01200011) == ALLOW  # a plain fork after the cookie rules

@@ -25,7 +25,13 @@ the command; the pool's supervisor never needs them either):
   unprivileged process can make no other namespace and mount nothing, so a job cannot create
   mounts or namespaces to move host-wide counters (mount ids, namespace inode numbers) that a
   later job would read. The pool's zygote, which clones every job into namespaces of its own
-  (pool_worker.py), passes no CLONE_NEWUSER and never calls ``clone3``.
+  (pool_worker.py), passes no CLONE_NEWUSER and never calls ``clone3``;
+- two readers of machine-wide state that an earlier job can move and a later one read (docs/
+  verifiers.md, "What a job can learn about earlier jobs"): socket cookies (``getsockopt`` of
+  SO_COOKIE or SO_NETNS_COOKIE fails with EPERM: a counter handed out in batches per CPU and moved
+  only when asked), and the page cache's residency (``cachestat`` fails with EPERM, ``preadv2``
+  and ``pwritev2`` with ENOSYS, so that libc's plain forms still work but RWF_NOWAIT cannot probe
+  whether an earlier job read a page of a shared system file).
 
 System calls of another ABI (32-bit ``int 0x80`` on x86-64) kill the process, and x32 calls fail:
 without that, the same call under another number would get through (seccomp(2), "Caveats").
@@ -71,6 +77,7 @@ DENIED = (
     "perf_event_open",
     "unshare",
     "setns",
+    "cachestat",
 )
 """System calls that fail with EPERM inside every sandbox."""
 
@@ -136,6 +143,10 @@ _ARCHES = {
             "clone3": 435,
             "socket": 41,
             "socketpair": 53,
+            "getsockopt": 55,
+            "preadv2": 327,
+            "pwritev2": 328,
+            "cachestat": 451,
         },
     ),
     "aarch64": (
@@ -178,6 +189,10 @@ _ARCHES = {
             "clone3": 435,
             "socket": 198,
             "socketpair": 199,
+            "getsockopt": 209,
+            "preadv2": 286,
+            "pwritev2": 287,
+            "cachestat": 451,
         },
     ),
 }
@@ -196,7 +211,10 @@ _EPERM, _ENOSYS, _EAFNOSUPPORT = 1, 38, 97
 AF_UNIX = 1
 # struct seccomp_data { int nr; __u32 arch; __u64 ip; __u64 args[6]; }: args[0] at 16, whose low 32
 # bits come first on these little-endian machines (clone's flags all live there).
-_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16
+_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET, _ARG1_OFFSET, _ARG2_OFFSET = 0, 4, 16, 24, 32
+SOL_SOCKET, SO_COOKIE, SO_NETNS_COOKIE = 1, 57, 71
+ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2")
+"""System calls that fail with ENOSYS inside every sandbox (libc falls back to an older form)."""
 
 
 class SeccompUnsupported(RuntimeError):
@@ -207,15 +225,26 @@ def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> 
     return struct.pack("=HBBI", code, jump_true, jump_false, k)
 
 
-def _no_new_user_namespace(numbers: dict[str, int]) -> list[bytes]:
-    """clone3 fails with ENOSYS (libc falls back to clone); clone with CLONE_NEWUSER with EPERM."""
-    return [
-        _instruction(_JEQ_K, numbers["clone3"], jump_false=1),
-        _instruction(_RET_K, _RET_ERRNO | _ENOSYS),
-        _instruction(_JEQ_K, numbers["clone"], jump_false=3),
+def _sandbox_rules(numbers: dict[str, int]) -> list[bytes]:
+    """ENOSYS_CALLS fail with ENOSYS; clone with CLONE_NEWUSER, and getsockopt of SO_COOKIE or
+    SO_NETNS_COOKIE, with EPERM."""
+    program = []
+    for name in ENOSYS_CALLS:
+        program += [_instruction(_JEQ_K, numbers[name], jump_false=1), _instruction(_RET_K, _RET_ERRNO | _ENOSYS)]
+    return program + [
+        _instruction(_JEQ_K, numbers["clone"], jump_false=4),
         _instruction(_LD_W_ABS, _ARG0_OFFSET),
         _instruction(_JSET_K, CLONE_NEWUSER, jump_false=1),
         _instruction(_RET_K, _RET_ERRNO | _EPERM),
+        _instruction(_LD_W_ABS, _NR_OFFSET),  # another clone: the number again
+        _instruction(_JEQ_K, numbers["getsockopt"], jump_false=7),
+        _instruction(_LD_W_ABS, _ARG1_OFFSET),
+        _instruction(_JEQ_K, SOL_SOCKET, jump_false=4),
+        _instruction(_LD_W_ABS, _ARG2_OFFSET),
+        _instruction(_JEQ_K, SO_COOKIE, jump_true=1),
+        _instruction(_JEQ_K, SO_NETNS_COOKIE, jump_false=1),
+        _instruction(_RET_K, _RET_ERRNO | _EPERM),
+        _instruction(_LD_W_ABS, _NR_OFFSET),
     ]
 
 
@@ -234,9 +263,9 @@ def _unix_sockets_only(numbers: dict[str, int]) -> list[bytes]:
 
 
 def sandbox_filter(machine: str | None = None) -> bytes:
-    """The filter of every sandbox (bubblewrap loads it): DENIED fail with EPERM, and no new user
-    namespace can be made."""
-    return _compile(machine, DENIED, _no_new_user_namespace)
+    """The filter of every sandbox (bubblewrap loads it): DENIED fail with EPERM, no new user
+    namespace can be made, no socket cookie read, no page cache probed (``_sandbox_rules``)."""
+    return _compile(machine, DENIED, _sandbox_rules)
 
 
 def job_filter(machine: str | None = None) -> bytes:
