@@ -1,8 +1,10 @@
 """MathVerifier: exact integers in-process; math-verify in real worker processes (no mocks).
 
 Choices pinned here: integers compare by value ("042", "+7" and " 42 " equal 42, as math-verify
-itself judges them, so the fast path and the slow path agree); "1e3" and "0x10" are not plain
-integers and go to math-verify.
+itself judges them, so the fast path and the slow path agree); "1e3" is E-notation, 1000, and
+"0x10" is not a plain integer and goes to math-verify. Every value of an answer counts: one the
+parser drops is a second value (``HIDDEN_VALUE``), and the forms readers write elsewhere pass
+(``HONEST_FORMS``; the full corpus is test_math_corpus.py).
 """
 
 import os
@@ -103,7 +105,8 @@ def test_bad_criteria_is_an_error_not_a_fail(criteria: dict) -> None:
         ("\\frac{1}{2}", "1/2", Verdict.PASS, ErrorClass.NONE),
         ("0.5", "\\dfrac{1}{2}", Verdict.PASS, ErrorClass.NONE),
         ("\\frac{1}{2}", "0.3", Verdict.FAIL, ErrorClass.WRONG_ANSWER),
-        ("1000", "1e3", Verdict.FAIL, ErrorClass.WRONG_ANSWER),  # LaTeX reads "1e3" as 1*e*3
+        ("1000", "1e3", Verdict.PASS, ErrorClass.NONE),  # E-notation: 1 * 10^3, not 1 * e * 3
+        ("1000", "1e4", Verdict.FAIL, ErrorClass.WRONG_ANSWER),
         ("\\sqrt{2}", "2^{1/2}", Verdict.PASS, ErrorClass.NONE),
         ("\\{1,2\\}", "\\{2,1\\}", Verdict.PASS, ErrorClass.NONE),  # sets ignore order
         ("\\{1,2\\}", "\\{1,3\\}", Verdict.FAIL, ErrorClass.WRONG_ANSWER),
@@ -251,7 +254,7 @@ def test_a_batch_of_hedges_never_reaches_math_verify() -> None:
 
 READ_IN_PART = [
     # (gold, answer): math-verify parsed up to what it could not read and dropped the rest, and passed.
-    ("42", "42@43"), ("42", "42-"), ("42", "42é"), ("42", "42\x1b"), ("42", "43~42"), ("42", "42$"),
+    ("42", "42@43"), ("42", "42-"), ("42", "42é"), ("42", "42\x1b"), ("42", "43~42"),
     ("42", "42_43"), ("42", "42\\pi\\foo"), ("3", "42\\pi\\max 3"), ("42", "42\\8"),
 ]  # fmt: skip
 
@@ -346,3 +349,106 @@ def test_what_follows_the_answer_is_its_fail_and_only_a_pool_fault_is_an_error()
     for outcome, verdict, error_class in cases:
         result = _from_outcome(outcome)
         assert (result.verdict, result.error_class) == (verdict, error_class), outcome
+
+
+HIDDEN_VALUE = [
+    # (answer for gold 42): a second value inside a construct math-verify drops; all PASSED for 42
+    # before the verifier asked the parser which values it read (issue 27, item 4).
+    r"42 \text{ (approximately 43)}",
+    r"\left. 42 \right|_{43}",
+    r"{42}^{1}_{43}",
+    r"42 \textbf{ (43)}",
+    r"42\mbox{ 43}",
+    r"42 \mathrm{43}",
+    r"42\operatorname{43}",
+    r"\left. 42 \right|^{43}",
+    r"42^{}_{43}",
+    r"\boxed{42 \text{ (43)}}",
+]
+
+
+@pytest.mark.parametrize("answer", HIDDEN_VALUE)
+def test_a_value_the_parser_drops_is_a_second_value(patient: MathVerifier, answer: str) -> None:
+    result = patient.verify(row("42"), answered(answer))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.BAD_FORMAT), result.detail
+    assert "math-verify drops" in result.detail
+
+
+def test_a_unit_squared_is_no_second_value(patient: MathVerifier) -> None:
+    """math-verify drops the 2 of "cm^2" with the unit; a square or cube of a unit is not counted."""
+    assert patient.verify(row("15"), answered(r"15\text{ cm}^2")).verdict is Verdict.PASS
+    assert patient.verify(row("15"), answered(r"15\mbox{ m}^{3}")).verdict is Verdict.PASS
+    seven = patient.verify(row("15"), answered(r"15\text{ cm}^7"))
+    assert (seven.verdict, seven.error_class) == (Verdict.FAIL, ErrorClass.BAD_FORMAT)
+
+
+HONEST_FORMS = [
+    # (gold, answer): forms readers write that were refused before (issue 27, item 7)
+    ("9", r"Answer \( 9 \)"),  # inline and display delimiters, with words around
+    ("9", r"Answer \[ 9 \]"),
+    ("9", "Answer $$ \n 9 \n $$"),  # display math may span lines
+    ("\\frac{1}{2}", r"\(\frac{1}{2}\)"),
+    ("32349", r"32,\! 349"),  # MATH's thousands separators
+    ("14916", r"14{,}916"),
+    ("11111111100", r"11,\! 111,\! 111,\! 100"),
+    ("1000", "1,000"),
+    ("900,\\!000,\\!000", "900000000"),  # in the gold too
+    ("10", r"\$10"),  # a dollar sign
+    ("\\$6", "6"),
+    ("16386.20", r"\$16,\!386.20"),
+    (r"x \le 3", "x <= 3"),  # ASCII relations
+    (r"x \ge 3", "x >= 3"),
+    (r"x \ne 3", "x != 3"),
+    (r"\begin{bmatrix}1&2\\3&4\end{bmatrix}", r"\begin{pmatrix}1&2\\3&4\end{pmatrix}"),  # bracket styles
+    (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\left[\begin{array}{cc}1 & 2 \\3 & 4\end{array}\right]"),
+    ("204_5", "204_5"),  # the gold as written is never refused
+    ("204_5", "204_{5}"),
+    (r"15\mbox{ cm}^2", r"15\mbox{ cm}^2"),
+    ("y = 2x + 3", "y=3+2x"),  # an equation for an equation
+    ("2x+4y-3=0", r"y=-\frac{1}{2}x+\frac{3}{4}"),
+    (r"\boxed{1, 2, 3}", "1, 2, 3"),  # a bare list for a boxed list
+    (r"\{1, 2\}", "2, 1"),  # a bare list for a set
+    ("(2, 2), (6, 2)", r"\boxed{(2, 2)} \quad \text{and} \quad \boxed{(6, 2)}"),  # boxes listing a list
+    ("6 \\text{ and } 8", r"\boxed{6,8}"),
+    ("1000", "1e3"),  # E-notation: a power of ten
+    ("-440000", "-4.4e+5"),
+    ("0.0025", "2.5E-3"),
+    ("2e", "2e"),  # "2e" with no exponent digits is 2 times Euler's number
+    ("2e", r"2 \cdot e"),
+    ("e^{2}", "e^2"),
+    ("1 - \\frac{1}{\\mathrm{e}}", "1 - \\frac{1}{e}"),
+    ("x > 5", r"(5, \infty)"),  # an interval for an inequality
+    ("-2 \\le x \\le 7", r"x \in [-2,7]"),
+    ("42", "Thus, the answer is $42$."),  # prose around one value
+    ("42", r"The answer is \boxed{42}."),
+    ("42", "42$"),  # a lone $ at the end: a delimiter without its partner
+]
+
+
+@pytest.mark.parametrize(("gold", "answer"), HONEST_FORMS)
+def test_honest_forms_pass(patient: MathVerifier, gold: str, answer: str) -> None:
+    result = patient.verify(row(gold), answered(answer))
+    assert (result.verdict, result.score) == (Verdict.PASS, 1.0), result.detail
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "error_class"),
+    [
+        ("1000", "1, 000", BAD_FORMAT),  # a list: a comma and a space
+        ("1000", "1 000", BAD_FORMAT),  # a space is no thousands separator
+        ("1.22", "1,22", BAD_FORMAT),  # a comma is no decimal point
+        ("(2,500)", "2500", WRONG),  # inside brackets, a pair
+        (r"\begin{bmatrix}1&2\\3&4\end{bmatrix}", r"\begin{vmatrix}1&2\\3&4\end{vmatrix}", BAD_FORMAT),  # det
+        ("e^{3}", "1e3", WRONG),  # E-notation is not Euler's number
+        ("2000", "2e", WRONG),
+        ("120", "5!=120", BAD_FORMAT),  # a factorial and =, as no gold states a relation
+        ("(1,2)", "2, 1", BAD_FORMAT),  # a tuple or interval is no list
+        ("204_5", "204_6", BAD_FORMAT),
+        ("42", "x <= 42", BAD_FORMAT),
+    ],
+)
+def test_the_readings_that_tell_forms_apart(
+    patient: MathVerifier, gold: str, answer: str, error_class: ErrorClass
+) -> None:
+    result = patient.verify(row(gold), answered(answer))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, error_class), result.detail

@@ -5,7 +5,8 @@ Strings come from hypothesis: arbitrary text, and text built from math-ish token
 where hedges live. Whether a passed string IS the gold is decided here, independently of the
 verifier and of math-verify (STYLE.md habit 7): ``value_of`` reads a small LaTeX arithmetic
 (numbers, ``+ - * /``, ``\frac``, ``\cdot``, ``|…|``, parentheses) with Python's own parser and
-exact fractions, after the wrappers every verifier accepts (``$…$``, ``\boxed{}``, ``x =``) and a
+exact fractions, after the wrappers every verifier accepts (``$…$``, a lone ``$`` at either end,
+``\boxed{}``, ``x =``) and a
 trailing unit, percent sign or degree mark, which math-verify drops.
 """
 
@@ -45,6 +46,8 @@ def tokens(alphabet: list[str], max_size: int = 8) -> st.SearchStrategy[str]:
 def value_of(text: str) -> Fraction | None:
     """The exact value of ``text`` in the small LaTeX arithmetic above, or None outside it."""
     text = text.replace("~", " ").strip()
+    if text.count("$") == 1 and (text.startswith("$") or text.endswith("$")):
+        text = text.strip("$").strip()  # a delimiter without its partner, which every verifier drops
     # "The answer is $42$.": one span between equal runs of $ ($, $$, or a run math-verify strips alike)
     one_span = re.fullmatch(r"([A-Za-z ]*)(\$+)([^$]*)\2([A-Za-z .]*)", text)
     text = one_span.group(3).strip() if one_span else text
@@ -172,7 +175,7 @@ def test_the_form_check_never_raises(answer: str, gold: str) -> None:
 @pytest.mark.parametrize(("answer", "gold", "value"), [
     ("x = 42", "42", "42"), ("$\\boxed{x = 42}$", "42", "42"), ("The answer is $42$.", "42", "42"),
     ("x \\in [0, 1)", "[0,1)", "[0, 1)"), ("(x, y) = (1, 2)", "(1,2)", "(1, 2)"), ("y = 2x", "y = 2x", "y = 2x"),
-    ("\\log_{2} 8", "3", "\\log_{2} 8"), ("\\lim_{x \\to 0} x", "0", "\\lim_{x \\to 0} x"), ("1,000", "1000", "1,000"),
+    ("\\log_{2} 8", "3", "\\log_{2} 8"), ("\\lim_{x \\to 0} x", "0", "\\lim_{x \\to 0} x"), ("1,000", "1000", "1000"),
 ])  # fmt: skip
 def test_the_one_value_is_what_gets_compared(answer: str, gold: str, value: str) -> None:
     assert one_value(answer, gold) == value

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from math_verify import parse, verify
-from sympy import Abs, Basic, Max
+from sympy import Abs, Basic, Max, srepr
 
 from rlvr.verifiers._text import clip
 
@@ -67,7 +67,9 @@ def judge(gold: str, answer: str, tolerance: float | None = None) -> Judgement:
     """Compare ``answer`` with ``gold`` by math-verify; runs in a worker process.
 
     Decimals are exact (``exact_decimals``); with a ``tolerance`` an answer that is not equal may
-    still pass within it, when both sides are numbers (``within_tolerance``).
+    still pass within it, when both sides are numbers (``within_tolerance``). An answer that would
+    pass must also have been read whole (``dropped_value``): a value that math-verify drops is a
+    second value the comparison never saw, and the answer is not one value (``bad_format``).
 
     math-verify's own timeouts are off (``parsing_timeout=None``, ``timeout_seconds=None``): the
     pool's SIGKILL at its deadline is the one clock, and SIGALRM could not stop C code anyway.
@@ -75,17 +77,67 @@ def judge(gold: str, answer: str, tolerance: float | None = None) -> Judgement:
     (math_verify/grader.py, ``except Exception`` around each strategy), so an answer that
     exhausts the worker's memory limit is judged wrong, like any other that cannot be shown equal.
     """
-    gold_parsed = parse(as_math(exact_decimals(gold)), parsing_timeout=None)
+    gold_parsed = _parse(gold)
     if not _has_math(gold_parsed):
         return "error", "unparseable", f"gold answer {clip(gold)!r} cannot be parsed; fix the row"
-    answer_parsed = parse(as_math(exact_decimals(answer)), parsing_timeout=None)
+    answer_parsed = _parse(answer)
     if not _has_math(answer_parsed):
         return "fail", "unparseable", f"no mathematical expression in answer {clip(answer)!r}"
     if verify(gold_parsed, answer_parsed, timeout_seconds=None):
-        return "pass", "none", f"equivalent to {clip(gold)!r}"
-    if tolerance is not None and within_tolerance(gold_parsed[0], answer_parsed[0], tolerance):
-        return "pass", "none", f"within tolerance {tolerance:g} of {clip(gold)!r}"
-    return "fail", "wrong_answer", f"expected {clip(gold)!r}, got {clip(answer)!r}"
+        passed = f"equivalent to {clip(gold)!r}"
+    elif tolerance is not None and within_tolerance(gold_parsed[0], answer_parsed[0], tolerance):
+        passed = f"within tolerance {tolerance:g} of {clip(gold)!r}"
+    else:
+        return "fail", "wrong_answer", f"expected {clip(gold)!r}, got {clip(answer)!r}"
+    hidden = dropped_value(answer, answer_parsed)  # only a pass needs it: one parse per value
+    if hidden:
+        detail = f"answer is not one value: {hidden!r} is a value math-verify drops ({DROPPED_WHERE})"
+        return "fail", "bad_format", detail
+    return "pass", "none", passed
+
+
+def _parse(text: str) -> list[Any]:
+    return parse(as_math(exact_decimals(text)), parsing_timeout=None)
+
+
+# A value: a number literal, or a constant. Letters are not counted: a word in \text{} is prose
+# ("cm", "square units"), and no rule tells it from a variable.
+_VALUE = re.compile(r"[0-9]+(?:\.[0-9]+)?|\.[0-9]+|\\(?:pi|infty)(?![A-Za-z])")
+_UNIT_POWER = re.compile(r"\\(?:text|mbox|mathrm|textrm|textnormal)\s*\{[A-Za-z .]*\}\s*\^\s*\{?\s*\Z")
+DROPPED_WHERE = "in \\text{}, a subscript, an evaluation bar, \\tag{} or the like"
+
+
+def dropped_value(text: str, parsed: list[Any]) -> str | None:
+    r"""The first value in ``text`` that math-verify's reading of it does not depend on, or None.
+
+    A value is read when changing it changes what math-verify parses: each number literal in turn
+    has every digit shifted by 5 ("43" -> "98", "2.5" -> "7.0") and each ``\pi``/``\infty`` is
+    replaced by ``\sqrt{7}``, and the text is parsed again. Where the parse is the same, the value
+    was dropped: ``42 \text{ (approximately 43)}``, ``\left. 42 \right|_{43}``, ``{42}^{1}_{43}``,
+    ``42 \tag{43}`` all parse as 42 whatever the 43. This asks the parser itself, so it holds for
+    every construct math-verify drops, named here or not. A square or cube of a unit
+    (``15\text{ cm}^2``) is no second value and is not counted.
+    """
+    reading = _reading(parsed)
+    for match in _VALUE.finditer(text):
+        value = match.group()
+        if value in ("2", "3") and _UNIT_POWER.search(text[: match.start()]):
+            continue
+        changed = text[: match.start()] + _shifted(value) + text[match.end() :]
+        if _reading(_parse(changed)) == reading:
+            return value
+    return None
+
+
+def _shifted(value: str) -> str:
+    if value.startswith("\\"):
+        return "\\sqrt{7}"
+    return "".join(str((int(c) + 5) % 10) if c.isdigit() else c for c in value)
+
+
+def _reading(parsed: list[Any]) -> tuple[str, ...]:
+    """What math-verify read, comparable across parses: the expressions, not the extracted strings."""
+    return tuple(srepr(item) for item in parsed if not isinstance(item, str))
 
 
 def within_tolerance(gold: Any, answer: Any, tolerance: float) -> bool:

@@ -3,10 +3,15 @@
 Rows look like ``{"type": "math", "answer": "\\frac{1}{2}"}``; the completion's last
 ``<answer>…</answer>`` is compared with ``answer``.
 
-First the answer must be ONE value (``math_form.one_value``): a disjunction, a list, a chain, a
-relation or a case list is a ``bad_format`` fail, and junk that math-verify would read only in
-part ("42@43", "42-") an ``unparseable`` fail, before anything compares it: math-verify would keep
-one element and pass a hedge.
+Gold and answer are first spelled one way (``math_normal.canonical``: ``\\( 9 \\)`` is ``$ 9 $``,
+``32,\\! 349`` is 32349, ``\\$10`` is 10, ``1e3`` is 1000, ``x <= 3`` is ``x \\le 3``); an answer
+that is then the gold's own text passes. Otherwise the answer must be ONE value
+(``math_form.one_value``): a disjunction, a list, a chain, a relation or a case list is a
+``bad_format`` fail, and junk that math-verify would read only in part ("42@43", "42-") an
+``unparseable`` fail, before anything compares it: math-verify would keep one element and pass a
+hedge. An answer math-verify would pass must also have been read whole: a value it drops
+(``42 \\text{ (approximately 43)}``) is a second value and a ``bad_format`` fail
+(``_math_worker.dropped_value``).
 
 Plain integers (the bulk of synthetic arithmetic) are compared here, in microseconds, by value:
 "042", "+42" and " 42 " all equal "42", as math-verify would also judge them, so the verdict does
@@ -24,12 +29,14 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import PooledVerifier, extract_answer
-from rlvr.verifiers.math_form import Rejection, one_value, unwrap
+from rlvr.verifiers.math_form import Rejection, gold_value, one_value, unwrap
+from rlvr.verifiers.math_normal import canonical, same_text
 from rlvr.workers import JobOutcome, StartMethod, WorkerPool
 
 MATH_JOB = "rlvr.verifiers._math_worker:judge"
@@ -173,26 +180,42 @@ class MathVerifier(PooledVerifier):
             return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, detail)
         if not answer:
             return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, "<answer> is empty")
+        exact = _exact_verdict(criteria.answer, answer, criteria.tolerance)  # plain numbers: no rewriting
+        if exact is not None:
+            return exact
+        gold = _gold_value(criteria.answer)
+        text = canonical(answer, gold)
+        if same_text(answer, criteria.answer) or same_text(unwrap(text), gold):
+            return _result(Verdict.PASS, ErrorClass.NONE, f"the gold itself: {clip(gold)!r}")
         # Before any comparison, so that a hedge never reaches math-verify; a plain number is one value.
-        plain = normalize_integer(answer) is not None or exact_rational(answer) is not None
-        value = answer if plain else one_value(answer, criteria.answer)
+        value = text if exact_rational(text) is not None else one_value(answer, gold)
         if isinstance(value, Rejection):
             return _result(Verdict.FAIL, ErrorClass(value.error_class), f"{value.detail}: {clip(answer)!r}")
-        gold = unwrap(criteria.answer)
-        gold_int, answer_int = normalize_integer(gold), normalize_integer(value)
-        if gold_int is not None and answer_int is not None:
-            if gold_int == answer_int:
-                return _result(Verdict.PASS, ErrorClass.NONE, f"integer {clip(gold_int)}")
-            if criteria.tolerance is None:
-                detail = f"expected integer {clip(gold_int)}, got {clip(answer_int)}"
-                return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail)
-        gold_value, answer_value = exact_rational(gold), exact_rational(value)
-        if gold_value is None or answer_value is None:
-            return criteria.answer, value, criteria.tolerance
-        return _compare_rationals(gold, value, gold_value, answer_value, criteria.tolerance)
+        if same_text(value, gold):  # "\boxed{GOLD}": the gold itself, whether math-verify reads it or not
+            return _result(Verdict.PASS, ErrorClass.NONE, f"the gold itself: {clip(gold)!r}")
+        return _exact_verdict(gold, value, criteria.tolerance) or (gold, value, criteria.tolerance)
 
     def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
         return _from_outcome(outcome)
+
+
+_gold_value = lru_cache(maxsize=1024)(gold_value)
+"""A row's gold is read once, not once per sample of its group."""
+
+
+def _exact_verdict(gold: str, answer: str, tolerance: float | None) -> VerifierResult | None:
+    """The verdict on two plain numbers (integers, fractions of integers, decimals), or None."""
+    gold_int, answer_int = normalize_integer(gold), normalize_integer(answer)
+    if gold_int is not None and answer_int is not None:
+        if gold_int == answer_int:
+            return _result(Verdict.PASS, ErrorClass.NONE, f"integer {clip(gold_int)}")
+        if tolerance is None:
+            detail = f"expected integer {clip(gold_int)}, got {clip(answer_int)}"
+            return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail)
+    exact_gold, exact_answer = exact_rational(gold), exact_rational(answer)
+    if exact_gold is None or exact_answer is None:
+        return None
+    return _compare_rationals(gold, answer, exact_gold, exact_answer, tolerance)
 
 
 def _compare_rationals(

@@ -74,7 +74,7 @@ RESTARTING_COMMANDS = _RESTARTING_FUNCTIONS | set(
 was 3 and "43\\circ 42" was 42. A value may not stand right before one (``_dropped_before``)."""
 ARGUMENT_COMMANDS = set(
     "frac dfrac tfrac cfrac sqrt binom dbinom tbinom text textbf textit textrm textup mbox mathrm mathbf "
-    "mathit mathsf mathtt mathbb mathcal boldsymbol operatorname boxed fbox overline underline bar hat "
+    "mathit mathsf mathtt mathbb mathcal boldsymbol operatorname textnormal boxed fbox overline underline bar hat "
     "vec tilde widehat widetilde dot ddot pmod begin end".split()
 )
 """Commands whose ``{…}`` argument is part of the value. math-verify drops any other command WITH its
@@ -150,6 +150,10 @@ _NO_LEFT_OPERAND = _BINARY | _PERCENT | {"!"}
 _NO_RIGHT_OPERAND = _BINARY | {"+", "-", "−"}
 
 
+_NUMBER_SUBSCRIPT = re.compile(r"[0-9.]\s*_")
+"""A base written as a subscript (``204_5``): an answer may write one where its gold does."""
+
+
 def blank(kind: str | None, token: str) -> bool:
     """Spacing, and ``$``."""
     return kind == "space" or token == "$" or (kind == "command" and token[1:] in SPACING)
@@ -189,7 +193,7 @@ def malformed(text: str, gold: str) -> str | None:
             return f"a character that is not math ({token!r}, U+{ord(token):04X})"
         if token == "'" and not re.search(r"[A-Za-z'})\]]$", text[: match.start()]):
             return "a prime (') that follows no symbol"
-        if token == "_" and re.search(r"[0-9.]\s*$", text[: match.start()]):
+        if token == "_" and re.search(r"[0-9.]\s*$", text[: match.start()]) and not _NUMBER_SUBSCRIPT.search(gold):
             return "a subscript on a number, which math-verify drops"
         if token == "°" and not re.search(r"[0-9]\s*$", text[: match.start()]):
             return "a degree sign (°) that follows no number"
