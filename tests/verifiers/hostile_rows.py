@@ -48,7 +48,95 @@ def math_rows() -> list[Row]:
     rows.append(("math_sqrt2_decimal", {"type": "math", "answer": r"\sqrt{2}"}, _answer("1.41421356")))
     rows.append(("math_pi_decimal", {"type": "math", "answer": r"\pi"}, _answer("3.14159265")))
     rows.append(("math_set_with_extra", {"type": "math", "answer": r"\{1, 2\}"}, _answer(r"\{1, 2\} \cup \{3\}")))
+    return rows + _math_hidden_value_rows() + _math_spelling_rows()
+
+
+def _math_hidden_value_rows() -> list[Row]:
+    """A second value inside a construct the parser drops (issue 27, item 4): each passed for 42."""
+    hidden = {
+        # text-like groups: math-verify reads the value beside them and drops their content
+        "text": r"42 \text{ (approximately 43)}",
+        "textbf": r"42 \textbf{ (43)}",
+        "textit": r"42 \textit{43}",
+        "textrm": r"42 \textrm{ about 43}",
+        "textnormal": r"42 \textnormal{ 43}",
+        "mbox": r"42\mbox{ 43}",
+        "mathrm": r"42 \mathrm{43}",
+        "operatorname": r"42\operatorname{43}",
+        "operatorname_before": r"\operatorname{43} 42",
+        "boxed_with_text": r"\boxed{42 \text{ (43)}}",
+        "hbox": r"42 \hbox{43}",
+        # evaluation bars
+        "eval_bar_left_right": r"\left. 42 \right|_{43}",
+        "eval_bar_equation": r"\left. 42 \right|_{x=43}",
+        "eval_bar_superscript": r"\left. 42 \right|^{43}",
+        "eval_bar_bigg": r"42 \bigg|_{43}",
+        "eval_bar_Big_both": r"42\Big|_{43}^{44}",
+        # sub- and superscript groups
+        "scripts_on_group": r"{42}^{1}_{43}",
+        "scripts_on_number": r"42^{1}_{43}",
+        "empty_superscript": r"42^{}_{43}",
+        "subscript_on_number": r"42_{43}",
+        "subscript_on_group": r"{42}_{43}",
+        "prescript": r"{}_{43}42",
+        "subscript_holding_text": r"42_{\text{or } 43}",
+        # comments and percent signs: LaTeX hides what follows, math-verify multiplies it
+        "comment": r"42 % 43",
+        "comment_tight": r"42 %43",
+        "percent_then_value": r"42 \% 43",
+        "comment_newline": "42 %\n43",
+        # invisible or metadata commands
+        "phantom": r"42\phantom{43}",
+        "hphantom": r"42\hphantom{43}",
+        "vphantom": r"42 \vphantom{43}",
+        "tag": r"42 \tag{43}",
+        "tag_star": r"42 \tag*{43}",
+        "label": r"42 \label{43}",
+        "eqno": r"42 \eqno{43}",
+        "hspace": r"42 \hspace{43pt}",
+        "kern": r"42 \kern43pt",
+        "color": r"42 \color{white}{43}",
+        "overset": r"\overset{43}{42}",
+        "stackrel": r"\stackrel{43}{42}",
+        # spacing between two values
+        "quad": r"42 \quad 43",
+        "thin_space": r"42\,43",
+        "control_space": r"42 \ 43",
+        "negative_space": r"42 \!43",
+    }
+    rows = [(f"math_hidden_{name}", {"type": "math", "answer": "42"}, _answer(text)) for name, text in hidden.items()]
+    constants = [("pi_in_text", "3", r"3 \text{ (approx } \pi)"), ("pi_in_mbox", "3", r"3 \mbox{ or } \pi")]
+    rows += [(f"math_hidden_{name}", {"type": "math", "answer": gold}, _answer(text)) for name, gold, text in constants]
     return rows
+
+
+def _math_spelling_rows() -> list[Row]:
+    """The spellings read as one value (delimiters, separators, E-notation, ASCII relations, bases,
+    bare lists) used to carry a second value or a wrong one."""
+    rows: list[tuple[str, str, str]] = [
+        ("delimiters_two_spans", "42", r"\(43\) \(42\)"),
+        ("delimiters_display_then_value", "42", r"\[43\] 42"),
+        ("delimiters_value_before", "42", r"43 \(42\)"),
+        ("thousands_short_group", "42", r"42{,}43"),
+        ("thousands_thin_comma", "42", r"42,\! 43"),
+        ("thousands_joined", "42", r"42{,}043"),
+        ("currency_two_amounts", "42", r"\$42 \$43"),
+        ("ascii_le", "42", "x <= 42"),
+        ("ascii_ge", "42", "x >= 42"),
+        ("ascii_ne", "42", "42 != 43"),
+        ("e_notation_wrong_power", "1000", "1e4"),
+        ("e_notation_is_not_euler", "e^{3}", "1e3"),
+        ("e_notation_hedge", "1000", r"1e3 \text{ or } 1e4"),
+        ("base_other", "204_5", "204_6"),
+        ("base_braced_other", "204_5", "204_{6}"),
+        ("base_twice", "204_5", "204_{5}_{43}"),
+        ("list_for_tuple", "(1,2)", "2, 1"),
+        ("list_for_interval", "[0,1)", "0, 1"),
+        ("list_of_sets_for_set", r"\{1,2\}", r"\{1,3\}, \{1,2\}"),
+        ("boxes_one_too_many", "1, 2", r"\boxed{1} \boxed{2} \boxed{3}"),
+        ("prose_after_value", "42", "The answer is $42$ (or 43)."),
+    ]
+    return [(f"math_{name}", {"type": "math", "answer": gold}, _answer(text)) for name, gold, text in rows]
 
 
 def smt_rows() -> list[Row]:
