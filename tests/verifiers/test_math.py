@@ -374,6 +374,13 @@ def test_a_value_the_parser_drops_is_a_second_value(patient: MathVerifier, answe
     assert "math-verify drops" in result.detail
 
 
+@pytest.mark.parametrize("answer", ["42^e", "42^ee", "42x%", "42 m%", "42%e%"])
+def test_a_symbol_the_parser_drops_is_a_partial_reading(patient: MathVerifier, answer: str) -> None:
+    """math-verify read each as 42: "42^e" is 42 to the power e, not 42."""
+    result = patient.verify(row("42"), answered(answer))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.UNPARSEABLE), result.detail
+
+
 def test_a_unit_squared_is_no_second_value(patient: MathVerifier) -> None:
     """math-verify drops the 2 of "cm^2" with the unit; a square or cube of a unit is not counted."""
     assert patient.verify(row("15"), answered(r"15\text{ cm}^2")).verdict is Verdict.PASS

@@ -32,11 +32,13 @@ from rlvr.verifiers.math_normal import canonical, same_text
         ("\\{1,234\\}", "\\{1,234\\}"),  # the set of 1 and 234
         ("0,111", "0,111"),  # a leading 0 starts no thousands group
         # currency
-        ("\\$10", "10"),
-        ("\\$1{,}000", "1000"),
-        ("$1,000.99", "1000.99"),  # one $ touching a number
-        ("1,000.99$", "1000.99"),
-        ("$\\boxed{28}", "\\boxed{28}"),  # one $ at the start: its partner is missing
+        ("\\$10", " 10"),  # dropped for a space, so that nothing joins: "4\\$2" is "4 2"
+        ("4\\$2", "4 2"),
+        ("\\$1{,}000", " 1000"),
+        ("$1,000.99", " 1000.99"),  # one $ touching a number
+        ("1,000.99$", "1000.99 "),
+        ("$\\boxed{28}", " \\boxed{28}"),  # one $ at the start: its partner is missing
+        ("0\\)42", "0 42"),  # never "042"
         ("a $ b", "a $ b"),  # one $ between words is left for the form check to refuse
         # ASCII relations
         ("x <= 3", "x \\le  3"),
@@ -55,8 +57,10 @@ from rlvr.verifiers.math_normal import canonical, same_text
         ("2 e 3", "2 e 3"),
         ("x1e3", "x1e3"),  # no mantissa of its own
         # upright letters, bases, a set in bare braces
-        ("1 - \\frac{1}{\\mathrm{e}}", "1 - \\frac{1}{e}"),
+        ("1 - \\frac{1}{\\mathrm{e}}", "1 - \\frac{1}{ e }"),
+        ("2\\mathrm{e}3", "2 e 3"),  # not the E-notation 2e3
         ("204_{5}", "204_5"),
+        ("204_{5}3", "204_{5}3"),  # not the base 53
         ("x_{12}", "x_{12}"),
         ("{1, 2, 3}", "\\{1, 2, 3\\}"),
         ("{1}{2}", "{1}{2}"),

@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from math_verify import parse, verify
-from sympy import Abs, Basic, Max, srepr
+from sympy import Abs, Basic, E, I, Max, Symbol, exp, srepr
+from sympy.core.function import AppliedUndef
 
 from rlvr.verifiers._text import clip
 
@@ -93,6 +94,9 @@ def judge(gold: str, answer: str, tolerance: float | None = None) -> Judgement:
     if hidden:
         detail = f"answer is not one value: {hidden!r} is a value math-verify drops ({DROPPED_WHERE})"
         return "fail", "bad_format", detail
+    unread = dropped_symbol(answer, answer_parsed)
+    if unread:
+        return "fail", "unparseable", f"math-verify reads the answer only in part: it drops the symbol {unread!r}"
     return "pass", "none", passed
 
 
@@ -126,6 +130,40 @@ def dropped_value(text: str, parsed: list[Any]) -> str | None:
         changed = text[: match.start()] + _shifted(value) + text[match.end() :]
         if _reading(_parse(changed)) == reading:
             return value
+    return None
+
+
+# Arguments that are prose or names, not symbols: "\\text{ m}", "\\mathbb{R}", "\\begin{pmatrix}".
+_NAMING_ARGUMENT = re.compile(
+    r"\\(?:text[a-z]*|mbox|mathrm|mathbb|mathcal|mathfrak|mathbf|mathit|mathsf|mathtt|boldsymbol|"
+    r"operatorname|begin|end)\s*\{[^{}]*\}"
+)
+_LETTER = re.compile(r"(?<![A-Za-z\\])[A-Za-z](?![A-Za-z])|(?<=\^)[A-Za-z]")
+"""A letter alone, or the first after ``^`` (``42^ee`` is 42^e times e)."""
+
+
+def dropped_symbol(text: str, parsed: list[Any]) -> str | None:
+    r"""A one-letter symbol of ``text`` that names nothing math-verify read, or None.
+
+    math-verify read ``42^e`` and ``42x\%`` as 42. Letters in prose or names (``\text{ m}``,
+    ``\mathbb{R}``), left of the first ``=`` (an assigned name, which math-verify drops on
+    purpose) and a last letter after a space (a unit: ``42 m``) are not symbols here; multi-letter
+    words (``28 pct``) neither.
+    """
+    expressions = [item for item in parsed if isinstance(item, Basic)]
+    if not expressions:
+        return None
+    read = set()
+    for expression in expressions:
+        read |= {c.lower() for symbol in expression.atoms(Symbol) for c in str(symbol) if c.isalpha()}
+        read |= {c.lower() for f in expression.atoms(AppliedUndef) for c in str(f.func) if c.isalpha()}
+        read |= {name for name, constant in (("e", E), ("i", I)) if expression.has(constant)}
+        read |= {"e"} if expression.atoms(exp) else set()  # e^{2} is exp(2), which holds no E
+    math = _NAMING_ARGUMENT.sub(" ", text).split("=", 1)[-1]
+    for match in _LETTER.finditer(math):
+        unit = match.start() > 0 and math[match.start() - 1].isspace() and not math[match.end() :].strip(" .")
+        if match.group().lower() not in read and not unit:
+            return match.group()
     return None
 
 

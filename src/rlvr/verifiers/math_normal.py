@@ -46,12 +46,12 @@ _LARGEST_EXPONENT = 100
 
 
 _UPRIGHT_LETTER = re.compile(r"\\mathrm\s*\{\s*([A-Za-z])\s*\}")
-_BASE_SUBSCRIPT = re.compile(r"(?<=[0-9])_\{\s*([0-9]+)\s*\}")
+_BASE_SUBSCRIPT = re.compile(r"(?<=[0-9])_\{\s*([0-9]+)\s*\}(?![0-9])")
 
 
 def canonical(text: str, gold: str = "") -> str:
     """``text`` in the one spelling the form check and math-verify read (see the module doc)."""
-    text = _UPRIGHT_LETTER.sub(r"\1", text)
+    text = _UPRIGHT_LETTER.sub(r" \1 ", text)  # spaced: "2\mathrm{e}3" is no 2e3
     text = _BASE_SUBSCRIPT.sub(r"_\1", text)
     text = _tokens_rewritten(text, gold)
     text = _lone_dollar_dropped(text)
@@ -98,7 +98,7 @@ def _tokens_rewritten(text: str, gold: str) -> str:
         if token in _DELIMITERS:
             out.append(_DELIMITERS[token])
         elif token == "\\$":
-            pass  # a dollar sign: "\$10" is 10
+            out.append(" ")  # a dollar sign: "\$10" is 10; a space, so that "4\$2" joins nothing
         elif pair in _ASCII_RELATIONS:
             out.append(_ASCII_RELATIONS[pair])
             i += 1
@@ -116,7 +116,11 @@ def _lone_dollar_dropped(text: str) -> str:
     delimiter whose partner is missing at the start or end (``$\\boxed{28}``): dropped."""
     if text.count("$") != 1:
         return text
-    return re.sub(r"^\s*\$|\$\s*[.,;]?\s*$|\$(?=\s?[0-9.])|(?<=[0-9])\s?\$", "", text, count=1)
+    dollar = text.index("$")
+    before, after = text[:dollar], text[dollar + 1 :]
+    at_an_end = not before.strip() or not after.strip(" \t\n.,;")
+    touching = re.match(r"\s?[0-9.]", after) or re.search(r"[0-9]\s?\Z", before)
+    return before + " " + after if at_an_end or touching else text  # a space: "4$2" joins nothing
 
 
 def _power_of_ten(match: re.Match[str]) -> str:
