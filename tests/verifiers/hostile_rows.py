@@ -106,6 +106,9 @@ def _math_hidden_value_rows() -> list[Row]:
     }
     rows = [(f"math_hidden_{name}", {"type": "math", "answer": "42"}, _answer(text)) for name, text in hidden.items()]
     constants = [("pi_in_text", "3", r"3 \text{ (approx } \pi)"), ("pi_in_mbox", "3", r"3 \mbox{ or } \pi")]
+    # a symbol math-verify drops: each was read as 42
+    constants += [("symbol_exponent", "42", "42^e"), ("symbol_exponent_word", "42", "42^ee"),
+                  ("symbol_before_percent", "42", "42x%"), ("symbol_between_percents", "42", "42%e%")]  # fmt: skip
     rows += [(f"math_hidden_{name}", {"type": "math", "answer": gold}, _answer(text)) for name, gold, text in constants]
     return rows
 
