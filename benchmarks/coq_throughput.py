@@ -23,7 +23,8 @@ import time
 
 from rlvr.sandbox import SandboxLimits, run_untrusted
 from rlvr.types import Query, Verdict
-from rlvr.verifiers.coq import FINDLIB_CONF, CoqVerifier, findlib_conf
+from rlvr.verifiers.coq import CoqVerifier
+from rlvr.verifiers.coq_session import FINDLIB_CONF, findlib_conf
 
 KINDS = {
     "bool (no preamble)": ("", "Theorem t{i} : forall b : bool, negb (negb b) = b /\\ {i} = {i}.", "intros b. split. destruct b; reflexivity. reflexivity."),

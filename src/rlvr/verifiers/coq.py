@@ -1,91 +1,85 @@
-"""Coq proofs, checked by a persistent ``coqtop`` in the bubblewrap sandbox.
+"""Coq proofs, checked by a persistent ``coqtop -time`` in the bubblewrap sandbox.
 
 Rows look like ``{"type": "coq", "statement": "Theorem add_comm' : forall n m : nat, n + m = m +
 n.", "preamble": "Require Import Lia."}`` (``preamble`` optional; ``axioms`` optional, the names
 of axioms a proof may rest on, e.g. ``["classic"]`` with ``Require Import Classical.``; default
-none). The completion's proof is the last ```` ```coq ```` block, else its ``<answer>``: the tactic
-script, optionally wrapped in ``Proof.`` ... ``Qed.`` (the wrapping is dropped). The host sends
+none). The completion's proof is the last ```` ```coq ```` block, else its ``<answer>``: a tactic
+script, optionally opened by ``Proof.`` or ``Proof with TACTIC.`` and closed by ``Qed.`` or
+``Defined.`` (each may be there without the other).
 
-    {preamble}
-    Module Rlvr_{nonce}.
-    {statement}
-    Proof.
-    Print Rlvr_stated_{nonce}.        (an error naming the nonce: the statement elaborated)
-    {proof}
-    Qed.
-    End Rlvr_{nonce}.
-    Check Rlvr_{nonce}.{name}.
-    Print Assumptions Rlvr_{nonce}.{name}.
-    Print Rlvr_done_{nonce}.          (the end of this check's output)
+**Screened first**, on every path and with or without a Coq install (``fail``/``protocol_violation``
+when refused): the proof is split into sentences where Coq splits them (``coq_sentences``: a period
+before a blank, a bullet, a brace, ``SELECTOR: {``; comments and strings skipped), and every
+sentence must be a bullet, a brace, ``SELECTOR: {`` or a tactic, never a vernacular command
+(``coq_sentences.sentence_kind``). The tactics in ``BANNED_TACTICS`` are refused anywhere.
 
-then ``Abort All. Reset Initial.`` before the next check, and passes the proof only if no sentence
-after the statement errs and the one assumptions report
-after the nonce-named ``Check`` is "Closed under the global context" or lists only the row's
-``axioms``. The nonce is drawn after the proof is written, so nothing the proof prints can pose as
-the report or a marker.
+**Then Coq decides.** The host sends, with names drawn per check from a CSPRNG after the proof
+was written (so a proof can name none of them),
 
-The proof text is screened first, on every path and with or without a Coq install: each sentence
-(split at a period followed by a space or the end, after bullets ``-``/``+``/``*`` and braces) must
-start with a tactic, never a command. Coq's commands are capitalised (``Qed``, ``Admitted``,
-``Abort``, ``Axiom``, ``Definition``, ``Notation``, ``Set``, ``Drop``, ``Load``, ``Require``,
-``Declare``, ``Universe``, ...) or start with an attribute (``#[local]``), and its tactics start
-with a lowercase letter, so a sentence must start with one (or a goal selector ``2:``, or ``(``); so are the words in ``BANNED_WORDS`` anywhere (``admit``, ``give_up``, the
-``*_no_check`` and ``native_*`` tactics), comments and strings (which would hide a period from the
-split). A refused proof is ``fail``/``protocol_violation``.
+    Definition {mark} := 0.  Module {module}.  {statement}  Print {stated}.
+    Proof.  {proof}  Qed.  End {module}.  Check {module}.{name}.
+    Print Assumptions {module}.{name}.  Print {done}.
 
-One ``coqtop`` serves many checks: ``Reset Initial`` returns it to its state after start-up before
-each one, and a proof cannot run a command to change that. A check that overruns kills the session
-(the kernel ends its pid namespace); the next check starts a fresh one.
+(the proof's own ``Proof with`` in place of ``Proof.``). ``-time`` makes coqtop print, for each
+sentence it ran, its byte range and the sentence as it parsed it. The proof passes only if those
+lines are exactly the screen's sentences in order (anchored at ``Proof``), each printed back as a
+tactic, bullet or brace, no sentence errs, and the assumptions report between the ``Check`` and
+``Print Assumptions`` lines is exactly "Closed under the global context" or lists only the row's
+``axioms`` (``coq_report.read_assumptions``: a fixpoint "assumed to be guarded", an inductive
+"assumed to be positive", an unsafe universe hierarchy, any line not understood: ``fail``).
+
+**No check can affect another.** After each check the host sends ``Reset {mark}`` and asks
+``coq_session._PROBES``; the answers must equal those given right after the preamble was loaded.
+Otherwise the session is replaced and the check run again on a fresh one, where leaving coqtop
+dirty again is that check's ``fail``. A check in which Coq ran anything but the screen's
+sentences also ends its session.
+
+**Sessions are recycled by measured use**: after a check, a session whose ``coqtop`` holds more
+address space (``VmSize``, what the cap counts) than ``recycle_at`` of the cap, or has used its CPU
+budget but three check timeouts, is replaced. A check during which the session died, ran out of
+memory or stack, or failed to load a preamble or statement is run again on a fresh session unless
+it ran on one already: only then is the result the check's own.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
-import shutil
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rlvr.sandbox import SandboxLimits, SandboxUnavailable
-from rlvr.sandbox.session import SandboxSession, SessionEnded
+from rlvr.sandbox.session import SessionEnded
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import extract_answer
+from rlvr.verifiers.coq_report import errors, exhausted, read_assumptions, sentences_ran
+from rlvr.verifiers.coq_sentences import (
+    BANNED_TACTICS,
+    CoqSyntaxRefused,
+    Sentence,
+    defined_tactics,
+    printed_kind,
+    sentence_kind,
+    split,
+)
+from rlvr.verifiers.coq_session import CoqSession, name
 from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
 
 SESSION_LIMITS = SandboxLimits(wall_s=0, cpu_s=900, memory_mb=4096, processes=8, output_bytes=4 << 20)
-"""For the whole session: coqtop with Lia loaded holds about 420 MB; the CPU budget covers
-``CHECKS_PER_SESSION`` checks, after which the session is replaced."""
-
+"""For the whole session: a fresh coqtop holds about 500 MB of address space, and each preamble
+loaded after ``Reset Initial`` adds 30-400 MB that Coq never gives back (measured)."""
 CHECK_TIMEOUT_S = 20.0
-"""Wall clock per check; beyond it the session is killed and the proof fails with ``timeout``."""
-START_TIMEOUT_S = 60.0
-CHECKS_PER_SESSION = 200
-MARK = "Rlvr_after_preamble"
-"""Defined right after a row's preamble: ``Reset`` to it undoes a check and keeps the libraries the
-preamble loaded (``Require Import Lia`` takes 1.5-2 s even when reloaded in one process)."""
+"""Wall clock per exchange of a check; beyond it the session is killed and the proof fails with ``timeout``."""
+RECYCLE_AT = 0.5
+"""Share of the session's address-space cap above which it is replaced after a check: the next
+check keeps half the cap for itself."""
 
-BANNED_WORDS = (
-    "admit", "give_up", "Admitted", "Abort",
-    # tactics that skip a check or trust compiled code
-    "exact_no_check", "vm_cast_no_check", "native_cast_no_check", "change_no_check", "native_compute",
-    "vm_compute_no_check",
-)  # fmt: skip
-"""Refused as whole words anywhere in the proof (commands are refused by the capital rule too)."""
-
-_BANNED = re.compile(rf"(?<![\w'])({'|'.join(map(re.escape, BANNED_WORDS))})(?![\w'])")
-_SENTENCE_END = re.compile(r"\.(?=\s|$)")
-_LEADING = re.compile(r"^[\s\-+*{}]*")
-_TACTIC_START = re.compile(r"[a-z0-9(\[]")
-"""What a tactic sentence starts with: a lowercase ASCII letter (every tactic), a goal selector
-(``2:``, ``[x]:``) or a parenthesis. Commands start with a capital (``Qed``), attributes with ``#[``."""
 _STATEMENT = re.compile(
     r"\s*(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)[\s(:{]", re.ASCII
 )
 _FENCE = re.compile(r"```[ \t]*(?:coq|Coq)[ \t]*\r?\n(.*?)```", re.DOTALL)
-_WRAPPED = re.compile(r"^\s*Proof\s*\.\s*(.*?)\s*(?:Qed|Defined)\s*\.\s*$", re.DOTALL)
-
+_CLOSERS = (("Qed", "."), ("Defined", "."))
 SELF_CHECK = Query("coq-self-check", "", {"type": "coq", "statement": "Theorem rlvr_self_check : 2 + 2 = 4."})
 SELF_CHECK_PROOF = "<answer>reflexivity.</answer>"
 
@@ -114,49 +108,140 @@ class CoqCriteria:
         return cls(statement.strip(), match.group(2), preamble, frozenset(axioms))
 
 
+@dataclass(frozen=True)
+class Screened:
+    """A proof that passed the screen: the text Coq gets and the sentences Coq must report."""
+
+    text: str
+    """The proof with its opening ``Proof`` sentence and a closing ``Qed.``/``Defined.`` blanked
+    out (so offsets are the proof's own)."""
+    sentences: tuple[Sentence, ...]
+    opener: str = "Proof."
+    """``Proof.``, or the proof's own ``Proof with TACTIC.`` (which sets the tactic ``...`` runs)."""
+    tactics: frozenset[str] = frozenset()
+    """Capitalised tactics the row's preamble defines (``coq_sentences.defined_tactics``)."""
+
+
 def extract_proof(completion: str) -> str:
-    """The last ```` ```coq ```` block, else the ``<answer>`` content, else ""; a ``Proof.`` ...
-    ``Qed.`` wrapping is dropped."""
+    """The last ```` ```coq ```` block, else the ``<answer>`` content, else ""."""
     blocks = _FENCE.findall(completion)
-    proof = blocks[-1].strip() if blocks else (extract_answer(completion) or "")
-    wrapped = _WRAPPED.match(proof)
-    return wrapped.group(1) if wrapped else proof
+    return blocks[-1].strip() if blocks else (extract_answer(completion) or "").strip()
 
 
-def screen(proof: str) -> str:
-    """Why ``proof`` is refused before Coq sees it, or "" (module docstring)."""
-    if "(*" in proof or '"' in proof:
-        return "comments and strings are not allowed in a proof"
-    banned = [match.group(0) for match in _BANNED.finditer(proof)]
+def screen(proof: str, tactics: frozenset[str] = frozenset()) -> Screened | str:
+    """The screened proof, or why it is refused before Coq sees it (module docstring); ``tactics``:
+    capitalised tactic names the row's preamble defines."""
+    try:
+        sentences = split(proof)
+    except CoqSyntaxRefused as error:
+        return str(error)
+    kept = list(sentences)
+    opener, dropped = "Proof.", []
+    if kept and kept[0].words[:1] == ("Proof",):
+        opener = proof[kept[0].tokens[0].start : kept[0].tokens[-1].end]
+        if kept[0].words != ("Proof", ".") and not _tactic_opener(kept[0], tactics):
+            return f"{clip(opener)!r} is a command (a proof may open with Proof. or Proof with TACTIC.)"
+        dropped.append(kept.pop(0))
+    if kept and kept[-1].words in _CLOSERS:
+        dropped.append(kept.pop())
+    if not kept:
+        return "proof has no tactic (a tactic ends with a period)"
+    words = [token.text.lstrip(".") for sentence in [*kept, *dropped] for token in sentence.tokens]
+    banned = [word for word in words if word in BANNED_TACTICS]
     if banned:
         return f"proof uses banned {', '.join(dict.fromkeys(banned))}"
-    for sentence in _SENTENCE_END.split(proof):
-        body = _LEADING.sub("", sentence)
-        if body and not _TACTIC_START.match(body):
-            return f"proof sentences must be tactics; {clip(body.split()[0])!r} starts a command"
-    if not _SENTENCE_END.search(proof):
-        return "proof has no sentence (tactics end with a period)"
-    return ""
+    for sentence in kept:
+        if sentence_kind(sentence.tokens, tactics) == "command":
+            return f"proof sentences must be tactics; {clip(' '.join(sentence.words[:3]))!r} is a command"
+    text = proof
+    for sentence in reversed(dropped):  # blanks of the same byte length: offsets stay the proof's
+        first, last = sentence.tokens[0].start, sentence.tokens[-1].end
+        text = text[:first] + " " * len(proof[first:last].encode()) + text[last:]
+    return Screened(text, tuple(kept), opener, tactics)
 
 
-FINDLIB_CONF = "/sandbox/ocamlfind.conf"
-"""coqtop loads its tactic plugins (lia's micromega, ring) through findlib, which reads its
-configuration from /etc, and the sandbox has no /etc: the host's file is copied in."""
+def _tactic_opener(sentence: Sentence, tactics: frozenset[str]) -> bool:
+    """``Proof with TACTIC.``: the tactic a sentence ending in ``...`` runs after its own."""
+    return sentence.words[:2] == ("Proof", "with") and sentence_kind(sentence.tokens[2:], tactics) == "tactic"
 
 
-def findlib_conf() -> bytes:
-    try:
-        with open("/etc/ocamlfind.conf", "rb") as handle:
-            return handle.read()
-    except OSError:
-        return b'destdir="/usr/lib/ocaml"\npath="/usr/lib/ocaml"\n'
+@dataclass(frozen=True)
+class Outcome:
+    """A check's result, and whether the session rather than the proof may be to blame for it (then
+    the check runs again on a fresh session, unless it just ran on one)."""
+
+    result: VerifierResult
+    session_suspect: bool = False
 
 
-def find_coqtop() -> str:
-    found = shutil.which("coqtop", path="/usr/local/bin:/usr/bin:/bin")
-    if found is None:
-        raise SandboxUnavailable("no Coq: `coqtop` is not on PATH (Debian/Ubuntu: `apt-get install coq`)")
-    return found
+@dataclass(frozen=True)
+class Tail:
+    """What is sent after the statement, and the byte ranges of the sentences Coq must report."""
+
+    text: str
+    expected: tuple[tuple[int, int], ...]
+    proof_ranges: frozenset[tuple[int, int]]
+
+
+def build_tail(screened: Screened, module: str, theorem: str, done: str) -> Tail:
+    """The opener (``Proof.`` or the proof's ``Proof with ...``: the first sentence Coq reports,
+    printing nothing before it), the proof, then the host's sentences; the ranges are relative to
+    the opener's start."""
+    host = [
+        "Qed.",
+        f"End {module}.",
+        f"Check {module}.{theorem}.",
+        f"Print Assumptions {module}.{theorem}.",
+        f"Print {done}.",
+    ]
+    opener = screened.opener.encode()
+    proof = [(len(opener) + 1 + s.start, len(opener) + 1 + s.end) for s in screened.sentences]
+    expected = [(0, len(opener)), *proof]
+    offset = len(opener) + 1 + len(screened.text.encode()) + 1
+    for sentence in host:
+        expected.append((offset, offset + len(sentence.encode())))
+        offset += len(sentence.encode()) + 1
+    text = "\n".join([screened.opener, screened.text, *host]) + "\n"
+    return Tail(text, tuple(expected), frozenset(proof))
+
+
+def judge(
+    output: str, tail: Tail, criteria: CoqCriteria, done: str, screened_tactics: frozenset[str]
+) -> tuple[Outcome, bool]:
+    """(the check's outcome, whether Coq ran anything but the screen's sentences) from what coqtop
+    printed for the tail."""
+    ran = sentences_ran(output)
+    base = ran[0].start if ran and ran[0].printed.startswith("Proof") else None
+    observed = [(r.start - base, r.end - base) for r in ran] if base is not None else []
+    stray = base is None or any(
+        span not in tail.expected
+        or (span in tail.proof_ranges and printed_kind(r.printed, screened_tactics) == "command")
+        for span, r in zip(observed, ran)
+    )
+    if exhausted(output):
+        return Outcome(fail(ErrorClass.MEMORY, "coqtop ran out of memory or stack"), session_suspect=True), stray
+    problems = errors(output, done)
+    if problems:
+        return Outcome(fail(ErrorClass.COMPILE_ERROR, clip(problems[0]))), stray
+    if stray or tuple(observed) != tail.expected:
+        return Outcome(fail(ErrorClass.PROTOCOL_VIOLATION, "Coq ran other sentences than the screen's")), True
+    check, report = ran[-3], ran[-2]
+    axioms, unknown = read_assumptions(output[check.line_end : report.line_start])
+    if unknown:
+        return Outcome(fail(ErrorClass.PROTOCOL_VIOLATION, clip(f"assumptions report not accepted: {unknown}"))), False
+    extra = sorted(axioms - criteria.axioms)
+    if extra:
+        detail = clip(f"proof rests on axioms the row does not allow: {', '.join(extra)}")
+        return Outcome(fail(ErrorClass.WRONG_ANSWER, detail)), False
+    detail = (
+        f"proved using the allowed axioms {sorted(axioms)}" if axioms else "proved, closed under the global context"
+    )
+    return Outcome(VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, detail)), False
+
+
+def _row_error(query: Query, detail: str) -> Outcome:
+    result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, f"query {query.id!r}: {clip(detail)}")
+    return Outcome(result, session_suspect=True)
 
 
 class CoqVerifier(SandboxedVerifier):
@@ -166,12 +251,19 @@ class CoqVerifier(SandboxedVerifier):
     self_check = (SELF_CHECK, SELF_CHECK_PROOF)
     limits = SandboxLimits(wall_s=CHECK_TIMEOUT_S)
 
-    def __init__(self, *, check_timeout_s: float = CHECK_TIMEOUT_S) -> None:
+    def __init__(
+        self, *, check_timeout_s: float = CHECK_TIMEOUT_S, memory_mb: int = SESSION_LIMITS.memory_mb,
+        recycle_at: float = RECYCLE_AT,
+    ) -> None:  # fmt: skip
+        """``memory_mb``: the session's address-space cap; ``recycle_at``: the share of it above which
+        a session is replaced after a check (module docstring)."""
         self.check_timeout_s = check_timeout_s
-        self._session: SandboxSession | None = None
-        self._preamble: str | None = None
-        """The preamble loaded in the session, up to MARK; None: none (after start-up or a failed load)."""
-        self._checks = 0
+        self.session_limits = replace(SESSION_LIMITS, memory_mb=memory_mb)
+        self.recycle_at = recycle_at
+        self._session: CoqSession | None = None
+        self.sessions_started = 0
+        self.reruns = 0
+        """Checks run again on a fresh session because the used one may have been to blame."""
         self._lock = threading.Lock()  # one coqtop: one check at a time
 
     def _screen(self, query: Query, completion: str) -> VerifierResult | None:
@@ -182,140 +274,101 @@ class CoqVerifier(SandboxedVerifier):
         prepared = _prepare(query, completion)
         if isinstance(prepared, VerifierResult):
             return prepared
-        criteria, proof = prepared
         with self._lock:
             try:
-                session = self._ready_session()
-                return self._check(session, query, criteria, proof)
+                return self._run_screened(query, *prepared)
             except SandboxUnavailable as error:
                 return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
 
-    def _ready_session(self) -> SandboxSession:
-        if self._session is not None and (not self._session.alive or self._checks >= CHECKS_PER_SESSION):
-            self._session.close()
-            self._session = None
+    def _run_screened(self, query: Query, criteria: CoqCriteria, screened: Screened) -> VerifierResult:
+        """Run a screened proof; again on a fresh session if the first ran on a used one and the
+        session may be to blame."""
+        while True:
+            session = self._ready_session()
+            fresh = session.checks == 0
+            outcome = self._check(session, query, criteria, screened)
+            if not session.alive or self._spent(session):
+                self._drop()
+            if fresh or not outcome.session_suspect:
+                return outcome.result
+            self._drop()
+            self.reruns += 1
+
+    def _ready_session(self) -> CoqSession:
         if self._session is None:
-            session = SandboxSession(
-                [find_coqtop(), "-q"],
-                limits=SESSION_LIMITS,
-                files={FINDLIB_CONF: findlib_conf()},
-                env={"OCAMLFIND_CONF": FINDLIB_CONF},
-            )
-            marker = f"Rlvr_started_{secrets.token_hex(8)}"
-            try:
-                session.exchange(
-                    f"Print {marker}.\n", f"Error: {marker} not a defined object.".encode(), START_TIMEOUT_S
-                )
-            except SessionEnded as ended:
-                raise SandboxUnavailable(f"coqtop did not start in the sandbox: {ended.reason}") from None
-            self._session, self._checks, self._preamble = session, 0, None
+            self._session = CoqSession(self.session_limits, self.check_timeout_s)
+            self.sessions_started += 1
         return self._session
 
-    def _check(self, session: SandboxSession, query: Query, criteria: CoqCriteria, proof: str) -> VerifierResult:
-        self._checks += 1
-        nonce = secrets.token_hex(8)
-        module = f"Rlvr_{nonce}"
-        stated, done = f"Rlvr_stated_{nonce}", f"Rlvr_done_{nonce}"
-        if self._preamble != criteria.preamble:  # load it once; checks with the same one reset to MARK
-            self._preamble = None
-            head = f"Abort All.\nReset Initial.\n{criteria.preamble}\nDefinition {MARK} := 0.\n"
-        else:
-            head = ""
-        head += f"Module {module}.\n{criteria.statement}\nProof.\nPrint {stated}.\n"
-        tail = (
-            f"{proof}\nQed.\nEnd {module}.\nCheck {module}.{criteria.name}.\n"
-            f"Print Assumptions {module}.{criteria.name}.\nPrint {done}.\n"
-        )
+    def _spent(self, session: CoqSession) -> bool:
+        cpu_budget_s = self.session_limits.cpu_s - 3 * self.check_timeout_s
+        return session.spent(self.session_limits.memory_mb, self.recycle_at, cpu_budget_s)
+
+    def _drop(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def _check(self, session: CoqSession, query: Query, criteria: CoqCriteria, screened: Screened) -> Outcome:
+        session.checks += 1
         try:
-            before = session.exchange(head, f"Error: {stated} not a defined object.".encode(), self.check_timeout_s)
+            if session.preamble != criteria.preamble:
+                problem = session.load(criteria.preamble)
+                if problem:
+                    return _row_error(query, f"the coq preamble does not load: {problem}")
+            mark, module = name("mark"), name("check")
+            head, stated = session.ask(f"Definition {mark} := 0.\nModule {module}.\n{criteria.statement}\n")
         except SessionEnded as ended:
-            return VerifierResult(
-                Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, f"coqtop failed on the statement: {ended.reason}"
+            return _row_error(query, f"coqtop failed on the preamble or statement: {ended.reason}")
+        problems = errors(head, stated)
+        if problems:
+            if not session.reset(mark):
+                session.close()
+            return _row_error(query, f"the coq statement does not elaborate: {problems[0]}")
+        outcome, stray = self._prove(session, criteria, screened, module)
+        if not session.alive:  # killed on this proof (timeout, output cap) or died while proving
+            return outcome
+        if not session.reset(mark):
+            session.close()
+            return Outcome(
+                fail(ErrorClass.PROTOCOL_VIOLATION, "the proof left coqtop in a state a reset does not undo"), True
             )
-        errors = _errors(before, stated)
-        if errors:
-            self._reset(session, nonce)
-            detail = f"query {query.id!r} has a bad coq statement or preamble: {clip(errors[0])}"
-            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        self._preamble = criteria.preamble
+        if stray:
+            session.close()  # Coq ran something the screen did not see: never reuse this coqtop
+        return outcome
+
+    def _prove(
+        self, session: CoqSession, criteria: CoqCriteria, screened: Screened, module: str
+    ) -> tuple[Outcome, bool]:
+        done = name("done")
+        tail = build_tail(screened, module, criteria.name, done)
         try:
-            output = session.exchange(tail, f"Error: {done} not a defined object.".encode(), self.check_timeout_s)
+            output = session.process.exchange(
+                tail.text, f"Error: {done} not a defined object.".encode(), self.check_timeout_s
+            )
         except SessionEnded as ended:
             if ended.reason.startswith("no answer"):
-                return fail(ErrorClass.TIMEOUT, f"coqtop killed: {ended.reason}")
-            return fail(ErrorClass.RUNTIME_ERROR, f"coqtop ended on this proof: {ended.reason}")
-        finally:
-            self._reset(session, nonce)
-        return _judge(output.decode("utf-8", "replace"), module, criteria, done)
-
-    def _reset(self, session: SandboxSession, nonce: str) -> None:
-        """Back to the state right after the preamble (open proofs dropped, the check's module and
-        everything after MARK undone), or after start-up if the preamble did not load; a session
-        that does not confirm it is killed, and the next check starts afresh."""
-        if not session.alive:
-            return
-        clean = f"Rlvr_clean_{nonce}"
-        back = f"Reset {MARK}.\nDefinition {MARK} := 0." if self._preamble is not None else "Reset Initial."
-        try:
-            reply = session.exchange(
-                f"Abort All.\n{back}\nPrint {clean}.\n",
-                f"Error: {clean} not a defined object.".encode(),
-                self.check_timeout_s,
-            )
-        except SessionEnded:
-            return  # dead: _ready_session replaces it
-        if _errors(reply.split(b"Abort All", 1)[-1].split(b"\n", 2)[-1], clean):
-            session.close()  # a reset that erred leaves state behind: never reuse it
+                return Outcome(fail(ErrorClass.TIMEOUT, f"coqtop killed: {ended.reason}")), False
+            if ended.reason.startswith("output over"):
+                return Outcome(fail(ErrorClass.OUTPUT_LIMIT, f"coqtop killed: {ended.reason}")), False
+            return Outcome(fail(ErrorClass.RUNTIME_ERROR, f"coqtop ended on this proof: {ended.reason}"), True), False
+        return judge(output.decode("utf-8", "replace"), tail, criteria, done, screened.tactics)
 
     def close(self) -> None:
         with self._lock:
-            if self._session is not None:
-                self._session.close()
-                self._session = None
+            self._drop()
 
 
-def _errors(output: bytes | str, marker: str) -> list[str]:
-    """Coq's error messages in ``output`` but the marker's own, each as its first non-empty line
-    (a message may start on the line after ``Error:``)."""
-    lines = (output.decode("utf-8", "replace") if isinstance(output, bytes) else output).splitlines()
-    errors = []
-    for index, line in enumerate(lines):
-        if "Error:" in line and marker not in line:
-            rest = [line.split("Error:", 1)[1].strip(), *(later.strip() for later in lines[index + 1 : index + 4])]
-            errors.append(next((text for text in rest if text), "error"))
-    return errors
-
-
-def _judge(output: str, module: str, criteria: CoqCriteria, done: str) -> VerifierResult:
-    errors = _errors(output, done)
-    if errors:
-        return fail(ErrorClass.COMPILE_ERROR, clip(errors[0]))
-    checked = f"{module}.{criteria.name}\n"
-    if output.count(checked) != 1:
-        return fail(ErrorClass.PROTOCOL_VIOLATION, "the checked theorem was not reported exactly once")
-    report = output.split(checked, 1)[1]
-    if "Closed under the global context" in report.split("Axioms:", 1)[0]:
-        return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, "proved, closed under the global context")
-    if "Axioms:" not in report:
-        return fail(ErrorClass.PROTOCOL_VIOLATION, "no assumptions report after the checked theorem")
-    listed = report.split("Axioms:", 1)[1]
-    axioms = {match.group(1) for match in re.finditer(r"^(?:\S+ < )*([A-Za-z_][\w'.]*) :", listed, re.MULTILINE)}
-    extra = sorted(axioms - criteria.axioms)
-    if extra:
-        return fail(ErrorClass.WRONG_ANSWER, clip(f"proof rests on axioms the row does not allow: {', '.join(extra)}"))
-    return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, f"proved using the allowed axioms {sorted(axioms)}")
-
-
-def _prepare(query: Query, completion: str) -> VerifierResult | tuple[CoqCriteria, str]:
+def _prepare(query: Query, completion: str) -> VerifierResult | tuple[CoqCriteria, Screened]:
     try:
         criteria = CoqCriteria.from_dict(query.verifier)
     except ValueError as error:
         detail = f"query {query.id!r} has bad coq criteria: {error}"
         return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
     proof = extract_proof(completion)
-    if not proof.strip():
+    if not proof:
         return fail(ErrorClass.NO_ANSWER, "no proof in completion")
-    refused = screen(proof)
-    if refused:
-        return fail(ErrorClass.PROTOCOL_VIOLATION, clip(refused))
-    return criteria, proof
+    screened = screen(proof, defined_tactics(criteria.preamble))
+    if isinstance(screened, str):
+        return fail(ErrorClass.PROTOCOL_VIOLATION, clip(screened))
+    return criteria, screened
