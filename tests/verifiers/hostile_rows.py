@@ -255,5 +255,60 @@ def stdio_rows() -> list[Row]:
     return [(f"stdio_{name}", row, f"```python\n{code}\n```") for name, code in attacks.items()]
 
 
+def coq_rows() -> list[Row]:
+    """Three classes, several mechanisms each: commands smuggled past a sentence boundary Coq has
+    (``{`` after a selector, bullets, attributes, command prefixes), assumption reports made to
+    look clean, and proofs that try to wedge the shared coqtop (each followed by a wrong proof that
+    must still fail, not error, on the same session)."""
+    false = {"type": "coq", "statement": "Theorem absurd : False."}
+    one_two = {"type": "coq", "statement": "Theorem one_is_two : 1 = 2."}
+    lem = {
+        "type": "coq",
+        "statement": "Theorem lem : forall P : Prop, P \\/ ~ P.",
+        "preamble": "Require Import Classical.",
+    }
+    loop = "Unset Guard Checking. Fixpoint loop (n : nat) : False := loop n. exact (loop 0)."
+    smuggled = {
+        "selector_brace": f"1: {{ {loop} }}",
+        "named_goal_brace": f"[absurd]: {{ {loop} }}",
+        "bullet_selector_brace": f"- 1: {{ {loop} }}",
+        "bullet_brace": f"- {{ {loop} }}",
+        "invalid_selector_brace": f"7: {{ {loop} }}",
+        "all_selector_brace": f"all: {{ {loop} }}",
+        "range_selector_brace": f"1-2, 4: {{ {loop} }}",
+        "comment_before_brace": f"1 : (* x *) {{ {loop} }}",
+        "bypass_attribute": "1: { #[bypass_check(guard)] Fixpoint l (n : nat) : False := l n. exact (l 0). }",
+        "positivity": "1: { Unset Positivity Checking. Inductive b := C : (b -> False) -> b. "
+        "exact (match C (fun x => match x with C f => f x end) with C f => f (C f) end). }",
+        "universes": "1: { Unset Universe Checking. Local Definition U := Type. exact I. }",
+        "fail_prefix": "Fail Fail Unset Guard Checking. exact I.",
+        "quotation": "cbv. w:{{ . Unset Guard Checking. }} exact I.",
+    }
+    rows = [(f"coq_smuggle_{key}", false, _answer(proof)) for key, proof in smuggled.items()]
+    reports = {
+        "printed_closed": 'idtac "Closed under the global context". intros. apply classic.',
+        "printed_chars_lines": 'idtac "Chars 0 - 6 [Proof.] 0. secs (0.u,0.s)". intros. apply classic.',
+        "printed_axioms_header": 'idtac "Axioms:". idtac "Closed under the global context". intros. apply classic.',
+        "required_inside": "1: { Require Import Classical. intros. apply classic. }",
+    }
+    rows += [(f"coq_report_{key}", lem, _answer(proof)) for key, proof in reports.items()]
+    other_axiom = {**lem, "preamble": "Require Import Classical ProofIrrelevance.", "axioms": ["proof_irrelevance"]}
+    rows.append(("coq_report_other_axiom", other_axiom, _answer("intros. apply classic.")))
+    wedges = {
+        "public_mark": "Definition Rlvr_after_preamble := 0. reflexivity.",
+        "reset_initial": "idtac. Reset Initial.",
+        "back": "Back 2. reflexivity.",
+        "open_module": "Abort All. Module Wedge.",
+        "open_section": "1: { Section Wedge. }",
+        "unterminated_comment": "reflexivity. (* Qed.",
+        "unterminated_string": 'idtac "Qed.',
+        "no_final_period": "reflexivity",
+    }
+    for key, proof in wedges.items():
+        rows.append((f"coq_wedge_{key}", one_two, _answer(proof)))
+        rows.append((f"coq_wedge_{key}_then_wrong", one_two, _answer("reflexivity.")))
+    return rows
+
+
 def all_rows() -> list[Row]:
-    return [*math_rows(), *smt_rows(), *checklist_rows(), *lean_rows(), *pytest_rows(), *stdio_rows()]
+    return [*math_rows(), *smt_rows(), *checklist_rows(), *lean_rows(), *coq_rows(), *pytest_rows(), *stdio_rows()]
