@@ -167,7 +167,7 @@ FORBIDDEN_SPELLINGS = [
     "f\u03bfrbidden",  # Greek omicron
     "\uff46\uff4f\uff52\uff42\uff49\uff44\uff44\uff45\uff4e",  # fullwidth
     "\U0001d41f\U0001d428\U0001d42b\U0001d41b\U0001d422\U0001d41d\U0001d41d\U0001d41e\U0001d427",  # math bold
-    "\u202enneddibrof\u202c",  # RIGHT-TO-LEFT OVERRIDE draws it as "forbidden"
+    "forb\U000e0100idden", "forbi\u2063dden", "f\u2062orbidden",  # variation selector 17, invisible separator and times
     "forbidden",  # plain, as a control
 ]  # fmt: skip
 
@@ -206,6 +206,106 @@ def test_not_contains_with_ignore_case_folds_case_after_look_alikes(verifier: Ch
     ({"check": "min_words", "value": 3}, "one\u2800two\u3164three"),  # blank-looking characters part words
 ])  # fmt: skip
 def test_honest_texts_still_pass(verifier: ChecklistVerifier, item: dict, text: str) -> None:
+    result = verifier.verify(row([item]), answered(text))
+    assert result.verdict is Verdict.PASS, result
+
+
+BIDI = [
+    ("not_contains", "Paris", "P\u202esira\u202c"),  # RIGHT-TO-LEFT OVERRIDE: shows "Paris"
+    ("not_contains", "Paris", "\u202esiraP"),  # unterminated: the override runs to the paragraph's end
+    ("not_contains", "Paris", "\u2067\u202esiraP\u202c\u2069"),  # inside a right-to-left isolate
+    ("not_contains", "Paris", "\u202b\u202esiraP\u202c\u202c"),  # inside a right-to-left embedding
+    ("contains", "Paris", "\u202eParis\u202c"),  # holds "Paris", shows "siraP"
+    ("answer_equals", "42", "\u202e42\u202c"),  # shows "24"
+    ("regex", r"^\d{4}$", "\u202e0911\u202c"),  # shows "1190" reversed
+    ("contains", "Paris", "\u202dParis\u202c"),  # LEFT-TO-RIGHT OVERRIDE, shown as is: still refused
+    ("not_contains", "Paris", "\u200fris\u200fPa"),  # marks alone: the first makes the line right-to-left, shows "Paris"
+    ("not_contains", "Paris", "\u061cris\u061cPa"),  # the same with ARABIC LETTER MARK
+    ("min_words", 3, "one\u200etwo\u200fthree four"),  # left-to-right and right-to-left marks
+    ("max_words", 2, "one\u061ctwo\u061cthree"),  # ARABIC LETTER MARK
+    ("json_keys", ["a"], '{"a": 1}\u2066'),  # a lone left-to-right isolate
+]  # fmt: skip
+"""Each bidirectional control (Bidi_Control: the marks, embeddings, overrides and isolates), each
+item type: a text whose display order is not its character order fails every item."""
+
+
+@pytest.mark.parametrize(("check", "value", "text"), BIDI, ids=ascii)
+def test_bidirectional_controls_fail_every_item(verifier: ChecklistVerifier, check: str, value, text: str) -> None:
+    item = {"check": check, ("keys" if check == "json_keys" else "pattern" if check == "regex" else "value"): value}
+    result = verifier.verify(row([item]), answered(text))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.PROTOCOL_VIOLATION), result
+    assert "bidirectional controls" in result.detail
+
+
+def test_a_bidirectional_control_in_think_refuses_the_answer_it_reorders(verifier: ChecklistVerifier) -> None:
+    # the override opened in <think> runs on into the answer on the same line: "Paris" shows as "siraP"
+    item = {"check": "contains", "value": "Paris"}
+    result = verifier.verify(row([item, {"check": "max_words", "value": 5}]), answered("Paris", think="\u202e"))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.PROTOCOL_VIOLATION), result
+
+
+def test_a_value_holding_bidirectional_controls_is_a_bad_row(verifier: ChecklistVerifier) -> None:
+    result = verifier.verify(row([{"check": "contains", "value": "P\u202esira"}]), answered("Paris"))
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert '"value" holds bidirectional controls U+202E' in result.detail
+
+
+NOT_WORDS = {
+    "combining_acute": "\u0301",
+    "combining_enclosing_circle": "\u20dd",
+    "hebrew_point": "\u05b4",
+    "arabic_fatha": "\u064e",
+    "em_dash": "\u2014",
+    "ellipsis": "...",
+    "bullet": "\u2022",
+    "emoji": "\U0001f600",
+    "zero_width_space": "\u200b",
+    "variation_selector": "\ufe0f",
+}
+"""Tokens that show no letter or digit; between spaces they are no words."""
+
+
+@pytest.mark.parametrize("token", NOT_WORDS.values(), ids=NOT_WORDS)
+def test_a_word_needs_a_letter_or_a_digit(verifier: ChecklistVerifier, token: str) -> None:
+    # "one two" plus four of the token: 2 words whichever way they are counted, so min 3 fails, max 2 passes.
+    text = "one two " + " ".join([token] * 4)
+    result = verifier.verify(row([{"check": "min_words", "value": 3}]), answered(text))
+    assert (result.verdict, result.error_class) == (Verdict.FAIL, ErrorClass.WRONG_ANSWER), result
+    assert "2 words < 3" in result.detail
+    assert verifier.verify(row([{"check": "max_words", "value": 2}]), answered(text)).verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("one,two,three,four", 4),  # punctuation parts words for the upper limit
+    ("one/two/three", 3),
+    ("well-known state-of-the-art", 6),
+    ("It's 3.14, not 1,000 or 12:30.", 6),  # It's / 3.14 / not / 1,000 / or / 12:30
+])  # fmt: skip
+def test_max_words_counts_runs_of_letters_and_digits(verifier: ChecklistVerifier, text: str, words: int) -> None:
+    at_most = {"check": "max_words", "value": words}
+    assert verifier.verify(row([at_most]), answered(text)).verdict is Verdict.PASS
+    fewer = verifier.verify(row([{**at_most, "value": words - 1}]), answered(text))
+    assert fewer.verdict is Verdict.FAIL and f"{words} words > {words - 1}" in fewer.detail
+
+
+HONEST_RIGHT_TO_LEFT = [
+    # Arabic, written as it is typed: right-to-left letters, no control characters
+    ({"check": "contains", "value": "\u0628\u0627\u0631\u064a\u0633"}, "\u0639\u0627\u0635\u0645\u0629 \u0641\u0631\u0646\u0633\u0627 \u0647\u064a \u0628\u0627\u0631\u064a\u0633"),
+    ({"check": "min_words", "value": 4}, "\u0639\u0627\u0635\u0645\u0629 \u0641\u0631\u0646\u0633\u0627 \u0647\u064a \u0628\u0627\u0631\u064a\u0633"),
+    ({"check": "max_words", "value": 4}, "\u0639\u0627\u0635\u0645\u0629 \u0641\u0631\u0646\u0633\u0627 \u0647\u064a \u0628\u0627\u0631\u064a\u0633"),
+    # Hebrew with vowel points, and a Latin word inside right-to-left text
+    ({"check": "min_words", "value": 2}, "\u05e9\u05b8\u05c1\u05dc\u05d5\u05b9\u05dd \u05e2\u05d5\u05b9\u05dc\u05b8\u05dd"),
+    ({"check": "contains", "value": "Paris"}, "\u05d4\u05d1\u05d9\u05e8\u05d4 \u05d4\u05d9\u05d0 Paris"),
+    ({"check": "not_contains", "value": "London"}, "\u05d4\u05d1\u05d9\u05e8\u05d4 \u05d4\u05d9\u05d0 Paris"),
+    ({"check": "regex", "pattern": r"\p{Hebrew}+"}, "\u05e9\u05dc\u05d5\u05dd"),
+    ({"check": "answer_equals", "value": "\u0633\u0644\u0627\u0645"}, " \u0633\u0644\u0627\u0645 "),
+    # Devanagari with its vowel signs (combining marks after a letter are part of the word)
+    ({"check": "min_words", "value": 2}, "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("item", "text"), HONEST_RIGHT_TO_LEFT, ids=lambda v: ascii(v)[:40])
+def test_honest_right_to_left_and_other_scripts_pass(verifier: ChecklistVerifier, item: dict, text: str) -> None:
     result = verifier.verify(row([item]), answered(text))
     assert result.verdict is Verdict.PASS, result
 

@@ -1,9 +1,16 @@
 """Text as a reader sees it, for checks that count words or look for strings in model output.
 
 A policy rewarded by a checklist learns to beat it with characters a reader cannot see
-(https://www.unicode.org/reports/tr36/, "Visual Security Issues"). Four families matter here:
+(https://www.unicode.org/reports/tr36/, "Visual Security Issues"). ``read`` is the one
+normalisation every checklist item uses; five families matter:
 
-* **Invisible characters**: format characters (category Cf: U+200B..U+200F, U+2060, U+FEFF, the
+* **Reordering**: the bidirectional controls (Unicode's Bidi_Control property: U+061C,
+  U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) make a text show its characters in another
+  order: ``P<U+202E>sira<U+202C>`` shows as "Paris", and ``<U+202E>Paris<U+202C>`` as "siraP".
+  What such a text shows cannot be matched honestly against its code points, so ``read`` refuses
+  it (``ReorderedText``). Right-to-left letters themselves (Arabic, Hebrew) are no control: a
+  text written in them is read as it is.
+* **Invisible characters**: format characters (category Cf: U+200B..U+200D, U+2060, U+FEFF, the
   soft hyphen, tags) and the rest of Default_Ignorable_Code_Point (U+034F, variation selectors,
   U+180E ...). They render as nothing, so for matching they are deleted: ``fo<U+200B>rbidden``
   is ``forbidden``.
@@ -18,8 +25,8 @@ A policy rewarded by a checklist learns to beat it with characters a reader cann
   like a Latin one (Cyrillic U+0430 for ``a``, Greek omicron for ``o``), plus curly quotes and
   dashes, following Unicode TR39 confusables.txt. It is a compact subset: Python ships no
   confusables table.
-* **Reordering**: U+202E RIGHT-TO-LEFT OVERRIDE draws Latin letters backwards, so
-  ``not_contains`` also reads a text holding one reversed.
+* **Things that are not words**: a word needs a letter or a digit, so lone combining marks,
+  punctuation, symbols and emoji between spaces count for no word limit.
 
 Accents are kept (``café`` is not ``cafe``), and Latin-internal confusables (``rn``/``m``,
 ``l``/``I``/``1``, ``0``/``O``) are not folded: honest English would then contain forbidden
@@ -28,9 +35,15 @@ words it does not contain (``burn`` would hold ``bum``).
 
 from __future__ import annotations
 
+import functools
 import unicodedata
+from dataclasses import dataclass
 
 import regex
+
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Unicode's Bidi_Control characters (PropList.txt): the marks, embeddings, overrides and isolates
+of the bidirectional algorithm (UAX #9)."""
 
 FILLERS = "\u115f\u1160\u2800\u3164\uffa0"
 """Blank-looking characters that are not whitespace: Hangul fillers and BRAILLE PATTERN BLANK."""
@@ -51,7 +64,10 @@ Latin, IPA, Greek and Cyrillic all lie below it."""
 _LETTER = rf"[[\p{{L}}\p{{M}}\p{{N}}]--{_INVISIBLE_CLASS}]"
 _INVISIBLE_BETWEEN_LETTERS = regex.compile(rf"(?<=({_LETTER}))({_INVISIBLE_CLASS}+)(?=({_LETTER}))", regex.V1)
 _WHITESPACE_RUN = regex.compile(r"\s+")
-_RIGHT_TO_LEFT_OVERRIDE = "\u202e"
+_HAS_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+_WORD = regex.compile(r"(?:[\p{L}\p{N}]\p{M}*)+(?:(?:['\u2019]|(?<=\p{N})[.,:](?=\p{N}))(?:[\p{L}\p{N}]\p{M}*)+)*")
+"""A run of letters and digits (with their combining marks), joined by an apostrophe (``don't``)
+or by a decimal point, comma or colon between digits (``3.14``, ``1,000``, ``12:30``)."""
 
 CONFUSABLES = {
     # Cyrillic А В С Е Н І Ј К М О Р Ѕ Т Х У Ү Ԛ Ԝ Ӏ, а с е һ і ј о р ѕ х у ԁ ԛ ԝ ӏ
@@ -75,26 +91,59 @@ CONFUSABLES = {
 """Look-alikes of basic Latin letters and punctuation, a hand-picked subset of
 https://www.unicode.org/Public/security/latest/confusables.txt (Unicode TR39, section 4)."""
 
-_SKELETON_SPACED = str.maketrans({**CONFUSABLES, **dict.fromkeys(FILLERS, " ")})
-_SKELETON_GLUED = str.maketrans({**CONFUSABLES, **dict.fromkeys(FILLERS, "")})
+_LOOK_ALIKES = str.maketrans(CONFUSABLES)
 _FILLERS_AS_SPACES = str.maketrans(dict.fromkeys(FILLERS, " "))
+_FILLERS_DELETED = str.maketrans(dict.fromkeys(FILLERS, ""))
 
 
-def rendered(text: str) -> str:
-    """``text`` with invisible characters deleted and blank-looking ones turned into spaces."""
-    return INVISIBLE.sub("", text).translate(_FILLERS_AS_SPACES)
+class ReorderedText(ValueError):
+    """A text holding bidirectional controls: what it shows is not its characters in order."""
 
 
-def most_words(text: str) -> int:
-    """Words counted so that no separator hides one: invisible characters between two letters
-    part them (``one<U+200B>two`` is two words), as blank-looking characters do. For upper limits."""
-    return len(rendered(_INVISIBLE_BETWEEN_LETTERS.sub(_part_or_join, text)).split())
+@dataclass(frozen=True)
+class Reading:
+    """A text as a reader sees it. ``shown`` has invisible characters deleted and blank-looking ones
+    as spaces, ``glued`` has both deleted (some fonts draw the Hangul fillers as nothing);
+    ``most_words`` and ``fewest_words`` bound the words a reader may count."""
+
+    shown: str
+    glued: str
+    most_words: int
+    fewest_words: int
+
+    def form(self, *, ignore_case: bool) -> str:
+        """``shown`` in the form strings are compared in (``fold``)."""
+        return fold(self.shown, ignore_case=ignore_case)
+
+    def forms(self, *, ignore_case: bool) -> set[str]:
+        """Every rendering a reader may see, in the form strings are compared in."""
+        return {fold(self.shown, ignore_case=ignore_case), fold(self.glued, ignore_case=ignore_case)}
 
 
-def fewest_words(text: str) -> int:
-    """Words counted so that no invisible character adds one (``one<U+200B>two`` is one word);
-    blank-looking characters still part words, as a reader sees them. For lower limits."""
-    return len(rendered(text).split())
+@functools.lru_cache(maxsize=64)
+def read(text: str) -> Reading:
+    """The one normalisation every checklist item reads (a row's values too). Raises
+    ``ReorderedText`` if ``text`` holds a bidirectional control."""
+    controls = sorted(BIDI_CONTROLS.intersection(text))
+    if controls:
+        raise ReorderedText("bidirectional controls " + " ".join(f"U+{ord(c):04X}" for c in controls))
+    visible = INVISIBLE.sub("", text)
+    shown = visible.translate(_FILLERS_AS_SPACES)
+    return Reading(shown, visible.translate(_FILLERS_DELETED), _most_words(text), _fewest_words(shown))
+
+
+def _most_words(text: str) -> int:
+    """Words counted so that no separator hides one: invisible characters between two letters part
+    them (``one<U+200B>two`` is two words), as blank-looking characters and punctuation do
+    (``one,two`` and ``well-known`` are two). For upper limits."""
+    parted = _INVISIBLE_BETWEEN_LETTERS.sub(_part_or_join, text)
+    return len(_WORD.findall(INVISIBLE.sub("", parted).translate(_FILLERS_AS_SPACES)))
+
+
+def _fewest_words(shown: str) -> int:
+    """Words counted so that nothing adds one: runs between blanks that hold a letter or a digit
+    (``one<U+200B>two`` is one word; a lone combining mark, ``-`` or an emoji is none). For lower limits."""
+    return sum(1 for token in shown.split() if _HAS_LETTER_OR_DIGIT.search(token))
 
 
 def _part_or_join(match: regex.Match) -> str:
@@ -104,26 +153,12 @@ def _part_or_join(match: regex.Match) -> str:
     return " "
 
 
-def skeleton(text: str, *, ignore_case: bool, fillers_as: str = " ") -> str:
-    """The form strings are compared in: NFKD, invisible characters deleted, blank-looking ones
-    ``fillers_as``, look-alikes mapped to Latin, case folded when asked, NFKC, whitespace runs one
-    space. Decomposing first lets an accent find its letter across a deleted character and maps
-    Cyrillic ``ё`` to Latin ``ë``; NFKC then recomposes, so ``café`` stays ``café``."""
-    if fillers_as not in (" ", ""):
-        raise ValueError(f'fillers_as must be " " or "", got {fillers_as!r}')
-    table = _SKELETON_SPACED if fillers_as == " " else _SKELETON_GLUED
-    folded = INVISIBLE.sub("", unicodedata.normalize("NFKD", text)).translate(table)
+def fold(text: str, *, ignore_case: bool) -> str:
+    """The form strings are compared in: NFKD, look-alikes mapped to Latin, case folded when asked,
+    NFKC, whitespace runs one space. Decomposing first lets an accent find its letter across a
+    deleted character and maps Cyrillic ``ё`` to Latin ``ë``; NFKC then recomposes, so ``café``
+    stays ``café``."""
+    folded = unicodedata.normalize("NFKD", text).translate(_LOOK_ALIKES)
     if ignore_case:
         folded = folded.casefold()
     return _WHITESPACE_RUN.sub(" ", unicodedata.normalize("NFKC", folded))
-
-
-def skeletons(text: str, *, ignore_case: bool) -> set[str]:
-    """Every rendering of ``text`` a reader may see: blank-looking characters as a space and as
-    nothing (the Hangul fillers are default-ignorable, and some fonts draw them so); and, when it
-    holds a RIGHT-TO-LEFT OVERRIDE, each reversed, since U+202E draws ``nneddibrof`` as
-    ``forbidden`` (Trojan Source, CVE-2021-42574, https://trojansource.codes)."""
-    forms = {skeleton(text, ignore_case=ignore_case, fillers_as=fill) for fill in (" ", "")}
-    if _RIGHT_TO_LEFT_OVERRIDE in text:
-        forms |= {form[::-1] for form in forms}
-    return forms

@@ -11,14 +11,16 @@ Regex patterns come from rows and texts from the model, so a pattern with nested
 backtrack for hours on a crafted text. Patterns run on the ``regex`` module with its ``timeout``
 (checked while matching, in C) and texts are capped at ``MAX_TEXT_CHARS``; a timed-out item fails.
 
-Texts are read as a reader sees them (``rlvr.verifiers._visible_text``), so invisible, blank-looking
-and look-alike characters beat no item: ``contains``, ``not_contains`` and ``answer_equals`` compare
-TR39-style skeletons of the text and the value (``not_contains`` fails if either rendering of
-blank-looking characters holds the value); ``max_words`` counts an invisible character between two
-letters as a word break and ``min_words`` does not; ``regex`` patterns see the text with invisible
-characters deleted and blank-looking ones as spaces, but no folding of look-alikes or case (a
-pattern may name a script); ``json_keys`` parses the raw text. An answer with nothing visible in it
-is no answer.
+Texts are read as a reader sees them, through one function (``rlvr.verifiers._visible_text.read``)
+that every item uses, the row's values included: a completion holding a bidirectional control
+(which makes a text show its characters in another order) fails every item
+(``protocol_violation``); invisible characters are deleted and blank-looking ones are spaces;
+``contains``, ``not_contains`` and ``answer_equals`` compare TR39-style forms with look-alikes
+folded (``not_contains`` fails if either rendering of blank-looking characters holds the value);
+``max_words`` counts every run of letters or digits parted by anything else (an invisible
+character between two letters too) and ``min_words`` only the blank-separated runs that hold a
+letter or digit; ``regex`` patterns and ``json_keys`` see the shown text, with no folding of
+look-alikes or case (a pattern may name a script). An answer with nothing visible in it is no answer.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import regex
 
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers._visible_text import fewest_words, most_words, rendered, skeleton, skeletons
+from rlvr.verifiers._visible_text import BIDI_CONTROLS, ReorderedText, read
 from rlvr.verifiers.base import BaseVerifier, extract_answer
 
 MAX_TEXT_CHARS = 20_000
@@ -63,27 +65,31 @@ def _count(item: dict[str, Any], key: str) -> int:
     return value
 
 
-def _skeleton(text: str, item: dict[str, Any]) -> str:
-    return skeleton(text, ignore_case=item.get("ignore_case", False))
+def _form(text: str, item: dict[str, Any]) -> str:
+    return read(text).form(ignore_case=item.get("ignore_case", False))
 
 
 def _visible_value(item: dict[str, Any]) -> str:
-    """The skeleton of ``value``; one with nothing visible would be found in every text."""
-    value = _skeleton(_string(item, "value"), item)
-    if not value:
+    """The compared form of ``value``, read as a text is; one with nothing visible would be found in
+    every text, and one holding bidirectional controls shows something else than it holds."""
+    try:
+        value = _form(_string(item, "value"), item)
+    except ReorderedText as error:
+        raise ValueError(f'"value" holds {error}') from None
+    if not value.strip():
         raise ValueError(f'"value" must have a visible character, got {item["value"]!r}')
     return value
 
 
 def check_contains(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    return _visible_value(item) in _skeleton(text, item), f"missing {clip(item['value'])!r}"
+    return _visible_value(item) in _form(text, item), f"missing {clip(item['value'])!r}"
 
 
 def check_not_contains(text: str, item: dict[str, Any]) -> tuple[bool, str]:
     """Fails if any rendering of the text holds the value: a filler inside it may show as nothing."""
     value = _visible_value(item)
-    rendered_texts = skeletons(text, ignore_case=item.get("ignore_case", False))
-    return all(value not in seen for seen in rendered_texts), f"contains {clip(item['value'])!r}"
+    forms = read(text).forms(ignore_case=item.get("ignore_case", False))
+    return all(value not in form for form in forms), f"contains {clip(item['value'])!r}"
 
 
 def _compile(item: dict[str, Any]) -> regex.Pattern:
@@ -97,24 +103,24 @@ def _compile(item: dict[str, Any]) -> regex.Pattern:
 def check_regex(text: str, item: dict[str, Any]) -> tuple[bool, str]:
     pattern = _compile(item)
     try:
-        found = pattern.search(rendered(text), timeout=REGEX_TIMEOUT_S) is not None
+        found = pattern.search(read(text).shown, timeout=REGEX_TIMEOUT_S) is not None
     except TimeoutError as error:
         raise CheckTimeout(f"pattern ran over {REGEX_TIMEOUT_S:g} s") from error
     return found, f"no match for /{clip(pattern.pattern)}/"
 
 
 def check_answer_equals(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    """Whole-text equality of skeletons, leading and trailing whitespace aside."""
-    return _skeleton(text, item).strip() == _visible_value(item).strip(), f"not {clip(item['value'])!r}"
+    """Whole-text equality of compared forms, leading and trailing whitespace aside."""
+    return _form(text, item).strip() == _visible_value(item).strip(), f"not {clip(item['value'])!r}"
 
 
 def check_max_words(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    limit, words = _count(item, "value"), most_words(text)
+    limit, words = _count(item, "value"), read(text).most_words
     return words <= limit, f"{words} words > {limit}"
 
 
 def check_min_words(text: str, item: dict[str, Any]) -> tuple[bool, str]:
-    limit, words = _count(item, "value"), fewest_words(text)
+    limit, words = _count(item, "value"), read(text).fewest_words
     return words >= limit, f"{words} words < {limit}"
 
 
@@ -124,7 +130,7 @@ def check_json_keys(text: str, item: dict[str, Any]) -> tuple[bool, str]:
     if not isinstance(keys, list) or not keys or not all(isinstance(key, str) for key in keys):
         raise ValueError(f'"keys" must be a non-empty list of strings, got {keys!r}')
     try:
-        parsed = json.loads(text)
+        parsed = json.loads(read(text).shown)
     except (ValueError, RecursionError):
         return False, "not JSON"
     if not isinstance(parsed, dict):
@@ -197,9 +203,13 @@ class ChecklistVerifier(BaseVerifier):
             return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
         answer = extract_answer(completion)
         texts = {"answer": answer, "completion": completion}
+        reordered = _bidi_controls(completion)
         outcomes, classes = [], []
         for index, item in enumerate(criteria.items):
-            passed, detail, error_class = _run_item(item, texts[item.get("on", "answer")])
+            if reordered:  # a control in <think> reorders the answer after it, so any one refuses all
+                passed, detail, error_class = False, reordered, ErrorClass.PROTOCOL_VIOLATION
+            else:
+                passed, detail, error_class = _run_item(item, texts[item.get("on", "answer")])
             outcomes.append(TestOutcome(f"items[{index}] {item['check']}", passed, detail))
             classes.append(error_class)
         weights = [float(item.get("weight", 1)) for item in criteria.items]
@@ -214,13 +224,23 @@ class ChecklistVerifier(BaseVerifier):
         return VerifierResult(verdict, score if verdict is Verdict.PARTIAL else 0.0, error_class, detail, outcomes)
 
 
+def _bidi_controls(completion: str) -> str:
+    """Why the completion cannot be read in its characters' order, or "": a bidirectional control
+    (U+202E shows ``P<U+202E>sira<U+202C>`` as "Paris") makes what it shows differ from what it holds."""
+    controls = sorted(BIDI_CONTROLS.intersection(completion))
+    if not controls:
+        return ""
+    names = ", ".join(f"U+{ord(control):04X}" for control in controls[:4])
+    return f"completion holds bidirectional controls ({names}): what it shows is not what it holds"
+
+
 def _run_item(item: dict[str, Any], text: str | None) -> tuple[bool, str, ErrorClass]:
     """(passed, detail, error class when it did not) for one item on its target text."""
     if text is None:
         return False, "no <answer>...</answer> in completion", ErrorClass.NO_ANSWER
     if len(text) > MAX_TEXT_CHARS:
         return False, f"text over {MAX_TEXT_CHARS} characters", ErrorClass.OUTPUT_LIMIT
-    if not rendered(text).strip():  # else a blank answer would collect every not_contains and max_words item
+    if not read(text).shown.strip():  # else a blank answer would collect every not_contains and max_words item
         return False, "empty text", ErrorClass.NO_ANSWER
     try:
         passed, detail = CHECKS[item["check"]](text, item)
