@@ -109,6 +109,8 @@ class TaskConfig:
     """reasoning_gym: the registered dataset to generate, e.g. chain_sum, leg_counting, spell_backward (`python -c "import reasoning_gym; print(sorted(reasoning_gym.factory.DATASETS))"` lists them); num_train / num_eval rows, seeded by data_seed."""
     rg_config: dict[str, Any] = field(default_factory=dict)
     """reasoning_gym: the dataset's difficulty arguments (its config class's fields), e.g. {min_terms: 2, max_terms: 3}; the verifier scores with the same config."""
+    rg_partial_credit: bool = False
+    """reasoning_gym: pay a scorer's score below 1 as partial reward (default: below 1 is fail). It pays what each dataset's scorer grants, e.g. the shared decimal scorer's len(right)/len(answer) for a wrong answer that contains the right one (a wrong sign up to 0.9), 0.01-0.05 for a well-formed wrong answer (docs/verifiers.md)."""
     vf_env: str = ""
     """verifiers: the environment's id, the module whose load_environment builds it, e.g. gsm8k; '-' reads as '_', as in vf.load_environment."""
     vf_args: dict[str, Any] = field(default_factory=dict)
@@ -345,8 +347,8 @@ def _hf_path(cfg: RunConfig) -> str | None:
 def _reasoning_gym(cfg: RunConfig) -> str | None:
     t = cfg.task
     if t.name != "reasoning_gym":
-        if t.rg_dataset or t.rg_config:
-            return f"task.rg_dataset / task.rg_config apply only with task.name=reasoning_gym (got task.name={t.name})"
+        if t.rg_dataset or t.rg_config or t.rg_partial_credit:
+            return f"task.rg_dataset / task.rg_config / task.rg_partial_credit apply only with task.name=reasoning_gym (got task.name={t.name})"
         return None
     if not t.rg_dataset:
         return "task.name=reasoning_gym needs task.rg_dataset, e.g. chain_sum (docs/integrations.md lists how to see them all)"

@@ -78,6 +78,27 @@ def test_rg_config_is_a_mapping_from_yaml_or_set(tmp_path):
         load_config(overrides=["task.rg_dataset=chain_sum"])
 
 
+def test_rows_ask_for_partial_credit_only_when_the_config_does():
+    def rows(*overrides: str) -> list:
+        cfg = load_config(overrides=["task.name=reasoning_gym", "task.rg_dataset=chain_sum", "task.num_train=3", "task.num_eval=2", *overrides])  # fmt: skip
+        train, heldout = load_task(cfg.task)
+        return train + heldout
+
+    assert (
+        load_config(overrides=["task.name=reasoning_gym", "task.rg_dataset=chain_sum"]).task.rg_partial_credit is False
+    )
+    assert all(q.verifier["partial_credit"] is False for q in rows())
+    assert all(q.verifier["partial_credit"] is True for q in rows("task.rg_partial_credit=true"))
+    with pytest.raises(ConfigError, match="apply only with task.name=reasoning_gym"):
+        load_config(overrides=["task.rg_partial_credit=true"])
+
+
+def test_composite_is_refused_by_name():
+    cfg = load_config(overrides=["task.name=reasoning_gym", "task.rg_dataset=composite"])
+    with pytest.raises(DatasetError, match="task.rg_dataset='composite' is refused: composite mixes other datasets"):
+        load_task(cfg.task)
+
+
 def test_a_bad_dataset_name_is_exit_2_with_one_line(cli, tmp_path):
     run = cli(
         "train", "--set", "task.name=reasoning_gym", "--set", "task.rg_dataset=nope", "--out", str(tmp_path / "r")
@@ -94,7 +115,7 @@ TRAINED = {
     "gcd": "{max_value: 50}",
     "puzzle24": "{}",
 }
-"""Six datasets, each with short questions; puzzle24 pays 0.01 for a wrong expression (partial)."""
+"""Six datasets, each with short questions; puzzle24 is one that rlvr checks before its scorer (rlvr.verifiers._rg_checks)."""
 
 
 @pytest.mark.slow

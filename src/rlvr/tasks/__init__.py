@@ -53,7 +53,12 @@ def _reasoning_gym(cfg: TaskConfig) -> tuple[list[Query], list[Query]]:
     from rlvr.tasks import reasoning_gym  # imports reasoning_gym only here
 
     return reasoning_gym.load(
-        cfg.rg_dataset, cfg.rg_config, seed=cfg.data_seed, num_train=cfg.num_train, num_eval=cfg.num_eval
+        cfg.rg_dataset,
+        cfg.rg_config,
+        seed=cfg.data_seed,
+        num_train=cfg.num_train,
+        num_eval=cfg.num_eval,
+        partial_credit=cfg.rg_partial_credit,
     )
 
 

@@ -3,7 +3,8 @@ generated with the config's difficulty arguments, as rlvr rows.
 
 Each row carries what its verifier needs to call that dataset's own ``score_answer``:
 ``{"type": "reasoning_gym", "dataset": NAME, "config": {...}, "entry": {question, answer,
-metadata}}`` (rlvr.verifiers.reasoning_gym). The prompt is the question as reasoning-gym writes
+metadata}, "partial_credit": bool}`` (rlvr.verifiers.reasoning_gym; ``partial_credit`` is
+``task.rg_partial_credit``). The prompt is the question as reasoning-gym writes
 it; the model answers inside ``<answer>...</answer>`` like every rlvr task.
 
 Training rows are the dataset at seed ``data_seed``; held-out rows are drawn at seed
@@ -57,6 +58,10 @@ def build(name: str, config: dict[str, Any], *, seed: int, size: int) -> Any:
     """reasoning-gym's dataset object; a ValueError says what is wrong with the name or config."""
     import reasoning_gym
 
+    from rlvr.verifiers._rg_checks import REFUSED
+
+    if name in REFUSED:
+        raise ValueError(f"task.rg_dataset={name!r} is refused: {REFUSED[name]}")
     if name not in known_datasets():
         close = [known for known in known_datasets() if name[:4] in known] or known_datasets()[:8]
         raise ValueError(f"task.rg_dataset={name!r} is not a reasoning-gym dataset; e.g. {', '.join(close[:8])}")
@@ -72,9 +77,17 @@ def build(name: str, config: dict[str, Any], *, seed: int, size: int) -> Any:
 
 
 def make_queries(
-    name: str, config: dict[str, Any], *, split: str, seed: int, n: int, skip: frozenset[str] = frozenset()
+    name: str,
+    config: dict[str, Any],
+    *,
+    split: str,
+    seed: int,
+    n: int,
+    skip: frozenset[str] = frozenset(),
+    partial_credit: bool = False,
 ) -> list[Query]:
-    """``n`` rows with distinct questions (none in ``skip``), in reasoning-gym's order at ``seed``."""
+    """``n`` rows with distinct questions (none in ``skip``), in reasoning-gym's order at ``seed``;
+    ``partial_credit`` lets their verifier pay a score below 1 as partial reward."""
     dataset = build(name, config, seed=seed, size=n * SEARCH_FACTOR)
     config = encode(dict(config), "task.rg_config")
     rows: list[Query] = []
@@ -90,7 +103,13 @@ def make_queries(
             Query(
                 id=f"rg-{name}-{split}-{index}",
                 prompt=question,
-                verifier={"type": "reasoning_gym", "dataset": name, "config": config, "entry": entry},
+                verifier={
+                    "type": "reasoning_gym",
+                    "dataset": name,
+                    "config": config,
+                    "entry": entry,
+                    "partial_credit": partial_credit,
+                },
                 meta={"task": "reasoning_gym", "dataset": name},
             )
         )
@@ -103,10 +122,19 @@ def make_queries(
 
 
 def load(
-    name: str, config: dict[str, Any], *, seed: int, num_train: int, num_eval: int
+    name: str,
+    config: dict[str, Any],
+    *,
+    seed: int,
+    num_train: int,
+    num_eval: int,
+    partial_credit: bool = False,
 ) -> tuple[list[Query], list[Query]]:
     """(train rows, held-out rows) as task.name=reasoning_gym makes them."""
-    train = make_queries(name, config, split="train", seed=seed, n=num_train)
+    train = make_queries(name, config, split="train", seed=seed, n=num_train, partial_credit=partial_credit)
     questions = frozenset(query.prompt for query in train)
-    heldout = make_queries(name, config, split="heldout", seed=seed + HELDOUT_SEED_OFFSET, n=num_eval, skip=questions)
+    heldout_seed = seed + HELDOUT_SEED_OFFSET
+    heldout = make_queries(
+        name, config, split="heldout", seed=heldout_seed, n=num_eval, skip=questions, partial_credit=partial_credit
+    )
     return train, heldout

@@ -35,9 +35,11 @@ PLAIN_BUILTINS = frozenset({"int", "float", "abs", "min", "max", "round", "pow",
 
 _NODES = (
     ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Call, ast.keyword, ast.Tuple, ast.List,
-    ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+    ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
 )  # fmt: skip
-"""Everything else (Attribute, Subscript, Lambda, comprehensions, f-strings, walrus, ...) is refused."""
+"""Everything else (Attribute, Subscript, Lambda, comprehensions, f-strings, walrus, ...) is refused,
+``and``/``or`` and comparisons too: no scorer's answer needs them, and ``x or y`` is one of two
+values (the integration and polynomial scorers paid ``RIGHT or WRONG`` in full)."""
 
 _SYMPY_SAFE_MODULES = ("sympy.functions.", "sympy.core.numbers", "sympy.core.symbol", "sympy.core.singleton")
 

@@ -1,20 +1,26 @@
-"""reasoning-gym rows judged by the dataset's own ``score_answer``, in worker processes.
+"""reasoning-gym rows judged by the dataset's own ``score_answer``, in worker processes, after rlvr's checks.
 
 A row (rlvr.tasks.reasoning_gym) is ``{"type": "reasoning_gym", "dataset": NAME, "config":
-{...}, "entry": {"question", "answer", "metadata"}}``. The completion's last ``<answer>...</answer>``
-goes to ``score_answer(answer, entry)`` of that dataset built with that config, and its score is
-the reward: 1 is ``pass``, 0 is ``fail``, anything between is ``partial`` with that score (several
-datasets give 0.01 or 0.05 for a well-formed wrong answer, string_insertion 0.1 for the right
-string written as a list). Nothing rounds a partial score up or down.
+{...}, "entry": {"question", "answer", "metadata"}, "partial_credit": false}``. The completion's
+last ``<answer>...</answer>`` goes to ``score_answer(answer, entry)`` of that dataset built with
+that config. A score of 1 is ``pass``; anything below is ``fail``, unless the row sets
+``partial_credit`` (``task.rg_partial_credit``), which makes a score between 0 and 1 ``partial``
+with exactly that score (several datasets give 0.01 or 0.05 for a well-formed wrong answer, the
+shared decimal scorer up to 0.9 for a wrong answer that contains the right one).
+
+A scorer is not trusted blindly (``rlvr.verifiers._rg_checks``): an answer holding a token that
+parses as NaN or infinity never reaches one (``unparseable``); datasets whose scorer pays wrong
+answers in full have a check of rlvr's own that runs first, and an answer it refuses is
+``fail``/``wrong_answer``; datasets rlvr cannot check are refused by name (``error``).
 
 The scorers are third-party code that parses model text, some of it through ``eval``, so they run
 in a ``WorkerPool`` (``_rg_worker.score``) with an address-space cap and a wall-clock kill, and
 with ``eval`` restricted to data while they run (``_rg_worker.guarded_eval``: an answer cannot run
 as code, read the reference answer from the scorer's frame, or touch files). An answer that
-makes a scorer raise, overrun or die is that answer's ``fail``; a row that names a dataset or
-config this reasoning-gym cannot build, a scorer that returns something other than a number, and
-a worker that fails on its own are ``error``, never a reward; without reasoning-gym installed, an
-answer that would reach a scorer is ``unavailable``.
+makes a scorer raise, overrun, die or return anything but a number in [0, 1] is that answer's
+``fail``; a row that names a dataset or config this reasoning-gym cannot build and a worker that
+fails on its own are ``error``, never a reward; without reasoning-gym installed, an answer that
+would reach a scorer is ``unavailable``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import importlib.util
 from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
+from rlvr.verifiers._rg_checks import CHECKS, REFUSED, non_finite
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import PooledVerifier, extract_answer
 from rlvr.workers import JobOutcome, StartMethod, WorkerPool
@@ -73,6 +80,9 @@ class ReasoningGymVerifier(PooledVerifier):
             return _fail(ErrorClass.NO_ANSWER, "no <answer>...</answer> in completion")
         if len(answer) > MAX_ANSWER_CHARS:
             return _fail(ErrorClass.UNPARSEABLE, f"answer is over {MAX_ANSWER_CHARS} characters")
+        refused = _refused_before_scoring(query, answer)
+        if refused is not None:
+            return refused
         if not self.installed:
             detail = "reasoning_gym rows need the reasoning-gym package: .venv/bin/pip install -e '.[reasoning_gym]'"
             return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, detail)
@@ -85,9 +95,9 @@ class ReasoningGymVerifier(PooledVerifier):
                 result = _scored(query, value)
             elif kind == "raised":
                 result = _fail(ErrorClass.RUNTIME_ERROR, f"the scorer raised on this answer: {value}")
-            elif kind == "bad_score":
-                detail = f"{query.verifier.get('dataset')}'s score_answer returned {value}, not a number in [0, 1]"
-                result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+            elif kind == "bad_score":  # spell_backward's sum of 1/n can come to 1.0000000000000002
+                detail = f"{query.verifier['dataset']}'s score_answer returned {value} on this answer, not a number in [0, 1]"
+                result = _fail(ErrorClass.RUNTIME_ERROR, detail)
             else:  # "row_error"
                 result = _row_error(query, value)
         elif outcome.status == "timeout":
@@ -110,19 +120,45 @@ def _criteria_problem(criteria: dict[str, Any]) -> str:
     entry = criteria.get("entry")
     if not isinstance(entry, dict) or not isinstance(entry.get("question"), str) or "answer" not in entry:
         return '"entry" must be the dataset item: {"question", "answer", "metadata"}'
+    if not isinstance(criteria.get("partial_credit", False), bool):
+        return f'"partial_credit" must be true or false, got {criteria["partial_credit"]!r}'
+    if criteria["dataset"] in REFUSED:
+        return f"rlvr does not score reasoning-gym's {criteria['dataset']}: {REFUSED[criteria['dataset']]}"
     return ""
 
 
+def _refused_before_scoring(query: Query, answer: str) -> VerifierResult | None:
+    """The fail of an answer that parses as NaN or infinity or that rlvr's check for the dataset
+    refuses (``_rg_checks``), else None: the scorer may judge it."""
+    dataset, entry = query.verifier["dataset"], query.verifier["entry"]
+    token = non_finite(answer, entry["answer"])
+    if token:
+        return _fail(ErrorClass.UNPARSEABLE, f"{clip(token)!r} parses as NaN or infinity; no scorer reads it")
+    check = CHECKS.get(dataset)
+    if check is None:
+        return None
+    try:
+        problem = check(answer, entry)
+    except (KeyError, TypeError) as error:  # the row's entry lacks what the check reads
+        return _row_error(query, f"its entry lacks what rlvr's check for {dataset} reads: {error!r}")
+    return _fail(ErrorClass.WRONG_ANSWER, f"rlvr's check for {dataset}: {problem}") if problem else None
+
+
 def _scored(query: Query, score: float) -> VerifierResult:
-    expected = query.verifier["entry"].get("answer")
+    """1 is pass; below 1 is fail, or partial with that score when the row asks for partial credit."""
+    dataset, expected = query.verifier["dataset"], query.verifier["entry"].get("answer")
     if not 0.0 <= score <= 1.0:
-        detail = f"{query.verifier['dataset']}'s score_answer returned {score}, outside [0, 1]"
-        return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+        return _fail(
+            ErrorClass.RUNTIME_ERROR, f"{dataset}'s score_answer returned {score} on this answer, outside [0, 1]"
+        )
     if score == 1.0:
-        return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, f"score 1 from {query.verifier['dataset']}")
-    verdict = Verdict.FAIL if score == 0.0 else Verdict.PARTIAL
-    detail = f"score {score:g}" + (f"; expected {clip(str(expected))!r}" if expected is not None else "")
-    return VerifierResult(verdict, score, ErrorClass.WRONG_ANSWER, detail)
+        return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, f"score 1 from {dataset}")
+    detail = f"score {score:g} from {dataset}" + (f"; expected {clip(str(expected))!r}" if expected is not None else "")
+    if score > 0.0 and query.verifier.get("partial_credit", False):
+        return VerifierResult(Verdict.PARTIAL, score, ErrorClass.WRONG_ANSWER, detail)
+    if score > 0.0:
+        detail += " (a score below 1 is fail: task.rg_partial_credit=true pays it)"
+    return _fail(ErrorClass.WRONG_ANSWER, detail)
 
 
 def _fail(error_class: ErrorClass, detail: str) -> VerifierResult:
