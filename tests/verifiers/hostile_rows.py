@@ -178,6 +178,8 @@ def smt_rows() -> list[Row]:
 
 
 def checklist_rows() -> list[Row]:
+    """Texts that read differently from their code points: blank, invisible and look-alike
+    characters, bidirectional controls, and tokens with no letter or digit counted as words."""
     short = {"type": "checklist", "items": [{"check": "max_words", "value": 3}]}
     forbidden = {"type": "checklist", "items": [{"check": "not_contains", "value": "forbidden"}]}
     many_words = "one two three four five six"
@@ -188,6 +190,10 @@ def checklist_rows() -> list[Row]:
         "zero_width_space": "\u200b",
         "word_joiner": "\u2060",
         "ideographic_space": "\u3000",
+        "variation_selector": "\ufe0f",
+        "invisible_separator": "\u2063",
+        "comma": ",",
+        "slash": "/",
     }
     rows = [
         (f"checklist_max_words_{name}", short, _answer(many_words.replace(" ", sep)))
@@ -201,11 +207,124 @@ def checklist_rows() -> list[Row]:
         "fullwidth": "ｆｏｒｂｉｄｄｅｎ",
         "math_bold": "\U0001d41f\U0001d428\U0001d42b\U0001d41b\U0001d422\U0001d41d\U0001d41d\U0001d41e\U0001d427",
         "combining_joiner": "forb\u034fidden",
+        "variation_selector_17": "forb\U000e0100idden",
+        "tag_character": "forbid\U000e0041den",
+        "invisible_times": "f\u2062orbidden",
     }
     rows += [
         (f"checklist_not_contains_{name}", forbidden, _answer(f"this is {text}")) for name, text in disguises.items()
     ]
+    return rows + _checklist_bidi_rows() + _checklist_not_word_rows()
+
+
+def _checklist_bidi_rows() -> list[Row]:
+    """Bidirectional controls: the text shows a forbidden word it does not hold, or does not show
+    a required one it holds."""
+    no_paris = {"type": "checklist", "items": [{"check": "not_contains", "value": "Paris"}]}
+    paris = {"type": "checklist", "items": [{"check": "contains", "value": "Paris"}]}
+    forty_two = {"type": "checklist", "items": [{"check": "answer_equals", "value": "42"}]}
+    year = {"type": "checklist", "items": [{"check": "regex", "pattern": r"^1190$"}]}
+    shows = {
+        "override": (no_paris, "P\u202esira\u202c"),  # RIGHT-TO-LEFT OVERRIDE: shows "Paris"
+        "override_unterminated": (no_paris, "\u202esiraP"),
+        "override_in_isolate": (no_paris, "\u2067\u202esiraP\u202c\u2069"),
+        "override_in_embedding": (no_paris, "\u202b\u202esiraP\u202c\u202c"),
+        "override_in_think": (no_paris, "siraP"),  # the override opened in <think> runs into the answer
+        "hides_required": (paris, "\u202eParis\u202c"),  # holds "Paris", shows "siraP"
+        "hides_number": (forty_two, "\u202e42\u202c"),  # shows "24"
+        "hides_pattern": (year, "\u202e1190\u202c"),  # shows "0911"
+        "ltr_override": (paris, "\u202dParis\u202c"),
+        "right_to_left_marks": (no_paris, "\u200fris\u200fPa"),  # marks alone: shows "Paris" (UAX #9, L2)
+        "arabic_letter_marks": (no_paris, "\u061cris\u061cPa"),
+    }
+    rows = []
+    for name, (row, text) in shows.items():
+        think = "\u202e" if name == "override_in_think" else "working"
+        rows.append((f"checklist_bidi_{name}", row, f"<think>{think}</think><answer>{text}</answer>"))
     return rows
+
+
+def _checklist_not_word_rows() -> list[Row]:
+    """Tokens with no letter or digit between spaces, offered as words to min_words."""
+    five_words = {"type": "checklist", "items": [{"check": "min_words", "value": 5}]}
+    tokens = {
+        "combining_acute": "\u0301",
+        "combining_enclosing_circle": "\u20dd",
+        "hebrew_point": "\u05b4",
+        "dash": "-",
+        "ellipsis": "...",
+        "emoji": "\U0001f600",
+        "zero_width_space": "\u200b",
+        "variation_selector": "\ufe0f",
+    }
+    return [
+        (f"checklist_min_words_{name}", five_words, _answer("one two " + " ".join([token] * 3)))
+        for name, token in tokens.items()
+    ]
+
+
+def _rg(dataset: str, question: str, answer: str, metadata: dict | None = None) -> dict:
+    entry = {"question": question, "answer": answer, "metadata": metadata or {}}
+    return {"type": "reasoning_gym", "dataset": dataset, "config": {}, "entry": entry}
+
+
+def reasoning_gym_rows() -> list[Row]:
+    """Answers that reasoning-gym 0.1.25's own scorers pay in full (or, for the shared decimal
+    scorer, in large part), by scorer bug: rlvr checks each before it is trusted. Entries are items
+    it generated at seed 1 (puzzle24's at seed 0 with its numbers set to 5, 5, 5, 1), metadata
+    trimmed to what each scorer reads."""
+    halting = _rg("game_of_life_halting", "Will this game halt at or before 20 steps?", "False")
+    complex_sum = _rg(
+        "complex_arithmetic",
+        "Add the complex numbers: (-8.0 - 2.0i) + (-7.0 + 5.0i)",
+        "-15.0 + 3.0i",
+        {"result": {"__tuple__": [-15, 3]}},
+    )
+    coin = _rg("coin_flip", "What is the probability of getting exactly 2 heads in 5 fair coin flips?", "0.3125")
+    gsm = _rg("gsm_symbolic", "How many kiwi and apple does John have in total?", "288")
+    figlet = _rg("figlet_font", "What word does this say?", "CHEMOTROPIC")
+    chain = _rg("chain_sum", "State the final answer to the following arithmetic problem: 57 + 87 + 70 =", "214")
+    puzzle = _rg("puzzle24", "Make 24 using 5, 5, 5, 1.", "(5 - 1/5)*5", {"numbers": [5, 5, 5, 1]})
+    integral = _rg(
+        "simple_integration",
+        "Calculate the antiderivative: ∫ -272*x**7/15 - 5/4 dx",
+        "-34*x**8/15 - 5*x/4 + C",
+        {"integrand": "-272*x**7/15 - 5/4", "variable": "x"},
+    )
+    knights = _rg("knights_knaves", "Who is a hero and who is a villain?", "Amelia is a hero, and Elizabeth is a hero.")
+    right = integral["entry"]["answer"]
+    attacks = {
+        "truthiness_opposite": (halting, "True"),  # compares bool("True") with bool("False")
+        "truthiness_zero": (halting, "0"),
+        "truthiness_dot": (halting, "."),
+        "nan": (complex_sum, "nan"),  # min(1.0, exp(-nan)) is 1.0
+        "nan_complex": (complex_sum, "NaN + NaNi"),
+        "nan_parenthesised": (complex_sum, "(nan)"),
+        "nan_j": (complex_sum, "nan+nanj"),
+        "prefix_zero": (coin, "0"),  # prefix credit: "0" matches the first character of 0.3125
+        "prefix_one_digit": (coin, "0.3"),
+        "prefix_two_digits": (coin, "0.31"),
+        "first_number_sign": (gsm, "-288"),  # \b-?\d+ skips the minus sign
+        "first_number_or": (gsm, "288 or 289"),
+        "first_number_comma": (gsm, "288, 289"),
+        "first_number_text": (gsm, "not 288"),
+        "letters_in_place": (figlet, "CHEMOTROPIX"),  # 0.1 per letter in place, capped at 1
+        "letters_in_place_longer": (figlet, "CHEMOTROPICS"),
+        "letters_in_place_spaced": (figlet, "C H E M O T R O P I Q"),
+        "decimal_wrong_sign": (chain, "-214"),  # len("214") / len("-214") = 0.75
+        "decimal_extra_digit": (chain, "2147"),
+        "decimal_hedge": (chain, "213 214 215"),
+        "puzzle_constant": (puzzle, "1*2*3*4"),  # any four numbers in range that make 24
+        "puzzle_other_constant": (puzzle, "4*6*1*1"),
+        "puzzle_truncated": (puzzle, "5*5 - 1/5"),  # 24.8, truncated to 24
+        "sympy_or": (integral, f"{right} or 0"),  # Python's `or` returns its first truthy operand
+        "sympy_or_wrong": (integral, f"({right}) or (x**9)"),
+        "sympy_and_wrong": (integral, f"x**9 and {right}"),
+        "roles_negated": (knights, "not Amelia is a hero, and Elizabeth is a hero."),  # unpaired words skipped
+        "roles_doubted": (knights, "I doubt Amelia is a hero, and Elizabeth is a hero."),
+        "roles_trailing": (knights, "Amelia is a hero, and Elizabeth is a hero. Wrong"),
+    }
+    return [(f"reasoning_gym_{name}", row, _answer(text)) for name, (row, text) in attacks.items()]
 
 
 def lean_rows() -> list[Row]:
@@ -311,4 +430,13 @@ def coq_rows() -> list[Row]:
 
 
 def all_rows() -> list[Row]:
-    return [*math_rows(), *smt_rows(), *checklist_rows(), *lean_rows(), *coq_rows(), *pytest_rows(), *stdio_rows()]
+    return [
+        *math_rows(),
+        *smt_rows(),
+        *checklist_rows(),
+        *reasoning_gym_rows(),
+        *lean_rows(),
+        *coq_rows(),
+        *pytest_rows(),
+        *stdio_rows(),
+    ]

@@ -35,7 +35,8 @@ ROWS = hostile_rows.all_rows()
 def test_the_hostile_suite_has_at_least_100_cases_over_every_verifier() -> None:
     names = [name for name, _, _ in ROWS]
     assert len(names) == len(set(names))
-    assert {row["type"] for _, row, _ in ROWS} == {"math", "smt", "checklist", "lean", "coq", "pytest", "stdio"}
+    verifiers = {"math", "smt", "checklist", "reasoning_gym", "lean", "coq", "pytest", "stdio"}
+    assert {row["type"] for _, row, _ in ROWS} == verifiers
     python_cases = len(test_hostile.CASES) + 2 * len(leaks.CHANNELS)  # cases, and reader/writer pairs
     assert len(ROWS) + python_cases >= 100
 
