@@ -390,16 +390,17 @@ def test_a_check_that_redefines_markers_changes_no_later_verdict():
     Coq with the screen bypassed, then many checks on the same preamble: right ones pass, wrong
     ones fail, none is an error."""
     verifier = CoqVerifier(check_timeout_s=8)
+    same_preamble = row("Theorem negb_twice : forall b : bool, negb (negb b) = b.", "Require Import Bool.")
     try:
-        wedge = "Definition Rlvr_after_preamble := 0. intros. lia."
-        assert verifier.verify(COMM, answer(wedge)).error_class is ErrorClass.PROTOCOL_VIOLATION
-        criteria = CoqCriteria.from_dict(COMM.verifier)
+        wedge = "Definition Rlvr_after_preamble := 0. Reset Rlvr_after_preamble. destruct b; reflexivity."
+        assert verifier.verify(same_preamble, answer(wedge)).error_class is ErrorClass.PROTOCOL_VIOLATION
+        criteria = CoqCriteria.from_dict(same_preamble.verifier)
         with verifier._lock:
-            bypass = verifier._run_screened(COMM, criteria, Screened(wedge, tuple(split(wedge))))
+            bypass = verifier._run_screened(same_preamble, criteria, Screened(wedge, tuple(split(wedge))))
         assert bypass.verdict is Verdict.FAIL
-        verdicts = [verifier.verify(COMM, answer("intros. lia." if i % 2 else "intros. reflexivity.")).verdict
-                    for i in range(30)]  # fmt: skip
-        assert verdicts == [Verdict.FAIL, Verdict.PASS] * 15
+        proofs = ["intros b. destruct b; reflexivity.", "intros b. reflexivity."] * 15
+        verdicts = [verifier.verify(same_preamble, answer(proof)).verdict for proof in proofs]
+        assert verdicts == [Verdict.PASS, Verdict.FAIL] * 15
     finally:
         verifier.close()
 
@@ -431,11 +432,11 @@ def recycled_rows(count: int) -> list[tuple[Query, str, Verdict]]:
 
 @needs_coq
 def test_sessions_are_recycled_by_measured_memory_before_they_run_out():
-    """A 1.6 GB cap, replaced above half of it: 60 checks on changing preambles all get their own
+    """A 1.6 GB cap, replaced above half of it: 40 checks on changing preambles all get their own
     verdict, more than one session serves them, and no check had to be run again."""
     verifier = CoqVerifier(check_timeout_s=20, memory_mb=1600, recycle_at=0.5)
     try:
-        rows = recycled_rows(60)
+        rows = recycled_rows(40)
         results = [verifier.verify(query, answer(proof)) for query, proof, _ in rows]
         assert [r.verdict for r in results] == [expected for _, _, expected in rows], [r.detail for r in results]
         assert verifier.sessions_started >= 2 and verifier.reruns == 0
@@ -449,7 +450,7 @@ def test_a_check_that_meets_the_sessions_exhaustion_runs_again_on_a_fresh_one():
     preamble; that check is run again on a fresh session and gets its own verdict."""
     verifier = CoqVerifier(check_timeout_s=20, memory_mb=1100, recycle_at=1.0)
     try:
-        rows = recycled_rows(30)
+        rows = recycled_rows(24)
         results = [verifier.verify(query, answer(proof)) for query, proof, _ in rows]
         assert [r.verdict for r in results] == [expected for _, _, expected in rows], [r.detail for r in results]
         assert verifier.reruns >= 1
