@@ -147,6 +147,8 @@ HOSTILE = [
     (FALSE, "Back 2. reflexivity.", ErrorClass.PROTOCOL_VIOLATION),
     (FALSE, "Abort All. Module Wedge.", ErrorClass.PROTOCOL_VIOLATION),
     (FALSE, "Restart. reflexivity.", ErrorClass.PROTOCOL_VIOLATION),
+    (NEGB, "start ltac profiling. destruct b; reflexivity.", ErrorClass.PROTOCOL_VIOLATION),  # Reset keeps it
+    (FALSE, "idtac \ud800. reflexivity.", ErrorClass.PROTOCOL_VIOLATION),  # no UTF-8 for coqtop's stdin
     # what gets past the screen and must fail in Coq
     (FALSE, "reflexivity.", ErrorClass.COMPILE_ERROR),
     (FALSE, "reflexivity. (* . Qed. *)", ErrorClass.COMPILE_ERROR),
@@ -371,11 +373,20 @@ def test_coq_side_refuses_what_a_screen_miss_would_let_through(coq):
 @needs_coq
 def test_after_a_reset_the_probes_see_any_state_the_preamble_did_not_leave():
     """CoqSession.reset answers False when the state after ``Reset mark`` differs from the one
-    right after the preamble: a module left open, a kernel check switched off, a library loaded."""
+    right after the preamble: a module or section left open, a kernel check switched off, a library
+    loaded, Ltac profiling switched on."""
     session = CoqSession(SESSION_LIMITS, 20)
     try:
         assert session.load("Require Import Bool.") == ""
-        for dirt in ("Module Wedge.\n", "Unset Guard Checking.\n", "Section S.\n", "Require Import List.\n", ""):
+        profiled = "Goal True. start ltac profiling. exact I. Qed.\n"  # a tactic whose effect Reset keeps
+        for dirt in (
+            "Module Wedge.\n",
+            "Unset Guard Checking.\n",
+            "Section S.\n",
+            "Require Import List.\n",
+            profiled,
+            "",
+        ):
             mark = name("mark")
             session.ask(f"{dirt}Definition {mark} := 0.\nTheorem t : True.\n")
             assert session.reset(mark) is (dirt == ""), dirt

@@ -131,6 +131,8 @@ def extract_proof(completion: str) -> str:
 def screen(proof: str, tactics: frozenset[str] = frozenset()) -> Screened | str:
     """The screened proof, or why it is refused before Coq sees it (module docstring); ``tactics``:
     capitalised tactic names the row's preamble defines."""
+    if not proof.isascii() and any("\ud800" <= char <= "\udfff" for char in proof):
+        return "the proof is not text coqtop can read (a lone surrogate has no UTF-8 form)"
     try:
         sentences = split(proof)
     except CoqSyntaxRefused as error:

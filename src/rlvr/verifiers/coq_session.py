@@ -21,12 +21,13 @@ START_TIMEOUT_S = 60.0
 """For starting coqtop and loading a preamble (``Require Import Reals``: about 1 s alone, more on a busy machine)."""
 _PROBES = (
     "Print {base}.\nShow.\nDefinition {probe} := 0.\nLocate {probe}.\nReset {probe}.\nTest Guard Checking.\n"
-    "Test Positivity Checking.\nTest Universe Checking.\nPrint Libraries.\n"
+    "Test Positivity Checking.\nTest Universe Checking.\nPrint Libraries.\nShow Ltac Profile.\n"
 )
 """Asked right after the preamble and after each reset, and the answers must be equal: the base
 constant defined after the preamble exists, no proof is open (``Show`` errs), a new constant lands
-at top level (``Locate`` names no module or section), the kernel's checks are on, and the loaded
-libraries are the same."""
+at top level (``Locate`` names no module or section), the kernel's checks are on, the loaded
+libraries are the same, and no Ltac profile was recorded (``start ltac profiling`` is a tactic, and
+``Reset`` does not stop it)."""
 
 
 def name(role: str) -> str:
