@@ -422,6 +422,7 @@ def coq_rows() -> list[Row]:
         "unterminated_comment": "reflexivity. (* Qed.",
         "unterminated_string": 'idtac "Qed.',
         "no_final_period": "reflexivity",
+        "ltac_profiling": "start ltac profiling. idtac. reflexivity.",
     }
     for key, proof in wedges.items():
         rows.append((f"coq_wedge_{key}", one_two, _answer(proof)))
