@@ -8,11 +8,12 @@ rlimits, an unprivileged uid of its own) and keeps it: the caller writes input a
 to a marker it chose, under a wall-clock deadline per exchange. On a deadline, an output cap, or
 the process ending, the whole pid namespace is killed and the session is dead; the caller starts a
 new one. RLIMIT_CPU counts the whole session, so ``limits.cpu_s`` is its lifetime budget: callers
-retire a session after a number of exchanges well inside it.
+retire a session before it runs out (the coq verifier reads the process's CPU time and address
+space from /proc after each check).
 
 What the command keeps between exchanges is the caller's concern: the checker's own state must be
-reset between checks (``Reset Initial`` for coqtop), and nothing of one check's input may be able to
-change that reset.
+reset between checks (``Reset`` to a per-check mark for coqtop, then probes that the state is the
+one the reset promises), and nothing of one check's input may be able to change that reset.
 """
 
 from __future__ import annotations
