@@ -454,7 +454,10 @@ def test_a_wrong_answer_its_scorer_pays_in_full_fails_through_rlvr(verifier, nam
     assert all(r.verdict is Verdict.FAIL and f"rlvr's check for {name}" in r.detail for r in results), results
 
 
-@pytest.mark.parametrize("answer", ["nan", "NaN + 0i", "-inf", "Infinity", "1e999", "nanj", "(nan)", "oo", "zoo", "∞"])
+@pytest.mark.parametrize(
+    "answer",
+    ["nan", "NaN + 0i", "-inf", "Infinity", "1e999", "1_0e999", "nanj", "(nan)", "oo", "zoo", "∞", "1/0", "0/0"],
+)
 def test_an_answer_that_parses_as_nan_or_infinity_never_reaches_a_scorer(verifier, answer):
     query = rows("complex_arithmetic", 1)[0]
     result = verifier.verify(query, answered(answer))

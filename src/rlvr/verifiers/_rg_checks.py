@@ -41,8 +41,10 @@ _NON_FINITE_WORD = re.compile(r"(?<![^\W\d_])[+-]?(?:s?nan\d*|inf(?:inity)?)[ij]
 a NaN payload, a ``j``/``i`` imaginary suffix), and the infinity sign; not inside a word."""
 _SYMPY_NON_FINITE = re.compile(r"(?<![\w.])z?oo(?![\w.])")
 """sympy's ``oo`` and ``zoo`` (complex infinity), case-sensitive as sympy reads them."""
-_EXPONENT_LITERAL = re.compile(r"(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+")
-"""A number in E-notation, which float() reads as inf when it is too large (``1e999``)."""
+_EXPONENT_LITERAL = re.compile(r"(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)[eE][+-]?\d[\d_]*")
+"""A number in E-notation, which float() reads as inf when it is too large (``1e999``, ``1_0e999``)."""
+_DIVISION_BY_ZERO = re.compile(r"/\s*[+-]?0+(?:\.0*)?(?![\w.])")
+"""``1/0`` and ``0/0``, which sympy reads as complex infinity and NaN."""
 
 MAX_EXPONENT = 400
 """Numbers with a longer decimal exponent are not read as numbers here: Fraction("1e-999999999")
@@ -57,12 +59,15 @@ def non_finite(answer: str, reference: Any) -> str:
 
 
 def _non_finite_token(text: str) -> str:
-    match = _NON_FINITE_WORD.search(text) or _SYMPY_NON_FINITE.search(text)
+    match = _NON_FINITE_WORD.search(text) or _SYMPY_NON_FINITE.search(text) or _DIVISION_BY_ZERO.search(text)
     if match:
         return match.group()
     for literal in _EXPONENT_LITERAL.finditer(text):
-        if float(literal.group()) == float("inf"):
-            return literal.group()
+        try:
+            if float(literal.group()) == float("inf"):
+                return literal.group()
+        except ValueError:  # underscores float() does not take ("1__0e5"): not a number to it
+            continue
     return ""
 
 
