@@ -13,7 +13,7 @@ import pytest
 from rlvr.types import ErrorClass, Query, Verdict
 from rlvr.verifiers.coq import SESSION_LIMITS, CoqCriteria, CoqVerifier, Screened, extract_proof, screen
 from rlvr.verifiers.coq_report import read_assumptions, sentences_ran
-from rlvr.verifiers.coq_sentences import defined_tactics, split
+from rlvr.verifiers.coq_sentences import CoqSyntaxRefused, defined_tactics, sentence_kind, split
 from rlvr.verifiers.coq_session import CoqSession, name
 from rlvr.verifiers.registry import get_verifier
 
@@ -297,6 +297,28 @@ def test_the_screen_keeps_offsets_and_blanks_only_the_opener_and_closer():
     # "intros..." starts after 16 + 1 + 8 characters, 9 bytes past the 2-byte é: byte 26
     assert [(s.start, s.end) for s in screened.sentences] == [(26, 35)]
     assert len(screened.text.encode()) == len("Proof with auto. (* é *) intros... Qed.".encode())
+
+
+@pytest.mark.parametrize(
+    "text, kinds",
+    [
+        ("- + * -- { }", ["structural"] * 6),
+        ("1: { 1-2, 4: { [g] : { !: { all: {", ["structural"] * 5),
+        ("2: idtac. [g]: idtac. par: idtac. all: idtac. Z.swap_greater. (idtac). [> idtac ].", ["tactic"] * 7),
+        ("Unset Guard Checking. #[local] Definition x := 0. Time idtac. [ idtac ]. 0x1: { Z .f.", ["command"] * 5),
+        ("a.b. idtac..x. idtac.(x). idtac", None),  # ends inside a sentence: refused whole
+    ],
+)
+def test_sentence_kinds(text, kinds):
+    """Bullets, braces and SELECTOR: { are structure; a tactic starts with a lowercase name, a
+    qualified name, ``(`` or ``[>`` after an optional selector; anything else is a command. Refused
+    too, on the safe side: ``[ ... ]`` alone, a name spaced from its field, and a hexadecimal
+    selector (``0x1: {`` is one sentence here, and starts with a number that selects nothing)."""
+    if kinds is None:
+        with pytest.raises(CoqSyntaxRefused, match="ends inside a sentence"):
+            split(text)
+        return
+    assert [sentence_kind(sentence.tokens) for sentence in split(text)] == kinds
 
 
 def test_preambles_declare_their_capitalised_tactics():

@@ -257,7 +257,7 @@ def sentence_kind(tokens: tuple[Token, ...] | list[Token], tactics: frozenset[st
     A tactic sentence, after an optional selector, starts with a name whose first letter is not an
     ASCII capital (every tactic of Coq and its plugins), a qualified name (``Z.swap_greater``: a
     capital, then a field), a name in ``tactics`` (capitalised tactics the row's preamble defines),
-    ``(`` or ``[`` (``[> ... ]``). Every vernacular command starts with a capital keyword (``Qed``,
+    ``(`` or ``[>``. Every vernacular command starts with a capital keyword (``Qed``,
     ``Unset``, ``Fixpoint``, ``Local``, ``Time``, ``Fail``) or an attribute ``#[``, so anything
     else is a command."""
     if len(tokens) == 1 and tokens[0].kind in ("bullet", "brace"):
@@ -273,8 +273,8 @@ def sentence_kind(tokens: tuple[Token, ...] | list[Token], tactics: frozenset[st
         return "tactic"
     if first.kind == "ident" and len(rest) > 1 and rest[1].kind == "field" and rest[1].start == first.end:
         return "tactic"
-    if first.text in ("(", "["):
-        return "tactic"
+    if first.text == "(" or first.text == "[" and len(rest) > 1 and rest[1].text == ">" and rest[1].start == first.end:
+        return "tactic"  # ( ... ) or [> ... ]: no command or selector starts so
     return "command"
 
 
