@@ -210,6 +210,8 @@ def checklist_rows() -> list[Row]:
         "variation_selector_17": "forb\U000e0100idden",
         "tag_character": "forbid\U000e0041den",
         "invisible_times": "f\u2062orbidden",
+        "null_notehead": "forb\U0001d159idden",
+        "khitan_filler": "forbid\U00016fe4den",
     }
     rows += [
         (f"checklist_not_contains_{name}", forbidden, _answer(f"this is {text}")) for name, text in disguises.items()
@@ -256,6 +258,7 @@ def _checklist_not_word_rows() -> list[Row]:
         "emoji": "\U0001f600",
         "zero_width_space": "\u200b",
         "variation_selector": "\ufe0f",
+        "modifier_letter": "\u02c6",
     }
     return [
         (f"checklist_min_words_{name}", five_words, _answer("one two " + " ".join([token] * 3)))

@@ -168,6 +168,7 @@ FORBIDDEN_SPELLINGS = [
     "\uff46\uff4f\uff52\uff42\uff49\uff44\uff44\uff45\uff4e",  # fullwidth
     "\U0001d41f\U0001d428\U0001d42b\U0001d41b\U0001d422\U0001d41d\U0001d41d\U0001d41e\U0001d427",  # math bold
     "forb\U000e0100idden", "forbi\u2063dden", "f\u2062orbidden",  # variation selector 17, invisible separator and times
+    "forb\U0001d159idden", "forbid\U00016fe4den",  # musical null notehead, Khitan filler: draw nothing
     "forbidden",  # plain, as a control
 ]  # fmt: skip
 
@@ -261,6 +262,7 @@ NOT_WORDS = {
     "emoji": "\U0001f600",
     "zero_width_space": "\u200b",
     "variation_selector": "\ufe0f",
+    "modifier_circumflex": "\u02c6",  # a modifier letter (Lm) alone shows as an accent
 }
 """Tokens that show no letter or digit; between spaces they are no words."""
 
@@ -299,6 +301,8 @@ HONEST_RIGHT_TO_LEFT = [
     ({"check": "not_contains", "value": "London"}, "\u05d4\u05d1\u05d9\u05e8\u05d4 \u05d4\u05d9\u05d0 Paris"),
     ({"check": "regex", "pattern": r"\p{Hebrew}+"}, "\u05e9\u05dc\u05d5\u05dd"),
     ({"check": "answer_equals", "value": "\u0633\u0644\u0627\u0645"}, " \u0633\u0644\u0627\u0645 "),
+    # Japanese: the prolonged sound mark (a modifier letter) inside a word
+    ({"check": "min_words", "value": 3}, "\u30b3\u30fc\u30d2\u30fc \u3092 \u98f2\u3080"),
     # Devanagari with its vowel signs (combining marks after a letter are part of the word)
     ({"check": "min_words", "value": 2}, "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e"),
 ]  # fmt: skip

@@ -148,9 +148,10 @@ NOT_WORDS = [
     "\U0001f600",
     "\u2764\ufe0f",
     "\u00b7",
+    "\u02c6",
 ]
 """A lone combining acute, a lone enclosing circle, a lone Hebrew point, dashes, dots, a bullet,
-a dollar sign, emoji: tokens that hold no letter or digit."""
+a dollar sign, emoji, a modifier circumflex: tokens that hold no letter or digit."""
 
 
 @SETTINGS

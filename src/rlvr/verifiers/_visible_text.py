@@ -15,7 +15,8 @@ normalisation every checklist item uses; five families matter:
   U+180E ...). They render as nothing, so for matching they are deleted: ``fo<U+200B>rbidden``
   is ``forbidden``.
 * **Blank-looking characters** that ``str.split`` does not take for whitespace:
-  U+2800 BRAILLE PATTERN BLANK and the Hangul fillers U+115F, U+1160, U+3164, U+FFA0. They render
+  U+2800 BRAILLE PATTERN BLANK, U+1D159 MUSICAL SYMBOL NULL NOTEHEAD, U+16FE4 KHITAN SMALL SCRIPT
+  FILLER and the Hangul fillers U+115F, U+1160, U+3164, U+FFA0. They render
   as a blank (the fillers are also default-ignorable, so some fonts draw nothing). Deleting them
   would glue two words into one and still under-count, so they are whitespace when words are
   counted, and ``not_contains`` tries both renderings. Zs spaces (U+00A0, U+2000..U+200A,
@@ -25,8 +26,8 @@ normalisation every checklist item uses; five families matter:
   like a Latin one (Cyrillic U+0430 for ``a``, Greek omicron for ``o``), plus curly quotes and
   dashes, following Unicode TR39 confusables.txt. It is a compact subset: Python ships no
   confusables table.
-* **Things that are not words**: a word needs a letter or a digit, so lone combining marks,
-  punctuation, symbols and emoji between spaces count for no word limit.
+* **Things that are not words**: a word needs a letter (not only modifier letters) or a digit,
+  so lone combining marks, punctuation, symbols and emoji between spaces count for no word limit.
 
 Accents are kept (``café`` is not ``cafe``), and Latin-internal confusables (``rn``/``m``,
 ``l``/``I``/``1``, ``0``/``O``) are not folded: honest English would then contain forbidden
@@ -45,8 +46,9 @@ BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206
 """Unicode's Bidi_Control characters (PropList.txt): the marks, embeddings, overrides and isolates
 of the bidirectional algorithm (UAX #9)."""
 
-FILLERS = "\u115f\u1160\u2800\u3164\uffa0"
-"""Blank-looking characters that are not whitespace: Hangul fillers and BRAILLE PATTERN BLANK."""
+FILLERS = "\u115f\u1160\u2800\u3164\uffa0\U0001d159\U00016fe4"
+"""Blank-looking characters that are not whitespace: Hangul fillers, BRAILLE PATTERN BLANK, MUSICAL
+SYMBOL NULL NOTEHEAD and KHITAN SMALL SCRIPT FILLER (a combining mark that draws nothing)."""
 
 _INVISIBLE_CLASS = r"[\p{Cf}\p{Default_Ignorable_Code_Point}--[" + FILLERS + "]]"
 INVISIBLE = regex.compile(_INVISIBLE_CLASS, regex.V1)
@@ -64,7 +66,8 @@ Latin, IPA, Greek and Cyrillic all lie below it."""
 _LETTER = rf"[[\p{{L}}\p{{M}}\p{{N}}]--{_INVISIBLE_CLASS}]"
 _INVISIBLE_BETWEEN_LETTERS = regex.compile(rf"(?<=({_LETTER}))({_INVISIBLE_CLASS}+)(?=({_LETTER}))", regex.V1)
 _WHITESPACE_RUN = regex.compile(r"\s+")
-_HAS_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+_HAS_LETTER_OR_DIGIT = regex.compile(r"[[\p{L}\p{N}]--\p{Lm}]", regex.V1)
+"""A letter or digit; a modifier letter alone (U+02C6 ˆ, U+30FC ー) shows as an accent or a dash."""
 _WORD = regex.compile(r"(?:[\p{L}\p{N}]\p{M}*)+(?:(?:['\u2019]|(?<=\p{N})[.,:](?=\p{N}))(?:[\p{L}\p{N}]\p{M}*)+)*")
 """A run of letters and digits (with their combining marks), joined by an apostrophe (``don't``)
 or by a decimal point, comma or colon between digits (``3.14``, ``1,000``, ``12:30``)."""
@@ -137,7 +140,8 @@ def _most_words(text: str) -> int:
     them (``one<U+200B>two`` is two words), as blank-looking characters and punctuation do
     (``one,two`` and ``well-known`` are two). For upper limits."""
     parted = _INVISIBLE_BETWEEN_LETTERS.sub(_part_or_join, text)
-    return len(_WORD.findall(INVISIBLE.sub("", parted).translate(_FILLERS_AS_SPACES)))
+    runs = _WORD.findall(INVISIBLE.sub("", parted).translate(_FILLERS_AS_SPACES))
+    return sum(1 for run in runs if _HAS_LETTER_OR_DIGIT.search(run))
 
 
 def _fewest_words(shown: str) -> int:
