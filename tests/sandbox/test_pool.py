@@ -113,7 +113,7 @@ def test_nothing_of_one_job_reaches_the_next() -> None:
         )[0]
         cwd, tmp, shm, pids = value(look)
         assert cwd == ["solution.py"] and tmp == [] and shm == []  # its own file only (the driver deleted job.json)
-        assert pids == [2]  # itself (its init is root's): nothing of the slot's, or of the first job's
+        assert pids == [1]  # the init of a pid namespace of its own: nothing of the slot's or the first job's
         daemons = [pid for pid in os.listdir("/proc") if pid.isdigit() and _uid(pid) == first_uid]
         assert daemons == []  # the first job's setsid daemon died with its namespace
     finally:
@@ -148,3 +148,13 @@ def test_verifier_maps_a_failed_sandbox_to_error_and_close_stops_every_slot() ->
     assert not result.scorable  # kept out of rewards and baselines, never a silent 0
     verifier.close()
     assert all(proc.poll() is not None for proc in procs)
+
+
+def test_a_job_at_its_cpu_limit_is_reported_as_such(pool: SandboxPool) -> None:
+    """A job is its namespace's init, which the kernel shields from SIGXCPU: its soft and hard CPU
+    limits are equal, the kernel ends it with SIGKILL there, and the run says SIGXCPU, as in a
+    fresh sandbox (the verifiers read that as a timeout, not a crash)."""
+    limits = SandboxLimits(wall_s=5.0, cpu_s=1, memory_mb=256, processes=16, output_bytes=64 * 1024)
+    busy = PoolJob("python", {**job("def f():\n    while True: pass").files}, limits)
+    run = pool.run_batch([busy])[0]
+    assert run.signal == signal.SIGXCPU and not run.timed_out and run.elapsed_s < 3.0, run

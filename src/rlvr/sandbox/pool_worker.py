@@ -14,23 +14,23 @@ drivers. Every job is cloned from the zygote, never from this process: this one 
 files and the jobs' results, and a job forked from it could read earlier jobs' answers in the memory
 it inherits.
 
-Every job starts from nothing. Its init is cloned into a new mount, pid, IPC and UTS namespace
-(``LAYERS``), mounts new tmpfs instances at /tmp, /dev/shm and /sandbox and a /proc of its own,
-and writes the job's files there: what the kernel keeps per namespace or per mount (the last pid,
+Every job starts from nothing. It is cloned into a new mount, pid, IPC and UTS namespace
+(``LAYERS``), where it is pid 1, and before it drops its privileges it mounts new tmpfs instances at
+/tmp, /dev/shm and /sandbox and a /proc of its own, and writes its files there: what the kernel keeps per namespace or per mount (the last pid,
 the next inode number, free space, IPC objects) is that of a new sandbox, whatever earlier jobs of
 the slot did. Jobs share the slot's network namespace, but they can make unix sockets only, and the
 slot's holds no socket of its own (the supervisor's line to the zygote was made on the host), so
-what a job reads there is the same in every slot. When the job's first process exits, its init
-exits and the kernel kills the rest of its pid namespace: mounts, files and daemons all go with it.
+what a job reads there is the same in every slot. When the job's first process exits, the kernel
+kills the rest of its pid namespace: mounts, files and daemons all go with it.
 
 One job, start to finish:
 
 1. The host sends a frame {"id", "uid", "driver", "files", "limits", "wall_s"} on stdin (one job
    in flight per slot, so nothing of a later job is ever buffered in this process).
 2. The zygote gets {"uid", "limits", "driver"} and the job's four pipe ends (result channel,
-   stdout, stderr; files) and clones the job's init (``run_job_init``), which builds its world
-   (``build_job_world``: mounts, then the files this process writes into the files pipe) and forks
-   the job, pid 2 of its namespace. The job's process starts a new session, sets the rlimits (CPU,
+   stdout, stderr; files) and clones the job (``start_job``), which builds its world
+   (``build_job_world``: mounts, then the files this process writes into the files pipe). The
+   job's process then starts a new session, sets the rlimits (CPU,
    address space, processes, file size, open files, no core), empties its capability bounding set,
    clears its groups, drops to the job's uid (all capabilities vanish with the change from uid 0),
    sets no_new_privs, loads the job's own seccomp filter (``seccomp.job_filter``: no descriptor
@@ -40,8 +40,8 @@ One job, start to finish:
 3. This process reads the channel, stdout and stderr (each capped) until the job exits or the wall
    clock runs out, and answers {"id", "exit_code", "signal", "timed_out", "output_truncated",
    "channel", ...}. The host judges the channel's content; nothing here decides a verdict.
-4. Then it SIGKILLs the job's init if the job did not end by itself (the kernel then ends every
-   process of the job's pid namespace), takes the zygote's report that the init is gone, checks
+4. Then it SIGKILLs the job if it did not end by itself (the kernel then ends every process of
+   the job's pid namespace), takes the zygote's report that the job is gone, checks
    that no process of a job's uid is left, and answers {"id", "clean"}. Cleaning comes after the
    answer, so nothing the job left behind can turn its verdict into an error; a slot that could
    not clean exits, and the host starts a new one.
@@ -91,8 +91,7 @@ SIGCHLD = 17
 SYS_CLONE = {"x86_64": 56, "aarch64": 220}
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 PROC_OPTIONS = "subset=pid,hidepid=invisible"
-"""The job's /proc: its own processes (those of its uid in its own pid namespace: not its init) and
-nothing else (no /proc/stat, /proc/meminfo, /proc/sys, ...: the host-wide counters every process
+"""The job's /proc: its own processes (those of its uid in its own pid namespace) and nothing else (no /proc/stat, /proc/meminfo, /proc/sys, ...: the host-wide counters every process
 on the machine shares). Same as a fresh sandbox's (bwrap.PROC_OPTIONS)."""
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 FILES_NOT_WRITTEN = b"rlvr-pool: job files not written: "
@@ -153,7 +152,7 @@ def run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter):
         limits = job["limits"]
         megabyte = 1 << 20
         for which, value in (
-            (resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1)),
+            (resource.RLIMIT_CPU, (limits["cpu_s"],) * 2),  # an init ignores SIGXCPU: SIGKILL at the limit
             (resource.RLIMIT_AS, (limits["memory_mb"] * megabyte,) * 2),
             (resource.RLIMIT_NPROC, (limits["processes"],) * 2),
             (resource.RLIMIT_FSIZE, (limits["file_size_mb"] * megabyte,) * 2),
@@ -226,7 +225,7 @@ def mount(source, target, fstype, flags, options):
 
 
 def build_job_world(job, files_fd, layers):
-    """In the job's init, still privileged: fresh instances of everything a job can write or count
+    """In the cloned job, still privileged: fresh instances of everything a job can write or count
     in, then the job's files; returns "" or why the files could not be written. Nothing of the
     slot's own mounts stays visible to the job.
 
@@ -263,14 +262,16 @@ def build_job_world(job, files_fd, layers):
     return ""
 
 
-def run_job_init(job, code, fds, status_w, job_filter, layers):
-    """Pid 1 of the job's namespaces (root, never running job code): build the job's world, fork
-    the job (pid 2), reap whatever comes to it, and when the job's first process exits, write its
-    wait status to ``status_w`` and exit. The kernel then kills every process left in the pid
-    namespace, daemons included. Never returns.
+def start_job(job, code, fds, job_filter, layers):
+    """In the cloned child, pid 1 of the job's own namespaces and still privileged: build the job's
+    world, then become the job (``run_job_child``). Never returns.
 
-    The job is not pid 1 itself because the kernel shields a namespace's init from signals it has
-    no handler for: the CPU-time limit's SIGXCPU, an ``abort()`` or a kill of itself would not end it.
+    The job is its pid namespace's init, so the kernel shields it from signals it has no handler
+    for when they come from inside the namespace (its own ``kill``, ``abort``'s SIGABRT, a child's
+    SIGTERM), and from the CPU limit's SIGXCPU: its soft and hard CPU limits are equal, so the
+    kernel ends it with SIGKILL at the limit, which ``run_job`` reports as SIGXCPU. A second
+    process per job as init would keep the usual signals, at about half the pool's throughput
+    (benchmarks/verifier_throughput.py). When it exits, the kernel kills whatever it started.
     """
     channel_w, stdout_w, stderr_w, files_r = fds
     try:
@@ -278,22 +279,9 @@ def run_job_init(job, code, fds, status_w, job_filter, layers):
         if not_written:
             os.write(stderr_w, FILES_NOT_WRITTEN + not_written.encode())
             os._exit(126)
-        pid = os.fork()
     except BaseException:
         os._exit(126)  # no world of its own: run nothing
-    if pid == 0:
-        os.close(status_w)
-        run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter)
-    for fd in (channel_w, stdout_w, stderr_w):
-        os.close(fd)
-    while True:
-        try:
-            reaped, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            os._exit(126)
-        if reaped == pid:
-            os.write(status_w, struct.pack("=i", status))
-            os._exit(0)
+    run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter)
 
 
 def start_zygote(drivers, job_filter, layers, socket_fds):
@@ -303,10 +291,9 @@ def start_zygote(drivers, job_filter, layers, socket_fds):
     file or reply of any job ever enters it (the supervisor keeps them; a job's files reach the job
     through a pipe of its own), so a job that reads its inherited memory finds no other job there.
     Per job it gets {"uid", "limits", "driver"} with the job's four pipe ends (channel, stdout,
-    stderr to write; its files to read), clones the job's init into namespaces of its own
-    (``run_job_init``), answers with the init's pid (4 bytes), waits for it, and then sends (pid,
-    the job's wait status) (8 bytes). The init exits right after the job's first process does, and
-    its exit waits for every other process of its pid namespace to be gone.
+    stderr to write; its files to read), clones the job into namespaces of its own (``start_job``),
+    answers with its pid (4 bytes), waits for it, and then sends (pid, wait status) (8 bytes). The
+    job is its pid namespace's init: its exit waits for every other process there to be gone.
     """
     # The pair was made by the host, in the host's network namespace: the slot's own (which every
     # job shares) holds no socket at all, so what a job sees there is the same in every slot.
@@ -332,20 +319,14 @@ def zygote_loop(sock, drivers, job_filter, layers):
         if not message:  # the supervisor is gone
             return
         request = json.loads(message)
-        status_r, status_w = os.pipe()
         pid = clone_job(layers)
         if pid == 0:
             sock.close()
-            os.close(status_r)
-            run_job_init(request, drivers.get(request["driver"]), fds, status_w, job_filter, layers)
-        for fd in (*fds, status_w):
+            start_job(request, drivers.get(request["driver"]), fds, job_filter, layers)
+        for fd in fds:
             os.close(fd)
         sock.send(struct.pack("=i", pid))
-        _, status = os.waitpid(pid, 0)
-        reported = os.read(status_r, 4)  # the job's status; nothing if its init was killed or failed
-        os.close(status_r)
-        if len(reported) == 4 and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-            (status,) = struct.unpack("=i", reported)
+        _, status = os.waitpid(pid, 0)  # once the job and everything it started are gone
         sock.send(struct.pack("=ii", pid, status))
 
 
@@ -524,6 +505,8 @@ def run_job(job, drivers, zygote):
         exit_code, signal_number = 128 + signal.SIGKILL, signal.SIGKILL
     elif os.WIFSIGNALED(status):
         signal_number = os.WTERMSIG(status)
+        if signal_number == signal.SIGKILL:  # nothing here sent it and its namespace cannot: the CPU limit
+            signal_number = signal.SIGXCPU
         exit_code = 128 + signal_number
     else:
         exit_code, signal_number = os.WEXITSTATUS(status), None
