@@ -48,6 +48,13 @@ def encode(value: Any, where: str = "entry") -> Any:
     raise ValueError(f"{where} holds a {type(value).__name__}, which a JSON row cannot hold")
 
 
+REFUSED = {
+    "composite": "composite mixes other datasets under one name, so rlvr cannot apply each one's own "
+    "checks; generate rows for each dataset instead",
+}
+"""Datasets rlvr refuses to generate or score, with the reason (the verifier refuses their rows)."""
+
+
 def known_datasets() -> list[str]:
     from reasoning_gym.factory import DATASETS
 
@@ -57,8 +64,6 @@ def known_datasets() -> list[str]:
 def build(name: str, config: dict[str, Any], *, seed: int, size: int) -> Any:
     """reasoning-gym's dataset object; a ValueError says what is wrong with the name or config."""
     import reasoning_gym
-
-    from rlvr.verifiers._rg_checks import REFUSED
 
     if name in REFUSED:
         raise ValueError(f"task.rg_dataset={name!r} is refused: {REFUSED[name]}")

@@ -12,8 +12,8 @@ with the entry's answer (when the dataset has one right answer) or a strict form
 leaves the scorer only what it reads correctly (when any valid solution counts).
 
 ``non_finite`` keeps answers that parse as NaN or infinity from every scorer
-(complex_arithmetic pays ``nan`` in full: ``min(1.0, exp(-nan))`` is 1.0). ``REFUSED`` names
-datasets rlvr does not score at all.
+(complex_arithmetic pays ``nan`` in full: ``min(1.0, exp(-nan))`` is 1.0). Datasets rlvr does
+not score at all are ``rlvr.tasks.reasoning_gym.REFUSED``.
 
 Standard library only: this runs in the trainer's process, on the model's text, so nothing here
 evaluates the answer as code or builds a number whose size the answer chooses.
@@ -30,11 +30,6 @@ from typing import Any
 Check = Callable[[str, dict[str, Any]], str]
 """(answer, entry) -> what is wrong with the answer, or "" when the scorer may judge it."""
 
-REFUSED = {
-    "composite": "composite mixes other datasets under one name, so rlvr cannot apply each one's own "
-    "checks; generate rows for each dataset instead",
-}
-"""Datasets rlvr refuses to generate or score, with the reason."""
 
 _NON_FINITE_WORD = re.compile(r"(?<![^\W\d_])[+-]?(?:s?nan\d*|inf(?:inity)?)[ij]?(?![^\W\d_])|∞", re.IGNORECASE)
 """What float(), complex() and Decimal() read as NaN or infinity (any case, signed, ``snan``,

@@ -28,8 +28,9 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from rlvr.tasks.reasoning_gym import REFUSED
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
-from rlvr.verifiers._rg_checks import CHECKS, REFUSED, non_finite
+from rlvr.verifiers._rg_checks import CHECKS, non_finite
 from rlvr.verifiers._text import clip
 from rlvr.verifiers.base import PooledVerifier, extract_answer
 from rlvr.workers import JobOutcome, StartMethod, WorkerPool
