@@ -135,9 +135,11 @@ def find_host() -> _Host:
     tools = {name: shutil.which(name, path=TOOL_PATH) for name in ("bwrap", "prlimit", "setpriv", "mount", "sh")}
     if tools["bwrap"] is None:
         raise SandboxUnavailable(f"bubblewrap (`bwrap`) is not on PATH: {INSTALL_HINT}")
-    missing = [name for name in ("prlimit", "setpriv", "mount", "sh") if tools[name] is None]
+    missing = [name for name, path in tools.items() if path is None]
     if missing:
-        raise SandboxUnavailable(f"{', '.join(missing)} not found: install util-linux (`apt-get install util-linux`)")
+        raise SandboxUnavailable(
+            f"{', '.join(missing)} not found: install util-linux and a POSIX sh (`apt-get install util-linux dash`)"
+        )
     if os.geteuid() != 0:
         # Without root, bwrap would need a user namespace in which the host uid is the caller's own:
         # RLIMIT_NPROC and the uid drop below rely on starting as root.

@@ -38,6 +38,7 @@ from importlib import resources
 
 from rlvr.sandbox.bwrap import (
     INSTALL_HINT,
+    PROC_OPTIONS,
     SANDBOX_UIDS,
     WORKDIR,
     BwrapFds,
@@ -188,7 +189,8 @@ class SandboxPool:
             for fd in zygote_sockets:  # the slot holds them now
                 os.close(fd)
                 opened.remove(fd)
-            hello = {"drivers": self.drivers, "job_filter": JOB_FILTER, "layers": list(self.layers)}
+            world = {"layers": list(self.layers), "proc_options": PROC_OPTIONS}
+            hello = {"drivers": self.drivers, "job_filter": JOB_FILTER, "world": world}
             _send(slot, {**hello, "zygote_sockets": zygote_sockets})
             hello = _receive(slot, time.monotonic() + START_TIMEOUT_S)
             if not (isinstance(hello, dict) and hello.get("ready")):

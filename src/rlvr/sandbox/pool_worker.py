@@ -16,9 +16,10 @@ it inherits.
 
 Every job starts from nothing. It is cloned into a new mount, pid, IPC and UTS namespace
 (``LAYERS``), where it is pid 1, and before it drops its privileges it mounts new tmpfs instances at
-/tmp, /dev/shm and /sandbox and a /proc of its own, and writes its files there: what the kernel keeps per namespace or per mount (the last pid,
-the next inode number, free space, IPC objects) is that of a new sandbox, whatever earlier jobs of
-the slot did. Jobs share the slot's network namespace, but they can make unix sockets only, and the
+/tmp, /dev/shm and /sandbox and a /proc of its own (mounted with the host's ``bwrap.PROC_OPTIONS``,
+as a fresh sandbox's is), and writes its files there: what the kernel keeps per namespace or per
+mount (the last pid, the next inode number, free space, IPC objects) is that of a new sandbox,
+whatever earlier jobs of the slot did. Jobs share the slot's network namespace, but they can make unix sockets only, and the
 slot's holds no socket of its own (the supervisor's line to the zygote was made on the host), so
 what a job reads there is the same in every slot. When the job's first process exits, the kernel
 kills the rest of its pid namespace: mounts, files and daemons all go with it.
@@ -30,9 +31,8 @@ One job, start to finish:
 2. The zygote gets {"uid", "limits", "driver"} and the job's four pipe ends (result channel,
    stdout, stderr; files) and clones the job (``start_job``), which builds its world
    (``build_job_world``: mounts, then the files this process writes into the files pipe). The
-   job's process then starts a new session, sets the rlimits (CPU,
-   address space, processes, file size, open files, no core), empties its capability bounding set,
-   clears its groups, drops to the job's uid (all capabilities vanish with the change from uid 0),
+   job's process then starts a new session, sets the rlimits (CPU, address space, processes, file
+   size, open files, no core), empties its capability bounding set, clears its groups, drops to the job's uid (all capabilities vanish with the change from uid 0),
    sets no_new_privs, loads the job's own seccomp filter (``seccomp.job_filter``: no descriptor
    in flight, unix sockets only), reads stdin from /dev/null, closes every other fd but the result
    channel and the stdout/stderr pipes, clears the environment and runs the driver. Forking a warm
@@ -90,9 +90,6 @@ objects, mounts, tmpfs inode numbers) is then shared with any other job."""
 SIGCHLD = 17
 SYS_CLONE = {"x86_64": 56, "aarch64": 220}
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
-PROC_OPTIONS = "subset=pid,hidepid=invisible"
-"""The job's /proc: its own processes (those of its uid in its own pid namespace) and nothing else (no /proc/stat, /proc/meminfo, /proc/sys, ...: the host-wide counters every process
-on the machine shares). Same as a fresh sandbox's (bwrap.PROC_OPTIONS)."""
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 FILES_NOT_WRITTEN = b"rlvr-pool: job files not written: "
 
@@ -201,11 +198,11 @@ def run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter):
     os._exit(0)
 
 
-def clone_job(layers):
-    """clone(2) into a new mount namespace and the ``layers`` (LAYERS): like fork, but with "pid"
-    the child is pid 1 of a new pid namespace. Returns the child's pid, or 0 in the child."""
+def clone_job(world):
+    """clone(2) into a new mount namespace and the world's ``layers`` (LAYERS): like fork, but with
+    "pid" the child is pid 1 of a new pid namespace. Returns the child's pid, or 0 in the child."""
     flags = CLONE_NEWNS | SIGCHLD
-    for layer in layers:
+    for layer in world["layers"]:
         flags |= LAYERS[layer]
     ctypes.pythonapi.PyOS_BeforeFork()
     pid = _pylibc.syscall(ctypes.c_long(SYS_CLONE[platform.machine()]), ctypes.c_ulong(flags), None, None, None, None)
@@ -224,7 +221,7 @@ def mount(source, target, fstype, flags, options):
         raise OSError(error, "mount %s: %s" % (target, os.strerror(error)))
 
 
-def build_job_world(job, files_fd, layers):
+def build_job_world(job, files_fd, world):
     """In the cloned job, still privileged: fresh instances of everything a job can write or count
     in, then the job's files; returns "" or why the files could not be written. Nothing of the
     slot's own mounts stays visible to the job.
@@ -232,16 +229,17 @@ def build_job_world(job, files_fd, layers):
     - mounts stop propagating to the slot (the new mount namespace is a copy of the slot's);
     - new tmpfs instances at /tmp, /dev/shm and the working directory: fresh inode counters, free
       space and directory contents;
-    - with "pid", a new /proc for the job's pid namespace, showing only the job's own processes;
+    - with "pid", a new /proc for the job's pid namespace, mounted with ``world["proc_options"]``:
+      the job's own processes and none of the host-wide counters every process on the machine shares;
     - with "net", the new network namespace's loopback up (as bubblewrap leaves it in a fresh sandbox).
     """
     tmpfs_size = "size=%d" % (job["limits"]["tmpfs_mb"] << 20)
     mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     for target, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), (WORKDIR, "0755")):
         mount(b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV, "%s,mode=%s" % (tmpfs_size, mode))
-    if "pid" in layers:
-        mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, PROC_OPTIONS)
-    if "net" in layers:
+    if "pid" in world["layers"]:
+        mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, world["proc_options"])
+    if "net" in world["layers"]:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
     data = bytearray()
@@ -262,7 +260,7 @@ def build_job_world(job, files_fd, layers):
     return ""
 
 
-def start_job(job, code, fds, job_filter, layers):
+def start_job(job, code, fds, job_filter, world):
     """In the cloned child, pid 1 of the job's own namespaces and still privileged: build the job's
     world, then become the job (``run_job_child``). Never returns.
 
@@ -275,7 +273,7 @@ def start_job(job, code, fds, job_filter, layers):
     """
     channel_w, stdout_w, stderr_w, files_r = fds
     try:
-        not_written = build_job_world(job, files_r, layers)
+        not_written = build_job_world(job, files_r, world)
         if not_written:
             os.write(stderr_w, FILES_NOT_WRITTEN + not_written.encode())
             os._exit(126)
@@ -284,7 +282,7 @@ def start_job(job, code, fds, job_filter, layers):
     run_job_child(job, code, channel_w, stdout_w, stderr_w, job_filter)
 
 
-def start_zygote(drivers, job_filter, layers, socket_fds):
+def start_zygote(drivers, job_filter, world, socket_fds):
     """Fork the zygote, before any job exists; returns (the socket to it, its pid).
 
     Every job is cloned from the zygote, which holds nothing but the compiled drivers: no frame,
@@ -308,21 +306,22 @@ def start_zygote(drivers, job_filter, layers, socket_fds):
         os.dup2(null, 0)  # the host's pipes are the supervisor's alone
         os.dup2(null, 1)
         os.close(null)
-        zygote_loop(zygote_end, drivers, job_filter, layers)
+        zygote_loop(zygote_end, drivers, job_filter, world)
     finally:
         os._exit(0)
 
 
-def zygote_loop(sock, drivers, job_filter, layers):
+def zygote_loop(sock, drivers, job_filter, world):
+    """Clone each requested job into its world: {"layers": LAYERS names, "proc_options"}."""
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 65536, 4)
         if not message:  # the supervisor is gone
             return
         request = json.loads(message)
-        pid = clone_job(layers)
+        pid = clone_job(world)
         if pid == 0:
             sock.close()
-            start_job(request, drivers.get(request["driver"]), fds, job_filter, layers)
+            start_job(request, drivers.get(request["driver"]), fds, job_filter, world)
         for fd in fds:
             os.close(fd)
         sock.send(struct.pack("=i", pid))
@@ -426,8 +425,9 @@ def job_processes(known):
 
 
 def end_everything(known):
-    """SIGKILL every process of the job and reap them all, within 5 s (as the child subreaper, this
-    process inherits the orphans: daemons that called setsid or double-forked included)."""
+    """SIGKILL every process of a job's uid left in the slot and reap them all, within 5 s. None
+    should be: a job's processes die with its pid namespace. This is the check that they did (and,
+    as the child subreaper, this process would inherit the jobs of a zygote that died)."""
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         others = job_processes(known)
@@ -537,7 +537,7 @@ def main():
     hello = read_frame(stdin)
     drivers = {name: compile(source, name + "_driver.py", "exec") for name, source in hello["drivers"].items()}
     zygote, zygote_pid = start_zygote(
-        drivers, base64.b64decode(hello["job_filter"]), hello["layers"], hello["zygote_sockets"]
+        drivers, base64.b64decode(hello["job_filter"]), hello["world"], hello["zygote_sockets"]
     )
     ours = {1, os.getpid(), zygote_pid}
     write_frame(stdout, {"ready": True, "pid": os.getpid()})
