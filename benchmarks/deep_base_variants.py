@@ -40,7 +40,7 @@ def _measure(name: str, out: str) -> dict:
 
     torch.set_num_threads(1)
     from rlvr.models import deep_base
-    from rlvr.train.passk_eval import evaluate_passk
+    from rlvr.studies.passk_eval import evaluate_passk
 
     change = VARIANTS[name]
     share = deep_base.SHARE | change.get("share", {})

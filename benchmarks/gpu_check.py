@@ -157,8 +157,8 @@ def run_recipe(args: argparse.Namespace, work: Path) -> dict:
     from rlvr.diagnostics.memory_estimate import estimate
     from rlvr.diagnostics.memory_model import load_model_spec
     from rlvr.diagnostics.memory_setup import memory_command, setup_for_run
+    from rlvr.engine.loop import Trainer
     from rlvr.rollout.hf import encode_prompts
-    from rlvr.train.loop import Trainer
 
     mode = "dry-run" if args.dry_run else "gpu"
     random_weights = args.model is None

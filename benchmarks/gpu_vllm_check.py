@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def probe_gaps(trainer, probe, previous):
     """(mean |sampler − trainer|, mean |sampler − previous sampler|, sampler scores) on the probe."""
-    from rlvr.train.update import reference_logprobs
+    from rlvr.engine.update import reference_logprobs
 
     mask = probe.completion_mask.bool()  # [n, T]
     sampler_logp = trainer.sampler.score(probe).float()  # [n, T]
@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from rlvr.config import load_config
+    from rlvr.engine.loop import Trainer
     from rlvr.rollout.prompts import stop_token_ids
-    from rlvr.train.loop import Trainer
 
     mode = "dry-run" if args.dry_run else "gpu"
     cfg = load_config(None, [*SMALL, *BACKENDS[mode], f"train.steps={args.steps}"])

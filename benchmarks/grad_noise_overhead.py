@@ -11,11 +11,11 @@ import time
 import torch
 
 from rlvr.config import AlgoConfig
+from rlvr.engine.update import accumulate_policy_gradient, micro_batches
 from rlvr.meters.grad_noise import MicroBatchNoise
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.train.update import accumulate_policy_gradient, micro_batches
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from rlvr.config import load_config
-from rlvr.train.loop import Trainer
+from rlvr.engine.loop import Trainer
 
 SETUP = [
     "train.batch_queries=4",

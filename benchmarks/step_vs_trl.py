@@ -18,7 +18,7 @@ How TRL 1.16 is made to do exactly one such step per optimizer step (trl/trainer
   `generation_batch_size = B*G` completions = B prompts, generated once per optimizer step, and the
   whole batch goes through one forward/backward in TRL. rlvr runs its default: length-sorted,
   padding-trimmed micro-batches of `optim.micro_batch_size` completions, which give the same
-  gradient (tests/train/test_update.py) with less padding. That is rlvr's step as users get it.
+  gradient (tests/engine/test_update.py) with less padding. That is rlvr's step as users get it.
 - `num_iterations = 1`, so TRL skips the old-log-prob forward (it uses the detached current
   log-probs); rlvr takes them from the logits `generate` returns. Neither side pays an extra pass.
 - `loss_type = "grpo"` (DeepSeekMath per-sequence token mean, rlvr's `sequence_mean`),
@@ -70,10 +70,10 @@ from pathlib import Path
 import torch
 
 from rlvr.config import load_config
+from rlvr.engine.loop import Trainer
 from rlvr.models import SHIPPED, load_policy
 from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import build_char_tokenizer
-from rlvr.train.loop import Trainer
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
 

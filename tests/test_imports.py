@@ -1,6 +1,7 @@
-"""Imports flow one way: no module of src/rlvr imports one that imports it back (a deferred import
-inside a function counts; an import only for type checking does not run and does not), and no
-package imports one above it in the layering below.
+"""Imports flow one way: no module of src/rlvr imports one that imports it back, and no package
+imports one above it in the layering below. A deferred import inside a function counts, and so
+does an import only for type checking: it does not run, but a reader still has to hold both
+modules in their head at once.
 
 Read from the source with `ast`, so a new import is checked the moment it is written.
 """
@@ -26,16 +27,17 @@ LAYERS: dict[str, int] = {
     "verifiers": 3,
     "rollout": 4,
     "meters": 4,
-    "train": 5,
+    "engine": 5,
     "integrations": 5,
     "diagnostics": 6,
+    "studies": 6,
     "lab": 7,
     "cli": 8,
 }
 """A package may import its own layer's packages and those below; never one above."""
 SAME_LAYER_FORBIDDEN = {("algos", "errors")}  # algos imports nothing else from rlvr
 """meters/ hold what the training step reads while it runs; diagnostics/ the tools that drive whole
-steps (inspect, grad-variance) and sit above train/."""
+steps (inspect, grad-variance) and sit above engine/; studies/ run whole trainings on top of the engine."""
 
 
 def module_name(path: Path) -> str:
@@ -50,14 +52,15 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports_of(path: Path) -> set[str]:
-    """rlvr modules this file imports at run time, top-level or deferred."""
+def imports_of(path: Path, *, type_checking: bool = True) -> set[str]:
+    """rlvr modules this file imports, top-level or deferred; those under `if TYPE_CHECKING:` too
+    unless `type_checking` is False."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_checking:
             for child in node.orelse:
                 visit(child)
             return
@@ -152,17 +155,18 @@ def test_packages_import_only_their_own_layer_and_below() -> None:
     assert sorted(upward) == []
 
 
-def test_the_checker_sees_deferred_imports_and_ignores_type_checking_ones(tmp_path: Path) -> None:
+def test_the_checker_sees_deferred_and_type_checking_imports(tmp_path: Path) -> None:
     graph = {"rlvr.a": {"rlvr.b"}, "rlvr.b": {"rlvr.c"}, "rlvr.c": {"rlvr.a"}, "rlvr.d": set()}
     assert cycles(graph) == [["rlvr.a", "rlvr.b", "rlvr.c"]]
     source = tmp_path / "m.py"
     source.write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rlvr.train import loop\n"
-        "def f():\n    from rlvr.train.step import run_step\n"
+        "def f():\n    from rlvr.engine.step import run_step\n"
     )
     global SRC
     saved, SRC = SRC, tmp_path
     try:
-        assert imports_of(source) == {"rlvr.train.step", "rlvr.train.step.run_step"}
+        assert imports_of(source, type_checking=False) == {"rlvr.engine.step", "rlvr.engine.step.run_step"}
+        assert imports_of(source) == {"rlvr.engine.step", "rlvr.engine.step.run_step", "rlvr.train", "rlvr.train.loop"}
     finally:
         SRC = saved

@@ -73,7 +73,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     import yaml
 
     if args.resume:
-        from rlvr.train.checkpoint import find_checkpoint
+        from rlvr.engine.checkpoint import find_checkpoint
 
         run = Path(args.resume)
         if not (run / "config.yaml").is_file() or find_checkpoint(run) is None:
@@ -91,10 +91,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     else:
         overrides = list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
         cfg = load_config(args.config, overrides)
-        from rlvr.train.distributed import world
+        from rlvr.engine.distributed import world
 
         out = world().on_main(lambda: _new_run_dir(args.out, cfg.train.seed))  # one directory for all processes
-    from rlvr.train.loop import train
+    from rlvr.engine.loop import train
     from rlvr.verifiers.registry import close_verifiers
 
     _quiet_hugging_face()
@@ -207,8 +207,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 "Hugging Face config.json"
             )
     from rlvr.rollout.prompts import PromptFormat
+    from rlvr.studies.passk_eval import evaluate_passk
     from rlvr.tasks import arith_spec
-    from rlvr.train.passk_eval import evaluate_passk
 
     _quiet_hugging_face()
     out = Path(args.out)
@@ -292,6 +292,7 @@ def _build_base_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_build_base(args: argparse.Namespace) -> int:
     from functools import partial
 
+    from rlvr.engine.evaluate import arith_warmup_report, funcsynth_warmup_report, tool_warmup_report
     from rlvr.models import (
         build_embedded,
         cache_root,
@@ -301,7 +302,6 @@ def _cmd_build_base(args: argparse.Namespace) -> int:
         selfcheck_base,
         tool_base,
     )
-    from rlvr.train.evaluate import arith_warmup_report, funcsynth_warmup_report, tool_warmup_report
 
     builders = {
         "arith": (build_embedded, embedded_path, arith_warmup_report),
@@ -720,8 +720,8 @@ def _atlas_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_atlas(args: argparse.Namespace) -> int:
-    from rlvr.train.atlas import build_atlas
-    from rlvr.train.sweep import parse_seeds
+    from rlvr.studies.atlas import build_atlas
+    from rlvr.studies.sweep import parse_seeds
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: must be >= 1")
@@ -777,7 +777,7 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from rlvr.train.sweep import format_table, parse_grid, parse_seeds, plan, run_sweep
+    from rlvr.studies.sweep import format_table, parse_grid, parse_seeds, plan, run_sweep
 
     grid, seeds = parse_grid(args.grid), parse_seeds(args.seeds)
     runs = plan(args.config, grid, seeds, args.overrides)  # validates every point before the first run
@@ -828,7 +828,7 @@ def _int_list(flag: str, text: str) -> list[int]:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import time
 
-    from rlvr.train.compare import check_budget, compare_algorithms, resolve_algorithms
+    from rlvr.studies.compare import check_budget, compare_algorithms, resolve_algorithms
 
     requested = None if args.algorithms is None else [a.strip() for a in args.algorithms.split(",") if a.strip()]
     algorithms, skipped = resolve_algorithms(requested)
@@ -883,8 +883,8 @@ def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from rlvr.train.reproduce import STUDIES, reproduce
-    from rlvr.train.sweep import parse_seeds
+    from rlvr.studies.reproduce import STUDIES, reproduce
+    from rlvr.studies.sweep import parse_seeds
 
     if args.list:
         for study in STUDIES.values():

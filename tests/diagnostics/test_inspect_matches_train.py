@@ -3,7 +3,7 @@
 For each preset in configs/ (and KL in the reward, TIS with a bfloat16 sampler, LoRA): train one step
 (the run keeps its checkpoint), capture step 2 with `inspect_run` from that checkpoint, then resume
 the run for step 2. The captured loss, grad_norm and update_norm must be the ones the run logs.
-Both go through `run_step` (train/step.py); a copy of the step that drifted would fail here.
+Both go through `run_step` (engine/step.py); a copy of the step that drifted would fail here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from rlvr.config import load_config
 from rlvr.diagnostics.inspector import inspect_run
-from rlvr.train.loop import train
+from rlvr.engine.loop import train
 
 PRESETS = sorted(path.name for path in Path("configs").glob("*.yaml"))
 EXTRA = {

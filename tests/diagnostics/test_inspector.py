@@ -204,7 +204,7 @@ def test_ppo_and_dpo_captures_render_their_own_records(preset, base_model_dir, t
 
 def test_a_replay_builds_the_loss_as_the_step_does(base_model_dir, tmp_path):
     # DAPO's overlong filter drops truncated completions from the loss; the replay takes the
-    # step's own inputs (train/step.py policy_gradient_inputs), so it reproduces the captured
+    # step's own inputs (engine/step.py policy_gradient_inputs), so it reproduces the captured
     # gradient, and turning the filter off brings the truncated completions back.
     sets = [f"model.name={base_model_dir}", *SMALL, "algo.overlong_filter=true", "rollout.max_new_tokens=20"]
     capture = inspect_config(load_config(None, sets), tmp_path)

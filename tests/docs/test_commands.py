@@ -20,7 +20,7 @@ import pytest
 from rlvr.cli import build_parser, eval_set_problem, main
 from rlvr.config import RunConfig, apply_mapping, load_config, parse_override
 from rlvr.errors import UserError
-from rlvr.train.sweep import parse_grid, parse_seeds, plan
+from rlvr.studies.sweep import parse_grid, parse_seeds, plan
 
 from .mdtext import DOCS, REPO, fenced_blocks, relative
 

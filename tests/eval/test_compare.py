@@ -12,7 +12,7 @@ from rlvr.eval.compare import (
     step_rewards,
     summarize_algorithm,
 )
-from rlvr.train.compare import DEFAULT_ALGORITHMS, known_algorithms, resolve_algorithms
+from rlvr.studies.compare import DEFAULT_ALGORITHMS, known_algorithms, resolve_algorithms
 
 
 def test_jitter_and_final_reward_by_hand():

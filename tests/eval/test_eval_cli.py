@@ -80,8 +80,8 @@ def test_missing_model_dir_is_a_user_error(tmp_path, cli):
 
 def test_set_evaluates_another_held_out_spec(tmp_path, cli):
     """--set task.operands=5: the held-out queries are the trainer's for that spec (longer chains)."""
+    from rlvr.studies.passk_eval import evaluate_passk
     from rlvr.tasks.arith import ArithSpec, make_queries
-    from rlvr.train.passk_eval import evaluate_passk
 
     sets = ("--set", "task.operands=5", "--set", "rollout.max_new_tokens=64")
     done = cli("eval", "--model", "tiny-arith", "--n", "2", "--k", "1,2", "--num-queries", "3", *sets,

@@ -120,7 +120,7 @@ def test_chunk_whose_retries_are_used_up_is_unscorable_not_wrong(ray_cluster):
 
 def test_training_step_verifies_on_ray_with_the_backend_setting(ray_cluster, base_model_dir, tmp_path):
     from rlvr.config import load_config
-    from rlvr.train.loop import Trainer
+    from rlvr.engine.loop import Trainer
 
     cfg = load_config(
         None,

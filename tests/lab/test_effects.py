@@ -23,7 +23,7 @@ from rlvr.lab.effects import (
     row,
     shipped_values,
 )
-from rlvr.train.atlas import KNOBS, SCHEMA, preset_path, run_card
+from rlvr.studies.atlas import KNOBS, SCHEMA, preset_path, run_card
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from rlvr.config import AlgoConfig
+from rlvr.engine.update import accumulate_policy_gradient
 from rlvr.meters.grad_noise import GradientReader, MicroBatchNoise, estimate_from_batches, estimate_noise
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.train.update import accumulate_policy_gradient
 
 
 def test_hand_values():
@@ -134,7 +134,7 @@ def test_one_micro_batch_logs_null(base_policy):
 
 def test_the_trainer_logs_both_metrics_every_step(base_model_dir, tmp_path):
     from rlvr.config import load_config
-    from rlvr.train.loop import Trainer
+    from rlvr.engine.loop import Trainer
 
     small = [
         f"model.name={base_model_dir}",

@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from rlvr.config import RewardConfig, load_config
+from rlvr.engine.loop import train
 from rlvr.meters.hacking import HackingMonitor, hacking_shares
 from rlvr.sandbox import SandboxLimits, bwrap
-from rlvr.train.loop import train
 from rlvr.types import Query, Verdict, VerifierResult
 from rlvr.verifiers.base import BaseVerifier
 from rlvr.verifiers.fidelity import training_verifier_for

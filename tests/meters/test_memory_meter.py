@@ -8,6 +8,8 @@ from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
 from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec
+from rlvr.engine.context import batch_queries
+from rlvr.engine.loop import Trainer
 from rlvr.meters.memory import (
     SavedTensorCounter,
     model_bytes,
@@ -15,8 +17,6 @@ from rlvr.meters.memory import (
     tensor_bytes,
 )
 from rlvr.rollout.hf import encode_prompts
-from rlvr.train.context import batch_queries
-from rlvr.train.loop import Trainer
 
 
 def test_shared_storages_count_once():

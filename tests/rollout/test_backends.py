@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from rlvr.config import ConfigError, load_config
+from rlvr.engine.loop import Trainer
 from rlvr.rollout.backends import HFSampler
 from rlvr.rollout.hf import encode_prompts
 from rlvr.rollout.vllm import assemble_batch, completion_logprobs, unpadded_rows
 from rlvr.tasks.arith import make_queries
-from rlvr.train.loop import Trainer
 
 NO_VLLM = importlib.util.find_spec("vllm") is None or not torch.cuda.is_available()
 SMALL = [

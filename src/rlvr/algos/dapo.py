@@ -8,7 +8,7 @@ which samples reach the loss and with what reward:
 - overlong reward shaping (§3.4, eq. 13): a soft length penalty added to the reward;
 - overlong filtering (§3.4): truncated samples are masked out of the loss.
 
-The orchestration (sampling again until the batch is full) is train/dynamic_sampling.py's.
+The orchestration (sampling again until the batch is full) is engine/rollouts.py's.
 """
 
 from __future__ import annotations

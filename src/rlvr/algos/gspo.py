@@ -29,7 +29,7 @@ from rlvr.algos.kl import KL_ESTIMATORS
 
 SEQUENCE_STATS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean")
 """The stats `gspo_loss` averages over sequences rather than tokens: a caller that combines
-micro-batches weights these by each one's share of the sequences (train/update.py)."""
+micro-batches weights these by each one's share of the sequences (engine/update.py)."""
 
 
 def sequence_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:

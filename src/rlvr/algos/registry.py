@@ -35,7 +35,7 @@ class Algorithm:
     """The loss: `grpo_loss`'s signature for the policy-gradient kinds, `dpo_loss`'s for preference."""
     paper: str
     update: UpdateKind = "policy_gradient"
-    """Which update the step runs (train/step.py): advantages and a per-token policy loss, the same
+    """Which update the step runs (engine/step.py): advantages and a per-token policy loss, the same
     with GAE advantages from a value model, or a pairwise preference loss."""
     advantages: AdvantageFn | None = None
     """The advantage estimator (policy_gradient only)."""
@@ -62,7 +62,7 @@ class Algorithm:
 
     @property
     def multi_process(self) -> bool:
-        """Trains under accelerate/torchrun with several processes (train/distributed.py)."""
+        """Trains under accelerate/torchrun with several processes (engine/distributed.py)."""
         return self.update == "policy_gradient" and not self.batch_normalized
 
     @property

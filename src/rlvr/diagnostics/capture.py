@@ -1,6 +1,6 @@
 """Capture one real update of the trainer with every intermediate, as a JSON-ready dict.
 
-The capture runs the trainer's own step (train/step.py ``run_step``) with a ``Recorder``: the
+The capture runs the trainer's own step (engine/step.py ``run_step``) with a ``Recorder``: the
 step's hooks hand it the rollouts, the reference log-probs, the advantages the loss is fed, the
 log-probs each micro-batch's loss saw, and PPO's values and returns or DPO's pairs. Nothing of the
 step is written again here, so what is shown is the update the trainer takes. The schema is in
@@ -17,10 +17,9 @@ import torch
 
 from rlvr.algos import ALGORITHMS
 from rlvr.diagnostics.terms import LossInputs, loss_terms
-from rlvr.train.context import StepObserver
-from rlvr.train.loop import Trainer
-from rlvr.train.rollouts import Rollouts
-from rlvr.train.update import MicroBatch
+from rlvr.engine.context import Rollouts, StepObserver
+from rlvr.engine.loop import Trainer
+from rlvr.engine.update import MicroBatch
 from rlvr.types import Query, RolloutBatch
 
 SCHEMA = "rlvr.inspect/2"

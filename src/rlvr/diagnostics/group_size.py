@@ -8,7 +8,7 @@ and B_big = B prompts then gives, in units of prompts, tr(Σ_G) (the per-prompt 
 samples per prompt), |G|², the variance of the step's gradient tr(Σ_G)/B and B_simple. Following
 the paper, tr(Σ) and |G|² are averaged over the batches before they are divided.
 
-The batches come from the trainer's own step code (train/step.py): ``collect_rollouts`` with the
+The batches come from the trainer's own step code (engine/step.py): ``collect_rollouts`` with the
 configured sampler, dynamic sampling and overlong penalty, ``reference_logp``, and
 ``policy_gradient_inputs`` (advantages, KL in the reward, TIS, overlong filter), so each G_b is
 the gradient of the loss the trainer would take on that group. Only the optimizer step is left
@@ -29,12 +29,12 @@ import torch
 from tqdm import tqdm
 
 from rlvr.config import RunConfig
+from rlvr.engine.context import StepContext, Timer, batch_queries
+from rlvr.engine.loop import Trainer
+from rlvr.engine.rollouts import collect_rollouts
+from rlvr.engine.step import LossInputs, policy_gradient_inputs, reference_logp
+from rlvr.engine.update import accumulate_policy_gradient
 from rlvr.meters.grad_noise import GradientReader, estimate_noise
-from rlvr.train.context import StepContext, Timer, batch_queries
-from rlvr.train.loop import Trainer
-from rlvr.train.rollouts import collect_rollouts
-from rlvr.train.step import LossInputs, policy_gradient_inputs, reference_logp
-from rlvr.train.update import accumulate_policy_gradient
 from rlvr.types import RolloutBatch
 
 

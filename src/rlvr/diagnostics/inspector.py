@@ -11,11 +11,11 @@ import yaml
 
 from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
+from rlvr.engine.checkpoint import find_checkpoint, load_state
+from rlvr.engine.loop import Trainer
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
 from rlvr.rollout.tools import calls_run
-from rlvr.train.checkpoint import find_checkpoint, load_state
-from rlvr.train.loop import Trainer
 
 CAPTURE_FILE = "capture.json"
 

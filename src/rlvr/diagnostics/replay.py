@@ -23,12 +23,11 @@ from rlvr.config import RunConfig, config_from_dict, load_config, parse_override
 from rlvr.diagnostics.capture import LogpRecorder, config_record, rewards_tensor, rollout_batch, to_json
 from rlvr.diagnostics.inspector import InspectError
 from rlvr.diagnostics.terms import LossInputs, loss_terms
+from rlvr.engine.context import Rollouts, Timer
+from rlvr.engine.step import policy_gradient_inputs
+from rlvr.engine.update import accumulate_policy_gradient, reference_logprobs
 from rlvr.models import load_policy
 from rlvr.models.lora import add_lora, load_adapter
-from rlvr.train.context import Timer
-from rlvr.train.rollouts import Rollouts
-from rlvr.train.step import policy_gradient_inputs
-from rlvr.train.update import accumulate_policy_gradient, reference_logprobs
 
 REPLAYABLE = ("algo",)
 """Config sections a replay may change: the rest (model, rollout, task ...) made the batch."""
@@ -83,7 +82,7 @@ def captured_policy(weights: Path, cfg: RunConfig) -> PreTrainedModel:
 
 
 def _evaluate(policy, batch, rewards, ref_logp, cfg: RunConfig) -> dict[str, Any]:
-    """The update `cfg` makes of the batch, built as the step builds it (train/step.py
+    """The update `cfg` makes of the batch, built as the step builds it (engine/step.py
     `policy_gradient_inputs`: advantages, KL in the reward, TIS, DAPO's overlong filter)."""
     advantages, _ = ALGORITHMS[cfg.algo.algorithm].advantages(
         rewards, eps=cfg.algo.advantage_eps, scale_by_std=cfg.algo.scale_rewards

@@ -1,7 +1,7 @@
 """Every per-token quantity of one loss evaluation, from the shipped loss function itself.
 
 The inspector and the replay never write a loss formula: they call `ALGORITHMS[name].loss` (the
-function train/update.py calls) with `return_token_stats=True` and differentiate its output with
+function engine/update.py calls) with `return_token_stats=True` and differentiate its output with
 respect to the log-probs. The per-token weight w_{i,t} = ∂loss/∂logp_{i,t} is then exactly how
 hard the update pushes up (w < 0) or down (w > 0) each sampled token, with clipping, KL and
 aggregation all folded in.
@@ -31,7 +31,7 @@ class LossInputs:
 
 
 def loss_kwargs(algo: AlgoConfig, inputs: LossInputs) -> dict:
-    """The keyword arguments train/update.py passes to the loss, with whole-batch counts."""
+    """The keyword arguments engine/update.py passes to the loss, with whole-batch counts."""
     return dict(
         ref_logp=inputs.ref_logp,
         epsilon_low=algo.epsilon,

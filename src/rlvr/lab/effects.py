@@ -18,7 +18,7 @@ What a value shows (mean over its runs, spread over seeds):
   wall time;
 - one-line readings made from those numbers.
 
-Nothing here trains or evaluates: every number is read from a run card (train/atlas.run_card) or
+Nothing here trains or evaluates: every number is read from a run card (studies/atlas.run_card) or
 computed by the memory estimator.
 """
 
@@ -39,7 +39,7 @@ from rlvr.config import RunConfig, load_config
 from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
-from rlvr.train.atlas import KNOBS, SCHEMA, Setting, preset_path, run_card
+from rlvr.studies.atlas import KNOBS, SCHEMA, Setting, preset_path, run_card
 
 SHIPPED = Path(__file__).with_name("atlas") / "atlas.json"
 """The atlas the package ships (made by the command recorded inside it)."""

@@ -14,7 +14,7 @@ numerator and denominator over steps before dividing, which the group-size sweep
 reader of the per-step metrics should do too (both parts are logged).
 
 In training, the two batch sizes are the micro-batch (B_small = its rows) and the whole step
-(B_big = N): train/update.py already backpropagates micro-batch by micro-batch, so reading the
+(B_big = N): engine/update.py already backpropagates micro-batch by micro-batch, so reading the
 gradient after each backward costs one subtraction and one dot product per micro-batch.
 """
 

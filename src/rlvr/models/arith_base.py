@@ -18,7 +18,7 @@ from rlvr.types import Query
 
 ReportFor = Callable[[PreTrainedTokenizerBase, list[Query]], Callable[[int, PreTrainedModel], str]]
 """report(tokenizer, held-out queries) -> the progress line for (step, model): evaluation lives
-above models/ (train/evaluate.py), so a builder is handed it rather than importing it."""
+above models/ (engine/evaluate.py), so a builder is handed it rather than importing it."""
 
 
 EMBEDDED = "tiny-arith"

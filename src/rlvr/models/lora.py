@@ -3,7 +3,7 @@ arXiv:2106.09685): W x + (α/r)·B A x on each targeted projection, with A [r, i
 B [out, r] zero, so a freshly wrapped policy computes exactly what its base does.
 
 Only A and B train. The base weights never change, so the base with its adapters switched off is
-the initial policy: the KL term's reference (train/reference.py) needs no second copy.
+the initial policy: the KL term's reference (engine/reference.py) needs no second copy.
 """
 
 from __future__ import annotations

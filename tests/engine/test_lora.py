@@ -11,12 +11,12 @@ import torch
 from safetensors.torch import load_file
 
 from rlvr.config import load_config
+from rlvr.engine.context import StepObserver
+from rlvr.engine.loop import Trainer, train
+from rlvr.engine.update import reference_logprobs
 from rlvr.models import load_policy
 from rlvr.models.logprobs import token_logprobs
 from rlvr.models.lora import add_lora, is_lora, load_adapter
-from rlvr.train.context import StepObserver
-from rlvr.train.loop import Trainer, train
-from rlvr.train.update import reference_logprobs
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=4"]

@@ -18,7 +18,7 @@ from transformers import PreTrainedModel
 
 from rlvr.algos import clipped_value_loss
 from rlvr.config import PPOConfig
-from rlvr.train.update import MicroBatch, micro_batches, optimizer_step
+from rlvr.engine.update import MicroBatch, micro_batches, optimizer_step
 from rlvr.types import RolloutBatch
 
 

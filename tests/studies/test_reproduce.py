@@ -10,8 +10,8 @@ import yaml
 
 from rlvr.cli import EVAL_SETTABLE
 from rlvr.config import load_config
-from rlvr.train.atlas import preset_path
-from rlvr.train.reproduce import (
+from rlvr.studies.atlas import preset_path
+from rlvr.studies.reproduce import (
     PASSK,
     STUDIES,
     ReproduceError,

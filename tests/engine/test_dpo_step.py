@@ -7,9 +7,9 @@ import torch
 
 from rlvr.algos import preference_pairs
 from rlvr.config import ConfigError, load_config
+from rlvr.engine.dpo import accumulate_dpo_gradient, reference_sequence_logprobs, verdict_tensor
+from rlvr.engine.loop import Trainer
 from rlvr.rollout.hf import sample_completions
-from rlvr.train.dpo import accumulate_dpo_gradient, reference_sequence_logprobs, verdict_tensor
-from rlvr.train.loop import Trainer
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8", "algo.algorithm=dpo"]
 

@@ -1,8 +1,8 @@
-"""The training loop: build a run's parts once, then run the one step function (train/step.py)
+"""The training loop: build a run's parts once, then run the one step function (engine/step.py)
 step after step, logging, checkpointing and evaluating between steps.
 
     queries → sample G completions (rollout/) → verify (verifiers/) → advantages (algos/)
-    → clipped policy gradient + β·KL to the frozen reference (algos/, via train/update.py) → AdamW
+    → clipped policy gradient + β·KL to the frozen reference (algos/, via engine/update.py) → AdamW
 
 It orchestrates; every formula lives in algos/, and every step, whoever runs it, is ``run_step``.
 """
@@ -19,6 +19,15 @@ from tqdm import tqdm
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import RunConfig
+from rlvr.engine.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
+from rlvr.engine.context import StepContext, StepObserver
+from rlvr.engine.critic import Critic
+from rlvr.engine.distributed import NullLog, World, world
+from rlvr.engine.evaluate import HeldoutResult, evaluate_heldout
+from rlvr.engine.exploration import ExplorationTracker
+from rlvr.engine.metrics import MetricsLog
+from rlvr.engine.reference import reference_for
+from rlvr.engine.step import run_step
 from rlvr.errors import UserError
 from rlvr.meters.hacking import HackingMonitor
 from rlvr.meters.memory import MemoryMeter
@@ -29,15 +38,6 @@ from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.prompts import PromptFormat, resolve_style
 from rlvr.rollout.tools import ToolUse
 from rlvr.tasks import load_task
-from rlvr.train.checkpoint import find_checkpoint, load_state, save_checkpoint, set_rng_state
-from rlvr.train.context import StepContext, StepObserver
-from rlvr.train.critic import Critic
-from rlvr.train.distributed import NullLog, World, world
-from rlvr.train.evaluate import HeldoutResult, evaluate_heldout
-from rlvr.train.exploration import ExplorationTracker
-from rlvr.train.metrics import MetricsLog
-from rlvr.train.reference import reference_for
-from rlvr.train.step import run_step
 from rlvr.verifiers import RewardFunction
 from rlvr.verifiers.fidelity import training_verifier_for
 
@@ -64,7 +64,7 @@ class Trainer:
         if device == "cuda" and not torch.cuda.is_available():
             raise UserError("model.device=cuda but no CUDA device is visible; use model.device=cpu or auto")
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        self.dist = world()  # one process, or this one's place under accelerate/torchrun (train/distributed.py)
+        self.dist = world()  # one process, or this one's place under accelerate/torchrun (engine/distributed.py)
         algorithm = ALGORITHMS[cfg.algo.algorithm]
         require_world_support(cfg.algo.algorithm, self.dist)
         self.device = self.dist.place(self.device)
@@ -170,7 +170,7 @@ class Trainer:
         self.dist.close()
 
     def step(self, step: int, observer: StepObserver | None = None) -> dict[str, float]:
-        """One step of the configured algorithm (train/step.py); returns its metrics."""
+        """One step of the configured algorithm (engine/step.py); returns its metrics."""
         return run_step(self.context, step, observer)
 
     def save(self, step: int) -> None:
@@ -192,7 +192,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     """Run training as configured; write the run directory; return the summary."""
     start = time.perf_counter()
     out_dir = Path(out_dir)
-    main = world().is_main  # under accelerate/torchrun only rank 0 evaluates and writes (train/distributed.py)
+    main = world().is_main  # under accelerate/torchrun only rank 0 evaluates and writes (engine/distributed.py)
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = progress and main

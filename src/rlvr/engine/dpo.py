@@ -1,5 +1,5 @@
 """Online DPO's update (Rafailov et al. 2023, eq. 7, with pairs labelled by the verifier), run by
-the one step function (train/step.py) for algorithms whose `update` is "preference":
+the one step function (engine/step.py) for algorithms whose `update` is "preference":
 
     the step's verified rollouts → pair a passing with a failing completion of each query
     (algos/dpo.py) → sequence log-probs under π_ref (frozen) and π_θ → DPO loss → AdamW
@@ -18,10 +18,9 @@ from transformers import PreTrainedModel
 
 from rlvr.algos import ALGORITHMS, sequence_logprobs
 from rlvr.config import AlgoConfig
-from rlvr.train.context import StepContext, StepObserver, Timer
-from rlvr.train.reference import ReferencePolicy
-from rlvr.train.rollouts import Rollouts
-from rlvr.train.update import micro_batch_logprobs, micro_batches, optimizer_step
+from rlvr.engine.context import Rollouts, StepContext, StepObserver, Timer
+from rlvr.engine.reference import ReferencePolicy
+from rlvr.engine.update import micro_batch_logprobs, micro_batches, optimizer_step
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 

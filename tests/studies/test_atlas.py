@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.train.atlas import KNOBS, AtlasError, plan
+from rlvr.studies.atlas import KNOBS, AtlasError, plan
 
 
 def test_every_knob_of_the_lab_is_planned_once_per_distinct_configuration():

@@ -31,7 +31,7 @@ import yaml
 
 from rlvr.config import EVAL_FIELDS, load_config
 from rlvr.errors import UserError
-from rlvr.train.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
+from rlvr.studies.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
 
 PASSK = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 """The k of a pass@k study (Yue et al. 2025 go to k = 256); n = 256 samples per held-out query."""

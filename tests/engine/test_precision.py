@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from rlvr.config import load_config
+from rlvr.engine.loop import Trainer
 from rlvr.models.loading import checkpointed_layers
-from rlvr.train.loop import Trainer
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=4",
          "rollout.max_new_tokens=16", "optim.micro_batch_size=8"]  # fmt: skip

@@ -3,7 +3,7 @@
 import torch
 
 from rlvr.config import load_config
-from rlvr.train.loop import Trainer
+from rlvr.engine.loop import Trainer
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlvr.algos.tis import tis_advantages, tis_weights
-from rlvr.train.context import Timer
-from rlvr.train.update import reference_logprobs
+from rlvr.engine.context import Timer
+from rlvr.engine.update import reference_logprobs
 from rlvr.types import RolloutBatch
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """One policy-gradient update over a batch of rollouts: micro-batched forward/backward, then AdamW.
 
 The loss of each micro-batch is aggregated with whole-batch counts (sequences, tokens), so the
-summed micro-batch gradients equal the gradient of one big batch (tests/train/test_update.py).
+summed micro-batch gradients equal the gradient of one big batch (tests/engine/test_update.py).
 Micro-batches group rows of similar length and drop their shared padding, which is where most of
 a naive step's wasted compute goes.
 """
@@ -128,7 +128,7 @@ def accumulate_policy_gradient(
     `on_micro_batch(mb, logp [n, t])`, if given, runs after each micro-batch's backward: the
     diagnostics read the per-micro-batch gradient (meters/grad_noise.py) and the log-probs
     the loss saw (diagnostics/inspector.py) there.
-    `global_counts`, when the batch is one process's shard of the step (train/distributed.py),
+    `global_counts`, when the batch is one process's shard of the step (engine/distributed.py),
     turns this batch's counts into the whole step's; the loss and stats are then this shard's
     share of the step's, and their sums over processes are the step's.
     """

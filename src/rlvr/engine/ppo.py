@@ -1,7 +1,7 @@
 """PPO's update (Schulman et al. 2017, arXiv:1707.06347; GAE, arXiv:1506.02438), run by the one
-step function (train/step.py) for algorithms whose `update` is "actor_critic".
+step function (engine/step.py) for algorithms whose `update` is "actor_critic".
 
-Given the step's rollouts: values V(s_t) from the critic (train/critic.py) and optional reference
+Given the step's rollouts: values V(s_t) from the critic (engine/critic.py) and optional reference
 log-probs → per-token rewards and GAE (algos/gae.py) → advantage whitening → for each of
 algo.num_iterations: the clipped policy loss (GRPO's per-token loss fed per-token advantages) and
 the clipped value loss.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import torch
 
 from rlvr.algos import KL_ESTIMATORS, gae, token_rewards, whiten
-from rlvr.train.context import StepContext, StepObserver, Timer
-from rlvr.train.critic import explained_variance
-from rlvr.train.rollouts import Rollouts, loss_mask
-from rlvr.train.update import accumulate_policy_gradient, optimizer_step
+from rlvr.engine.context import StepContext, StepObserver, Timer
+from rlvr.engine.critic import explained_variance
+from rlvr.engine.rollouts import Rollouts, loss_mask
+from rlvr.engine.update import accumulate_policy_gradient, optimizer_step
 
 
 def actor_critic_update(

@@ -2,7 +2,7 @@
 
 The batch is sampled once here and saved; the workers load it, so nothing depends on sampling
 being identical across processes. Each worker takes its whole query groups (World.shard), computes
-advantages on them, aggregates with the summed counts and sums gradients (train/distributed.py),
+advantages on them, aggregates with the summed counts and sums gradients (engine/distributed.py),
 exactly as Trainer.step does, then takes one AdamW step. With LoRA each process, though seeded
 differently, draws the same adapters (models/lora.py), and only they train.
 """
@@ -21,15 +21,15 @@ import torch.multiprocessing as mp
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import AlgoConfig, ModelConfig
+from rlvr.engine.distributed import World, world
+from rlvr.engine.rollouts import select_groups
+from rlvr.engine.update import accumulate_policy_gradient, optimizer_step
 from rlvr.models import DERIVED, SHIPPED, load_policy
 from rlvr.models.lora import add_lora
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.tools import ToolUse
 from rlvr.sandbox.tool import FORMATS
 from rlvr.tasks.arith import ArithSpec, make_queries
-from rlvr.train.distributed import World, world
-from rlvr.train.rollouts import select_groups
-from rlvr.train.update import accumulate_policy_gradient, optimizer_step
 
 MODES = ("sequence_mean", "token_mean", "constant")
 MAX_NEW_TOKENS = 40
@@ -255,8 +255,8 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path, l
 
 @pytest.mark.parametrize("name", ["reinforce_pp", "ppo", "dpo"])
 def test_algorithms_that_need_the_whole_batch_refuse_several_processes(name):
+    from rlvr.engine.loop import require_world_support
     from rlvr.errors import UserError
-    from rlvr.train.loop import require_world_support
 
     require_world_support(name, World())  # one process: fine
     with pytest.raises(UserError, match=f"algo.algorithm={name} trains on one process only.*grpo"):

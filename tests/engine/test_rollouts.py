@@ -3,12 +3,12 @@
 import torch
 
 from rlvr.config import load_config
+from rlvr.engine.context import Timer, batch_queries
+from rlvr.engine.loop import Trainer
+from rlvr.engine.rollouts import collect_rollouts, concat_batches, select_groups
 from rlvr.models.logprobs import token_logprobs
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.train.context import Timer, batch_queries
-from rlvr.train.loop import Trainer
-from rlvr.train.rollouts import collect_rollouts, concat_batches, select_groups
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
 
@@ -83,8 +83,8 @@ def test_overlong_filter_removes_truncated_samples_from_the_loss(base_policy):
     # Rows 0-3 are cut at 4 tokens (truncated), rows 4-7 may finish. Advantages sit only on the
     # truncated rows: without the filter they move the policy, with it there is no gradient at all.
     from rlvr.config import AlgoConfig
-    from rlvr.train.rollouts import loss_mask
-    from rlvr.train.update import accumulate_policy_gradient
+    from rlvr.engine.rollouts import loss_mask
+    from rlvr.engine.update import accumulate_policy_gradient
 
     model, tok = base_policy
     torch.manual_seed(0)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel
 
+from rlvr.engine.update import reference_logprobs
 from rlvr.models.lora import is_lora
-from rlvr.train.update import reference_logprobs
 from rlvr.types import RolloutBatch
 
 

@@ -1,16 +1,16 @@
 """One update, for every algorithm: the function the trainer, `rlvr inspect`, `rlvr grad-variance`,
 `rlvr compare` and the lab all run (``run_step``), read top to bottom like the diagram:
 
-    the step's B queries → sample G completions each (rollout/, via train/rollouts.py, with DAPO's
+    the step's B queries → sample G completions each (rollout/, via engine/rollouts.py, with DAPO's
     dynamic sampling) → verify (verifiers/) → shape rewards → reference log-probs
     → the algorithm's update (its `update` trait in algos/registry.py):
         policy_gradient: group advantages (+ KL in the reward, + TIS) → clipped loss → AdamW
-        actor_critic:    GAE advantages from the critic → clipped loss → AdamW, value loss (train/ppo.py)
-        preference:      pass-vs-fail pairs → DPO loss → AdamW (train/dpo.py)
+        actor_critic:    GAE advantages from the critic → clipped loss → AdamW, value loss (engine/ppo.py)
+        preference:      pass-vs-fail pairs → DPO loss → AdamW (engine/dpo.py)
     → metrics; the sampler takes the new weights.
 
 It orchestrates; every formula lives in algos/. Tools watch a step through ``StepObserver`` hooks
-(train/context.py), never through a copy of it.
+(engine/context.py), never through a copy of it.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, group_advantages, kl_in_reward_advantages
+from rlvr.engine.context import StepContext, StepObserver, Timer, batch_queries, learning_rate
+from rlvr.engine.dpo import preference_update
+from rlvr.engine.ppo import actor_critic_update
+from rlvr.engine.rollouts import Rollouts, collect_rollouts, loss_mask
+from rlvr.engine.tis import tis_correction
+from rlvr.engine.update import accumulate_policy_gradient, optimizer_step
 from rlvr.meters.grad_noise import MicroBatchNoise
 from rlvr.rollout.tools import tool_metrics
 from rlvr.tasks.arith import self_checks
-from rlvr.train.context import StepContext, StepObserver, Timer, batch_queries, learning_rate
-from rlvr.train.dpo import preference_update
-from rlvr.train.ppo import actor_critic_update
-from rlvr.train.rollouts import Rollouts, collect_rollouts, loss_mask
-from rlvr.train.tis import tis_correction
-from rlvr.train.update import accumulate_policy_gradient, optimizer_step
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
@@ -111,7 +111,7 @@ def policy_gradient_inputs(
     if ref_logp is not None and cfg.algo.kl_placement == "reward":
         kl = KL_ESTIMATORS[cfg.algo.kl_estimator](batch.old_logp, ref_logp)  # [N, T] at sampling time
         advantages = kl_in_reward_advantages(advantages, kl, batch.policy_mask, beta=cfg.algo.beta)  # [N, T]
-    batch, advantages, tis = tis_correction(cfg, policy, batch, advantages, timer)  # algo.tis_cap (train/tis.py)
+    batch, advantages, tis = tis_correction(cfg, policy, batch, advantages, timer)  # algo.tis_cap (engine/tis.py)
     return LossInputs(batch, advantages, loss_mask(batch, cfg.algo.overlong_filter), stats, tis)
 
 
@@ -165,7 +165,7 @@ UPDATES: dict[str, Update] = {
 
 SHARES = "_shares"
 """Key under which an update names its metrics that are one process's share of the step's value
-(train/update.py: token means over a shard, divided by the step's counts); their sum over processes
+(engine/update.py: token means over a shard, divided by the step's counts); their sum over processes
 is the step's. Removed before logging."""
 
 

@@ -2,9 +2,9 @@ import math
 
 import torch
 
+from rlvr.engine.context import batch_queries
+from rlvr.engine.rollouts import reward_tensor
 from rlvr.tasks.arith import make_queries
-from rlvr.train.context import batch_queries
-from rlvr.train.rollouts import reward_tensor
 from rlvr.types import Verdict, VerifierResult
 from rlvr.verifiers import ScoredCompletion
 

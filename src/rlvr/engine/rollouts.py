@@ -9,22 +9,13 @@ which queries to sample and stitches the kept groups into one RolloutBatch.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 
 import torch
 
 from rlvr.algos import groups_with_signal, overlong_filter_mask, overlong_penalty
-from rlvr.train.context import StepContext, Timer
+from rlvr.engine.context import Rollouts, StepContext, Timer
 from rlvr.types import Query, RolloutBatch
 from rlvr.verifiers import ScoredCompletion
-
-
-@dataclass
-class Rollouts:
-    batch: RolloutBatch
-    scored: list[ScoredCompletion]  # [N]
-    rewards: torch.Tensor  # [B, G] shaped rewards, NaN where unscorable
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def select_groups(batch: RolloutBatch, scored: list[ScoredCompletion], groups: list[int]) -> tuple[RolloutBatch, list]:

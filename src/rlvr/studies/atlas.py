@@ -40,7 +40,7 @@ from rlvr.errors import UserError
 from rlvr.eval.compare import peak_memory
 
 PRESETS = Path(__file__).resolve().parents[3] / "configs"
-"""The repository's presets (src/rlvr/train/atlas.py -> configs/), so that the atlas runs from any folder."""
+"""The repository's presets (src/rlvr/studies/atlas.py -> configs/), so that the atlas runs from any folder."""
 
 
 def preset_path(config: str | None) -> str | None:

@@ -3,7 +3,7 @@ set them side by side on memory, online exploration, reward stability and held-o
 
 Each (algorithm, seed) is an ordinary run directory `<out>/<algorithm>-seed<seed>/` written by
 `train()`; after training, its final policy is evaluated on held-out pass@k and CoT-pass@k with
-the same sampler and counts as `rlvr eval` (train/passk_eval.py). The numbers are computed from
+the same sampler and counts as `rlvr eval` (studies/passk_eval.py). The numbers are computed from
 those files by eval/compare.py and written to `<out>/compare.json` and `<out>/compare.png`.
 """
 
@@ -18,16 +18,16 @@ import torch
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import AlgoConfig, RunConfig, load_config
+from rlvr.engine.loop import train
+from rlvr.engine.metrics import read_metrics
 from rlvr.errors import UserError
 from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_algorithm
 from rlvr.eval.cot import reasoning_checker
 from rlvr.eval.curves import curves
 from rlvr.models import load_policy
 from rlvr.rollout.prompts import PromptFormat
+from rlvr.studies.passk_eval import count_samples
 from rlvr.tasks import load_task
-from rlvr.train.loop import train
-from rlvr.train.metrics import read_metrics
-from rlvr.train.passk_eval import count_samples
 from rlvr.verifiers import RewardFunction
 
 DEFAULT_ALGORITHMS = ("grpo", "ppo", "dpo")

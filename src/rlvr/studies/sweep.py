@@ -83,7 +83,7 @@ def run_sweep(
     progress: bool = True,
 ) -> dict:
     """Run (or read back) every grid point and seed; write and return the sweep report."""
-    from rlvr.train.loop import train
+    from rlvr.engine.loop import train
 
     out = Path(out)
     runs = plan(config, grid, seeds, list(overrides))

@@ -2,7 +2,7 @@
 (``StepObserver``), and the small helpers every part of a step shares.
 
 The context is the contract between whoever drives a step (the trainer, ``rlvr inspect``, ``rlvr
-grad-variance``) and the step itself (train/step.py): a step reads the config, the queries and the
+grad-variance``) and the step itself (engine/step.py): a step reads the config, the queries and the
 frozen parts, and changes only the policy, its optimizer (and the critic's), the sampler's copy of
 the weights and the exploration counts. Nothing else of the trainer is visible to it.
 """
@@ -23,16 +23,15 @@ from rlvr.config import OptimConfig, RunConfig
 from rlvr.types import Query, RolloutBatch
 
 if TYPE_CHECKING:  # for annotations only: none of these modules is imported at run time from here
+    from rlvr.engine.critic import Critic
+    from rlvr.engine.distributed import World
+    from rlvr.engine.exploration import ExplorationTracker
+    from rlvr.engine.reference import ReferencePolicy
+    from rlvr.engine.update import MicroBatch
     from rlvr.meters.hacking import HackingMonitor
     from rlvr.meters.memory import MemoryMeter
     from rlvr.rollout.backends import Sampler
-    from rlvr.train.critic import Critic
-    from rlvr.train.distributed import World
-    from rlvr.train.exploration import ExplorationTracker
-    from rlvr.train.reference import ReferencePolicy
-    from rlvr.train.rollouts import Rollouts
-    from rlvr.train.update import MicroBatch
-    from rlvr.verifiers import RewardFunction
+    from rlvr.verifiers import RewardFunction, ScoredCompletion
 
 
 @dataclass
@@ -44,7 +43,7 @@ class StepContext:
     tokenizer: PreTrainedTokenizerBase
     optimizer: torch.optim.Optimizer
     reference: ReferencePolicy | None
-    """π_ref (train/reference.py); None when no KL term or preference loss needs it."""
+    """π_ref (engine/reference.py); None when no KL term or preference loss needs it."""
     critic: Critic | None
     """PPO's value model and its optimizer; None for critic-free algorithms."""
     sampler: Sampler
@@ -54,6 +53,16 @@ class StepContext:
     exploration: ExplorationTracker
     memory: MemoryMeter
     dist: World
+
+
+@dataclass
+class Rollouts:
+    """One step's sampled, verified and shaped batch (engine/rollouts.py makes it)."""
+
+    batch: RolloutBatch
+    scored: list[ScoredCompletion]  # [N]
+    rewards: torch.Tensor  # [B, G] shaped rewards, NaN where unscorable
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class StepObserver:

@@ -1,5 +1,5 @@
 """Tool observations are masked out of the loss, the KL term and the entropy: the one update
-function (train/update.py) against a hand-computed loss on a real tool batch, and the same update
+function (engine/update.py) against a hand-computed loss on a real tool batch, and the same update
 with the observations' numbers made garbage."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import copy
 import torch
 
 from rlvr.config import AlgoConfig
+from rlvr.engine.update import accumulate_policy_gradient
 from rlvr.models import DERIVED, load_policy
 from rlvr.models.logprobs import token_logprobs
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.tools import ToolUse
 from rlvr.sandbox.tool import FORMATS
 from rlvr.tasks.arith import make_queries
-from rlvr.train.update import accumulate_policy_gradient
 
 BETA, EPS, COEF, MAX_NEW = 0.04, 0.2, 0.01, 48
 

@@ -5,11 +5,11 @@ import math
 import torch
 
 from rlvr.config import load_config
+from rlvr.engine.critic import ValueModel, explained_variance
+from rlvr.engine.loop import Trainer
+from rlvr.engine.update import micro_batches
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.train.critic import ValueModel, explained_variance
-from rlvr.train.loop import Trainer
-from rlvr.train.update import micro_batches
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
 
@@ -61,8 +61,8 @@ def test_critic_fits_the_returns_of_a_fixed_batch(base_model_dir, tmp_path):
     # Repeated value updates on one batch (fixed returns) must lower the value loss: the critic
     # and its own optimizer really learn.
     from rlvr.algos import gae, token_rewards
-    from rlvr.train.context import Timer, batch_queries
-    from rlvr.train.rollouts import collect_rollouts
+    from rlvr.engine.context import Timer, batch_queries
+    from rlvr.engine.rollouts import collect_rollouts
 
     cfg = load_config("configs/ppo.yaml", [f"model.name={base_model_dir}", *SMALL, "algo.beta=0", "ppo.value_clip=0"])
     trainer = Trainer(cfg, tmp_path)
@@ -81,7 +81,7 @@ def test_micro_batched_critic_update_equals_the_full_batch_one(base_policy):
     import copy
 
     from rlvr.config import PPOConfig
-    from rlvr.train.critic import Critic
+    from rlvr.engine.critic import Critic
 
     model, tok = base_policy
     model = model.double()

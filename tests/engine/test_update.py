@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from rlvr.config import AlgoConfig
+from rlvr.engine.update import accumulate_policy_gradient, micro_batches, optimizer_step
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
-from rlvr.train.update import accumulate_policy_gradient, micro_batches, optimizer_step
 
 
 def _grads(model):

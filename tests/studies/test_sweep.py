@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rlvr.train.sweep import SweepError, format_table, parse_grid, parse_seeds
+from rlvr.studies.sweep import SweepError, format_table, parse_grid, parse_seeds
 
 RLVR = [sys.executable, "-m", "rlvr.cli"]
 TINY = [
