@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "algos": 0,
     "types": 1,
     "config": 1,
+    "rundir": 1,
     "workers": 1,
     "sandbox": 2,
     "tasks": 2,

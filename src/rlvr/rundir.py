@@ -1,0 +1,115 @@
+"""The run directory: the one module that knows its layout. Everything else reads and writes a
+run through these names and functions.
+
+    <run>/config.yaml     the resolved configuration (RunConfig.to_dict(), keys in field order)
+    <run>/metrics.jsonl   one JSON object per logged step, {"step": N, ...}; null for non-finite
+    <run>/summary.json    held-out evaluation before and after training; written last, so its
+                          presence marks a finished run
+    <run>/checkpoint/     the latest resumable state (policy in Hugging Face format + trainer_state.pt)
+    <run>/final/          the trained policy, loadable as any Hugging Face model
+
+Directories written by earlier versions use the same names and formats and read the same.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONFIG = "config.yaml"
+METRICS = "metrics.jsonl"
+SUMMARY = "summary.json"
+CHECKPOINT = "checkpoint"
+FINAL = "final"
+STATE_FILE = "trainer_state.pt"
+"""The optimizer, step and RNG state inside a checkpoint (engine/checkpoint.py writes it)."""
+
+
+def config_path(run_dir: str | Path) -> Path:
+    return Path(run_dir) / CONFIG
+
+
+def metrics_path(run_dir: str | Path) -> Path:
+    return Path(run_dir) / METRICS
+
+
+def summary_path(run_dir: str | Path) -> Path:
+    return Path(run_dir) / SUMMARY
+
+
+def checkpoint_dir(run_dir: str | Path) -> Path:
+    """Where the run's checkpoint goes (it may not exist yet; `find_checkpoint` finds a saved one)."""
+    return Path(run_dir) / CHECKPOINT
+
+
+def final_dir(run_dir: str | Path) -> Path:
+    """The trained policy of a finished run."""
+    return Path(run_dir) / FINAL
+
+
+def is_run_dir(run_dir: str | Path) -> bool:
+    """Whether a run was started here: training wrote its config.yaml."""
+    return config_path(run_dir).is_file()
+
+
+def is_finished(run_dir: str | Path) -> bool:
+    """Whether the run here ran to its end (its summary.json is written last)."""
+    return summary_path(run_dir).is_file()
+
+
+def has_final(run_dir: str | Path) -> bool:
+    """Whether the run here saved its trained policy."""
+    return final_dir(run_dir).is_dir()
+
+
+def find_checkpoint(run_dir: str | Path) -> Path | None:
+    """The run's checkpoint, also when a kill fell between the two renames that replace it
+    (engine/checkpoint.py keeps the previous one as `.checkpoint.old` for that instant)."""
+    for name in (CHECKPOINT, f".{CHECKPOINT}.old"):
+        path = Path(run_dir) / name
+        if (path / STATE_FILE).is_file():
+            return path
+    return None
+
+
+def run_dirs(root: str | Path) -> Iterator[Path]:
+    """Every run directory under root, at any depth (sweeps nest runs one level down), by path."""
+    return (config.parent for config in sorted(Path(root).rglob(CONFIG)))
+
+
+def read_config(run_dir: str | Path) -> dict[str, Any]:
+    """The run's configuration as a plain dict ({} for an empty file). Raises OSError when there is
+    no config.yaml and yaml.YAMLError when it is not YAML."""
+    return yaml.safe_load(config_path(run_dir).read_text()) or {}
+
+
+def write_config(run_dir: str | Path, config: dict[str, Any]) -> None:
+    config_path(run_dir).write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The logged rows in order; [] when nothing is logged yet. A line that is not JSON (the one the
+    trainer is writing this instant) is skipped."""
+    path = metrics_path(run_dir)
+    rows = []
+    for line in path.read_text().splitlines() if path.is_file() else ():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def read_summary(run_dir: str | Path) -> dict[str, Any] | None:
+    """The finished run's summary; None while it is unfinished. Raises ValueError when the file is
+    not JSON."""
+    path = summary_path(run_dir)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> None:
+    summary_path(run_dir).write_text(json.dumps(summary, indent=2) + "\n")
