@@ -7,7 +7,7 @@ the updated weights. A sampler whose numbers differ from the trainer's (vLLM's k
 is what truncated importance sampling corrects (algo.tis_cap, algos/tis.py).
 
 Whether the sampling settings can run here (vLLM installed, a GPU, TIS with this algorithm) is
-checked by config validation (config.py, `sampling_problem`) before any model loads.
+checked by config validation (config/checks.py, `sampling_problem`) before any model loads.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _vllm_sampler(
 
 SAMPLERS: dict[str, Callable[..., Sampler]] = {"hf": HFSampler, "vllm": _vllm_sampler}
 """rollout.backend → fn(rollout_config, policy, tokenizer, *, seed, prompt_format, tools) -> Sampler;
-tools (rollout.tools) run on hf only (config.py refuses vllm with tools)."""
+tools (rollout.tools) run on hf only (config/checks.py refuses vllm with tools)."""
 
 
 def make_sampler(

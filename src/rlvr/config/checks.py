@@ -1,0 +1,322 @@
+"""Checks that span fields (a bound on one field is declared on the field, config/schema.py) and
+`validate`, which runs them all: the first problem found becomes a ConfigError naming the field and
+the fix.
+
+Cheap: nothing heavy is imported unless a setting needs it (vLLM is looked for only with
+rollout.backend=vllm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from rlvr.config.schema import ConfigError, RunConfig, sections
+
+Check = Callable[[RunConfig], "str | None"]
+"""fn(cfg) -> what is wrong, or None."""
+
+
+def _bounds(cfg: RunConfig) -> str | None:
+    """The ranges declared on the fields (schema.py `positive`, `unit_interval`, ...)."""
+    for section in sections():
+        values = getattr(cfg, section)
+        for f in dataclasses.fields(values):
+            bound = f.metadata.get("bound")
+            problem = bound and bound.problem(f"{section}.{f.name}", getattr(values, f.name))
+            if problem:
+                return problem
+    return None
+
+
+def _micro_batch(cfg: RunConfig) -> str | None:
+    n = cfg.train.batch_queries * cfg.rollout.group_size
+    mb = cfg.optim.micro_batch_size
+    if mb and mb < n and n % mb:
+        return (
+            f"optim.micro_batch_size={mb} does not divide the batch of {n} completions "
+            f"(train.batch_queries * rollout.group_size); pick a divisor of {n}, or 0 for one pass"
+        )
+    return None
+
+
+def _jsonl_paths(cfg: RunConfig) -> str | None:
+    if cfg.task.name == "jsonl" and not (cfg.task.train_path and cfg.task.eval_path):
+        return "task.name=jsonl needs task.train_path and task.eval_path (JSONL files of dataset rows)"
+    return None
+
+
+def _hf_path(cfg: RunConfig) -> str | None:
+    if cfg.task.name == "hf" and not cfg.task.hf_path:
+        return "task.name=hf needs task.hf_path (a local .jsonl/.parquet/.csv file or a Hugging Face dataset directory)"
+    return None
+
+
+def _reasoning_gym(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.name != "reasoning_gym":
+        if t.rg_dataset or t.rg_config or t.rg_partial_credit:
+            return f"task.rg_dataset / task.rg_config / task.rg_partial_credit apply only with task.name=reasoning_gym (got task.name={t.name})"
+        return None
+    if not t.rg_dataset:
+        return "task.name=reasoning_gym needs task.rg_dataset, e.g. chain_sum (docs/integrations.md lists how to see them all)"
+    if not _installed("reasoning_gym"):
+        return "task.name=reasoning_gym needs the reasoning-gym package: .venv/bin/pip install -e '.[reasoning_gym]'"
+    return None
+
+
+def _verifiers(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.name != "verifiers":
+        if t.vf_env or t.vf_args or t.vf_path:
+            return f"task.vf_env / task.vf_args / task.vf_path apply only with task.name=verifiers (got task.name={t.name})"
+        return None
+    if not t.vf_env:
+        return "task.name=verifiers needs task.vf_env, the environment's id or module name (e.g. gsm8k)"
+    if t.vf_path and not Path(t.vf_path).is_dir():
+        return f"task.vf_path={t.vf_path} is not a directory; give the directory that holds the {t.vf_env} module"
+    if not _installed("verifiers"):
+        return "task.name=verifiers needs the verifiers package: .venv/bin/pip install -e '.[verifiers]'"
+    return None
+
+
+def _hf_format(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.name == "hf" and t.hf_format != "columns" and t.hf_verifier_column:
+        return (
+            f"task.hf_format={t.hf_format} cuts the answer out of a solution column, but task.hf_verifier_column="
+            f"{t.hf_verifier_column} gives whole criteria; drop one of them (hf_format=columns reads a verifier column)"
+        )
+    return None
+
+
+def _ray_backend(cfg: RunConfig) -> str | None:
+    if cfg.reward.backend == "ray" and importlib.util.find_spec("ray") is None:
+        return "reward.backend=ray needs the ray package: .venv/bin/pip install -e '.[ray]'"
+    return None
+
+
+TRACKER_PACKAGES: dict[str, tuple[str, str] | None] = {
+    "jsonl": None,
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "wandb": ("wandb", "wandb"),
+}
+"""The names train.trackers takes, with the (import name, pip extra) of the package each needs;
+integrations/trackers.py builds them."""
+
+
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:  # already imported without a spec, or blocked (sys.modules[package] is None)
+        return sys.modules.get(package) is not None
+
+
+def tracker_problem(names: Iterable[str], *, setting: str | None = None) -> str | None:
+    """Why these trackers cannot run (unknown name, missing package), or None. Cheap: find_spec only.
+    ``setting`` names what asked for them when it is not train.trackers (e.g. train.tensorboard=true)."""
+    for name in names:
+        if name not in TRACKER_PACKAGES:
+            return f"train.trackers: unknown tracker {name!r}; known: {', '.join(TRACKER_PACKAGES)}"
+        needs = TRACKER_PACKAGES[name]
+        if needs and not _installed(needs[0]):
+            asker = setting or f"train.trackers includes {name!r}, which"
+            return f"{asker} needs the {needs[0]} package: .venv/bin/pip install -e '.[{needs[1]}]'"
+    return None
+
+
+def _trackers(cfg: RunConfig) -> str | None:
+    flag = tracker_problem(["tensorboard"], setting="train.tensorboard=true") if cfg.train.tensorboard else None
+    return flag or tracker_problem(cfg.train.trackers)
+
+
+def _system_prompt(cfg: RunConfig) -> str | None:
+    t = cfg.task
+    if t.system_prompt and t.prompt_format == "plain":
+        return "task.system_prompt needs chat prompts, but task.prompt_format=plain; use prompt_format=chat or auto, or drop system_prompt"
+    return None
+
+
+def _tools(cfg: RunConfig) -> str | None:
+    """Tool rollouts run on the hf sampler, and train with the updates whose masks take observations out."""
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
+
+    r = cfg.rollout
+    if r.tools == "none":
+        return None
+    if r.backend != "hf":
+        return (
+            f"rollout.tools={r.tools} runs on rollout.backend=hf only (multi-turn sampling on vLLM is not built: "
+            "it cannot be tested without a GPU here); use rollout.backend=hf"
+        )
+    algorithm = ALGORITHMS[cfg.algo.algorithm]
+    if algorithm.update == "actor_critic":
+        usable = ", ".join(name for name, a in ALGORITHMS.items() if a.update != "actor_critic")
+        return (
+            f"rollout.tools={r.tools} is not available with algo.algorithm={cfg.algo.algorithm}: its critic would "
+            f"value tool observations the policy never chose; use one of {usable}, or rollout.tools=none"
+        )
+    return None
+
+
+def _reasoning(cfg: RunConfig) -> str | None:
+    if cfg.reward.reasoning_weight and cfg.task.name != "arith":
+        return (f"reward.reasoning_weight={cfg.reward.reasoning_weight} needs task.name=arith, the task with a "
+                f"reasoning checker (got task.name={cfg.task.name})")  # fmt: skip
+    return None
+
+
+def _arith(cfg: RunConfig) -> str | None:
+    if not 0 <= cfg.task.min_operand < 10**cfg.task.digits:
+        return (f"task.min_operand must be in [0, {10**cfg.task.digits - 1}] for task.digits={cfg.task.digits} "
+                f"(got {cfg.task.min_operand})")  # fmt: skip
+    return None
+
+
+def _lora(cfg: RunConfig) -> str | None:
+    m = cfg.model
+    if m.lora_dropout != 0:
+        return (f"model.lora_dropout must be 0 (got {m.lora_dropout}): rlvr runs the policy in eval mode, where "
+                "dropout is off, so it would have no effect")  # fmt: skip
+    if not m.lora_rank:
+        return None
+    if cfg.algo.algorithm == "ppo":
+        return (
+            f"model.lora_rank={m.lora_rank} is not supported with algo.algorithm=ppo (its critic is a full copy of the "
+            "policy's backbone, not wired for adapters); use grpo, gspo, rloo, reinforce_pp or dpo, or model.lora_rank=0"
+        )
+    if m.forward == "lean":
+        return "model.forward=lean reads the base weights and cannot see LoRA adapters; use model.forward=auto or hf with model.lora_rank > 0"
+    if not m.lora_target_modules:
+        return "model.lora_target_modules is empty; name the modules that get adapters, e.g. q_proj,v_proj"
+    if not _installed("peft"):
+        return "model.lora_rank > 0 needs the peft package: .venv/bin/pip install -e '.[lora]'"
+    return None
+
+
+def _precision(cfg: RunConfig) -> str | None:
+    m = cfg.model
+    if m.dtype == "bfloat16" and not m.lora_rank:
+        return (
+            "model.dtype=bfloat16 needs model.lora_rank > 0: without LoRA the trained weights would be bf16, "
+            "which rounds away any update below about 1/500 of a weight (most AdamW steps at RL learning rates); "
+            "train adapters (e.g. model.lora_rank=16), or use model.dtype=float32"
+        )
+    if m.dtype == "bfloat16" and cfg.rollout.dtype == "float32":
+        return (
+            "model.dtype=bfloat16 keeps the policy in bf16, so it cannot sample in float32 (rollout.dtype=float32); "
+            "set rollout.dtype=bfloat16 (the hf sampler then samples with the policy itself, no copy)"
+        )
+    if m.gradient_checkpointing and m.forward == "lean":
+        return (
+            "model.gradient_checkpointing=true needs transformers' forward, which recomputes layers in the "
+            "backward; model.forward=lean runs its own layers and cannot; use model.forward=auto or hf"
+        )
+    return None
+
+
+def _overlong(cfg: RunConfig) -> str | None:
+    a = cfg.algo
+    if a.overlong_penalty and not 0 < a.overlong_cache <= cfg.rollout.max_new_tokens:
+        return (
+            f"algo.overlong_cache must be in [1, rollout.max_new_tokens={cfg.rollout.max_new_tokens}] "
+            f"(got {a.overlong_cache}): it is the width of the penalty ramp before the length limit"
+        )
+    return None
+
+
+def _kl_in_reward(cfg: RunConfig) -> str | None:
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
+
+    if cfg.algo.kl_placement == "reward" and ALGORITHMS[cfg.algo.algorithm].sequence_ratio:
+        return (
+            f"algo.kl_placement=reward needs per-token advantages, which {cfg.algo.algorithm}'s sequence ratio "
+            "cannot use; use kl_placement=loss"
+        )
+    return None
+
+
+_FIDELITY_ROW_TYPE = {"visible_only": ("python", "funcsynth"), "lenient": ("math", "arith")}
+"""Fidelities that weaken one row type: (that type, a built-in task whose rows have it)."""
+_TASK_ROW_TYPE = {"arith": "math", "funcsynth": "python", "proofs": "coq"}
+
+
+def _fidelity(cfg: RunConfig) -> str | None:
+    r = cfg.reward
+    noise = r.false_positive_rate or r.false_negative_rate
+    if r.fidelity == "noisy" and not noise:
+        return "reward.fidelity=noisy needs reward.false_positive_rate or reward.false_negative_rate > 0"
+    if r.fidelity != "noisy" and noise:
+        return "reward.false_positive_rate / false_negative_rate apply only with reward.fidelity=noisy"
+    row_type = _TASK_ROW_TYPE.get(cfg.task.name)
+    if r.fidelity in _FIDELITY_ROW_TYPE and row_type is not None:
+        needed, example = _FIDELITY_ROW_TYPE[r.fidelity]
+        if row_type != needed:
+            return (
+                f"reward.fidelity={r.fidelity} weakens {needed} rows, but task {cfg.task.name!r} has "
+                f"{row_type} rows; use it with a {needed} task (e.g. task.name={example}) or pick another fidelity"
+            )
+    return None
+
+
+def sampling_problem(cfg: RunConfig) -> str | None:
+    """What is wrong with the sampling settings (backend, precision, TIS), or None; no heavy import
+    unless rollout.backend=vllm, which checks for vLLM and a CUDA device before any model loads."""
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
+
+    r, cap = cfg.rollout, cfg.algo.tis_cap
+    if cap > 0 and not ALGORITHMS[cfg.algo.algorithm].tis:
+        usable = ", ".join(name for name, algorithm in ALGORITHMS.items() if algorithm.tis)
+        return (
+            f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
+            f"sampling weights per-token advantages, which only {usable} take); use one of those, or algo.tis_cap=0"
+        )
+    if r.backend != "vllm":
+        return None
+    if cfg.model.device == "cpu":
+        return "rollout.backend=vllm samples on a CUDA GPU, but model.device=cpu; use model.device=auto, or rollout.backend=hf"
+    if importlib.util.find_spec("vllm") is None:
+        return (
+            "rollout.backend=vllm needs the vllm package, which is not installed; on a CUDA machine install it "
+            "into its own venv (see docs/integrations.md, 'Rollouts on GPUs'), or use rollout.backend=hf"
+        )
+    import torch
+
+    if not torch.cuda.is_available():
+        return "rollout.backend=vllm needs a CUDA GPU and torch sees none; run it on a GPU machine, or use rollout.backend=hf"
+    return None
+
+
+_CHECKS: list[Check] = [
+    _bounds,
+    _tools,
+    _system_prompt,
+    _micro_batch,
+    _arith,
+    _reasoning,
+    _jsonl_paths,
+    _hf_path,
+    _hf_format,
+    _reasoning_gym,
+    _verifiers,
+    _trackers,
+    _ray_backend,
+    _overlong,
+    _kl_in_reward,
+    _fidelity,
+    sampling_problem,
+    _lora,
+    _precision,
+]
+
+
+def validate(cfg: RunConfig) -> RunConfig:
+    """`cfg` itself when every check passes; else a ConfigError with the first problem."""
+    for check in _CHECKS:
+        problem = check(cfg)
+        if problem:
+            raise ConfigError(problem)
+    return cfg
