@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 from rlvr.cli import build_parser
-from rlvr.engine.metrics import read_metrics
 from rlvr.lab.runs import (
     KNOBS,
     SELF_CHECK_CURVES,
@@ -21,6 +20,7 @@ from rlvr.lab.runs import (
     scan_runs,
     sweep_command,
 )
+from rlvr.rundir import read_metrics
 from rlvr.studies.sweep import parse_grid, parse_seeds, plan
 
 from .conftest import SMOKE

@@ -1,7 +1,8 @@
 """Resumable checkpoints: the policy in Hugging Face format plus optimizer, step and RNG state.
 
-One `checkpoint/` directory per run, replaced atomically (write beside it, then rename), so a run
-killed at any moment leaves either the previous checkpoint or the new one, never half of one.
+One `checkpoint/` directory per run (rlvr/rundir.py names it and finds it), replaced atomically
+(write beside it, then rename), so a run killed at any moment leaves either the previous checkpoint
+or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-CHECKPOINT = "checkpoint"
-STATE_FILE = "trainer_state.pt"
+from rlvr.rundir import CHECKPOINT, STATE_FILE, checkpoint_dir
+from rlvr.rundir import find_checkpoint as find_checkpoint  # for callers not yet reading rlvr.rundir
 
 
 def rng_state() -> dict[str, Any]:
@@ -42,7 +43,7 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     extra: dict[str, Any],
 ) -> Path:
-    final = out_dir / CHECKPOINT
+    final = checkpoint_dir(out_dir)
     tmp = out_dir / f".{CHECKPOINT}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     policy.save_pretrained(tmp)
@@ -55,15 +56,6 @@ def save_checkpoint(
     tmp.rename(final)
     shutil.rmtree(old, ignore_errors=True)
     return final
-
-
-def find_checkpoint(out_dir: Path) -> Path | None:
-    """The run's checkpoint, also when a kill fell between the two renames of `save_checkpoint`."""
-    for name in (CHECKPOINT, f".{CHECKPOINT}.old"):
-        path = out_dir / name
-        if (path / STATE_FILE).is_file():
-            return path
-    return None
 
 
 def load_state(path: Path) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Metric sinks: JSONL always (one object per step); TensorBoard and W&B when asked (train.trackers)."""
+"""Metric sinks: JSONL always (one object per step; rlvr/rundir.py reads it back); TensorBoard and
+W&B when asked (train.trackers)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.integrations.trackers import Tracker, build_trackers
+from rlvr.rundir import metrics_path
 
 
 def _clean(value: Any) -> Any:
@@ -27,7 +29,7 @@ class MetricsLog:
         run_config: dict[str, Any] | None = None,
     ):
         """``trackers`` as in train.trackers; ``tensorboard=True`` adds TensorBoard (train.tensorboard)."""
-        self.path = out_dir / "metrics.jsonl"
+        self.path = metrics_path(out_dir)
         if keep_until_step is not None and self.path.exists():
             self._truncate(keep_until_step)
         self._file = open(self.path, "a")
@@ -54,8 +56,3 @@ class MetricsLog:
         self._file.close()
         for tracker in self._trackers:
             tracker.close()
-
-
-def read_metrics(out_dir: Path) -> list[dict[str, Any]]:
-    path = Path(out_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
