@@ -13,20 +13,19 @@ Definitions (also in docs/algorithms.md, "Comparing paradigms"):
 
 from __future__ import annotations
 
-import math
 import statistics
 from pathlib import Path
 from typing import Any
 
+from rlvr.eval.stats import mean_sd
+
 NOT_MEASURED = "not measured"
 
 
-def _mean_std(values: list[float]) -> dict[str, float | None]:
-    """{"mean", "std"} over seeds; std is None with fewer than 2 values (no spread to speak of)."""
-    values = [v for v in values if v is not None and math.isfinite(v)]
-    if not values:
-        return {"mean": None, "std": None}
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None}
+def _mean_std(values: list[float | None]) -> dict[str, float | None]:
+    """{"mean", "std"} over seeds (eval/stats.py); std is None with fewer than 2 values."""
+    spread = mean_sd(values)
+    return {"mean": spread.mean, "std": spread.sd}
 
 
 def step_rewards(rows: list[dict[str, Any]]) -> list[float]:

@@ -24,6 +24,7 @@ computed by the memory estimator.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import math
@@ -39,6 +40,7 @@ from rlvr.config import RunConfig, load_config
 from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
+from rlvr.eval.stats import finite, mean_sd
 from rlvr.studies.atlas import KNOBS, SCHEMA, Setting, preset_path, run_card
 
 SHIPPED = Path(__file__).with_name("atlas") / "atlas.json"
@@ -240,16 +242,9 @@ def _numeric(label: str) -> float | None:
 # What one value shows
 
 
-def _finite(values: list[Any]) -> list[float]:
-    return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-
-
 def spread(values: list[Any]) -> dict[str, float | int | None]:
-    """Mean, sample standard deviation (None for one value) and count over seeds."""
-    xs = _finite(values)
-    if not xs:
-        return {"mean": None, "sd": None, "n": 0}
-    return {"mean": statistics.fmean(xs), "sd": statistics.stdev(xs) if len(xs) > 1 else None, "n": len(xs)}
+    """Mean, sample standard deviation (None for one value) and count over seeds (eval/stats.py)."""
+    return dataclasses.asdict(mean_sd(values))
 
 
 def _band(series: list[tuple[list[int], list[Any]]]) -> dict[str, list]:
@@ -269,12 +264,12 @@ def _band(series: list[tuple[list[int], list[Any]]]) -> dict[str, list]:
 
 
 def _median_over_steps(card: dict[str, Any], key: str) -> float | None:
-    xs = _finite(card["curves"].get(key, []))
+    xs = finite(card["curves"].get(key, []))
     return statistics.median(xs) if xs else None
 
 
 def _tail_mean(card: dict[str, Any], key: str) -> float | None:
-    xs = _finite(card["curves"].get(key, [])[-TAIL:])
+    xs = finite(card["curves"].get(key, [])[-TAIL:])
     return statistics.fmean(xs) if xs else None
 
 
