@@ -255,7 +255,7 @@ def test_rlvr_train_under_torchrun_with_two_processes_writes_one_run(tmp_path, l
 
 @pytest.mark.parametrize("name", ["reinforce_pp", "ppo", "dpo"])
 def test_algorithms_that_need_the_whole_batch_refuse_several_processes(name):
-    from rlvr.engine.loop import require_world_support
+    from rlvr.engine.build import require_world_support
     from rlvr.errors import UserError
 
     require_world_support(name, World())  # one process: fine

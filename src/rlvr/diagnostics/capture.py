@@ -17,8 +17,8 @@ import torch
 
 from rlvr.algos import ALGORITHMS
 from rlvr.diagnostics.terms import LossInputs, loss_terms
-from rlvr.engine.context import Rollouts, StepObserver
-from rlvr.engine.loop import Trainer
+from rlvr.engine.context import Rollouts, StepContext, StepObserver
+from rlvr.engine.step import run_step
 from rlvr.engine.update import MicroBatch
 from rlvr.types import Query, RolloutBatch
 
@@ -42,8 +42,8 @@ class Recorder(StepObserver):
     """Keeps what the step's hooks hand over; on the last pass over the batch, saves the policy the
     pass starts from and the log-probs its loss sees."""
 
-    def __init__(self, trainer: Trainer, out_dir: Path):
-        self.trainer, self.out_dir = trainer, out_dir
+    def __init__(self, context: StepContext, out_dir: Path):
+        self.context, self.out_dir = context, out_dir
         self.ref_logp: torch.Tensor | None = None
         self.advantage_stats: dict[str, Any] = {}
         self.logp: LogpRecorder | None = None
@@ -63,8 +63,8 @@ class Recorder(StepObserver):
 
     def iteration(self, index: int, last: bool) -> None:
         if last:
-            self.trainer.policy.save_pretrained(self.out_dir / POLICY_DIR)
-            self.trainer.tokenizer.save_pretrained(self.out_dir / POLICY_DIR)
+            self.context.policy.save_pretrained(self.out_dir / POLICY_DIR)
+            self.context.tokenizer.save_pretrained(self.out_dir / POLICY_DIR)
             self.logp = LogpRecorder(self.rollouts_seen.batch)
 
     def micro_batch(self, mb: MicroBatch, logp: torch.Tensor) -> None:
@@ -92,15 +92,15 @@ def to_json(values: Any) -> Any:
     return values
 
 
-def capture_update(trainer: Trainer, step: int, out_dir: Path) -> dict[str, Any]:
-    """Run step `step` (0-based) of `trainer` for real (``Trainer.step``) and keep everything; saves
+def capture_update(context: StepContext, step: int, out_dir: Path) -> dict[str, Any]:
+    """Run step `step` (0-based) of a run's parts for real (``run_step``) and keep everything; saves
     the policy the captured pass starts from in out_dir/policy. With algo.num_iterations > 1 the
     last pass is the captured one (as in metrics.jsonl)."""
-    recorder = Recorder(trainer, out_dir)
-    metrics = trainer.step(step, recorder)
-    rollouts, cfg = recorder.rollouts_seen, trainer.cfg
+    recorder = Recorder(context, out_dir)
+    metrics = run_step(context, step, recorder)
+    rollouts, cfg = recorder.rollouts_seen, context.cfg
     record = {
-        **batch_record(rollouts.batch, rollouts.scored, trainer.tokenizer),
+        **batch_record(rollouts.batch, rollouts.scored, context.tokenizer),
         "rewards": to_json(rollouts.rewards),
         "loss": to_json(metrics["loss"]),  # NaN (a DPO step with no pair) is null, as everywhere in the file
         "stats": to_json({k: v for k, v in metrics.items() if k in STAT_KEYS}),

@@ -21,7 +21,6 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -29,11 +28,11 @@ import torch
 from tqdm import tqdm
 
 from rlvr.config import RunConfig
+from rlvr.engine.build import build_run
 from rlvr.engine.context import StepContext, Timer, batch_queries
-from rlvr.engine.loop import Trainer
 from rlvr.engine.rollouts import collect_rollouts
 from rlvr.engine.step import LossInputs, policy_gradient_inputs, reference_logp
-from rlvr.engine.update import accumulate_policy_gradient
+from rlvr.engine.update import accumulate_run_gradient
 from rlvr.meters.grad_noise import GradientReader, estimate_noise
 from rlvr.types import RolloutBatch
 
@@ -81,15 +80,12 @@ def prompt_gradients(
     for b in range(len(batch.queries)):
         rows = slice(b * batch.group_size, (b + 1) * batch.group_size)
         policy.zero_grad(set_to_none=True)
-        accumulate_policy_gradient(
+        accumulate_run_gradient(
+            cfg,
             policy,
             select_rows(batch, b),
             inputs.advantages[rows],
             _rows(ref_logp, rows),
-            cfg.algo,
-            temperature=cfg.rollout.temperature,
-            max_new_tokens=cfg.rollout.max_new_tokens,
-            micro_batch_size=cfg.optim.micro_batch_size,
             loss_mask=_rows(inputs.mask, rows),
         )
         gradient = reader.read().double()  # [D]
@@ -100,8 +96,8 @@ def prompt_gradients(
     return sq_total / count, total / count
 
 
-def measure_group_size(trainer: Trainer, group_size: int, batches: int) -> GroupSizeRow:
-    ctx = dataclasses.replace(trainer.context, cfg=copy.deepcopy(trainer.cfg))
+def measure_group_size(context: StepContext, group_size: int, batches: int) -> GroupSizeRow:
+    ctx = dataclasses.replace(context, cfg=copy.deepcopy(context.cfg))
     ctx.cfg.rollout.group_size = group_size
     cfg = ctx.cfg
     reader = GradientReader(ctx.policy)
@@ -128,11 +124,14 @@ def measure_group_sizes(
     cfg: RunConfig, group_sizes: list[int], batches: int, *, progress: bool = True
 ) -> list[GroupSizeRow]:
     """One row per G, all from the policy of `cfg` (model.name) on the same prompts."""
-    trainer = Trainer(copy.deepcopy(cfg), Path("."))  # out_dir unused without resume
-    rows = []
-    for group_size in tqdm(group_sizes, desc="group sizes", unit="G", disable=not progress):
-        rows.append(measure_group_size(trainer, group_size, batches))
-    return rows
+    parts = build_run(copy.deepcopy(cfg))
+    try:
+        return [
+            measure_group_size(parts.context, group_size, batches)
+            for group_size in tqdm(group_sizes, desc="group sizes", unit="G", disable=not progress)
+        ]
+    finally:
+        parts.close()
 
 
 def format_table(rows: list[GroupSizeRow]) -> str:

@@ -11,8 +11,8 @@ import yaml
 
 from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
+from rlvr.engine.build import RunParts, build_run, restore
 from rlvr.engine.checkpoint import find_checkpoint, load_state
-from rlvr.engine.loop import Trainer
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
 from rlvr.rollout.tools import calls_run
@@ -28,9 +28,8 @@ def inspect_config(cfg: RunConfig, out_dir: Path, *, step: int = 1) -> dict[str,
     """Capture loop step `step` (1-based, as metrics.jsonl counts) of a fresh run of `cfg`: the
     base model, the step's queries, the seed's random draws (no base evaluation runs first, so
     the samples are not those of `rlvr train` with the same seed)."""
-    trainer = Trainer(cfg, out_dir)
     source = {"kind": "config", "run": None, "step": step, "policy": _policy(cfg, None)}
-    return _capture(trainer, step, source, out_dir)
+    return _capture(build_run(cfg), step, source, out_dir)
 
 
 def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -> dict[str, Any]:
@@ -53,10 +52,11 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
     mismatch = None if checkpoint is None else checkpoint_mismatch(checkpoint, cfg.model)
     source = {"kind": "run", "run": str(run_dir), "step": step}
     if saved is not None and saved == step - 1 and mismatch is None:
-        trainer = Trainer(cfg, run_dir, resume=True)
+        parts = build_run(cfg, checkpoint)
+        restore(parts.context, checkpoint)  # the run's optimizer and RNG state: the real step again
         source["policy"] = _policy(cfg, saved)
     else:
-        trainer = Trainer(cfg, out_dir)
+        parts = build_run(cfg)
         source["policy"] = _policy(cfg, None)
         if step > 1:
             if saved == step - 1:
@@ -66,7 +66,7 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
             else:
                 have = f"only a checkpoint after step {saved} (inspect --step {saved + 1})"
             source["warning"] = f"{run_dir} has {have}; step {step} is shown from the base model's weights"
-    return _capture(trainer, step, source, out_dir)
+    return _capture(parts, step, source, out_dir)
 
 
 def _policy(cfg: RunConfig, saved_step: int | None) -> str:
@@ -79,16 +79,20 @@ def _policy(cfg: RunConfig, saved_step: int | None) -> str:
     return f"checkpoint after step {saved_step}{adapters}"
 
 
-def _capture(trainer: Trainer, step: int, source: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+def _capture(parts: RunParts, step: int, source: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    body = capture_update(trainer, step - 1, out_dir)
+    try:
+        body = capture_update(parts.context, step - 1, out_dir)
+    finally:
+        parts.close()
+    cfg = parts.context.cfg
     return {
         "schema": SCHEMA,
         "source": source,
-        "config": config_record(trainer.cfg),
-        "run_config": trainer.cfg.to_dict(),
+        "config": config_record(cfg),
+        "run_config": cfg.to_dict(),
         "weights": "policy",
-        "reference_model": trainer.cfg.model.name,
+        "reference_model": cfg.model.name,
         **body,
     }
 

@@ -25,7 +25,7 @@ from rlvr.diagnostics.inspector import InspectError
 from rlvr.diagnostics.terms import LossInputs, loss_terms
 from rlvr.engine.context import Rollouts, Timer
 from rlvr.engine.step import policy_gradient_inputs
-from rlvr.engine.update import accumulate_policy_gradient, reference_logprobs
+from rlvr.engine.update import accumulate_run_gradient, reference_logprobs
 from rlvr.models import load_policy
 from rlvr.models.lora import add_lora, load_adapter
 
@@ -91,17 +91,8 @@ def _evaluate(policy, batch, rewards, ref_logp, cfg: RunConfig) -> dict[str, Any
     mask = fed.batch.policy_mask if fed.mask is None else fed.mask  # [N, T]
     policy.zero_grad(set_to_none=True)
     recorder = LogpRecorder(fed.batch)
-    update = accumulate_policy_gradient(
-        policy,
-        fed.batch,
-        fed.advantages,
-        ref_logp,
-        cfg.algo,
-        temperature=cfg.rollout.temperature,
-        max_new_tokens=cfg.rollout.max_new_tokens,
-        micro_batch_size=cfg.optim.micro_batch_size,
-        on_micro_batch=recorder,
-        loss_mask=fed.mask,
+    update = accumulate_run_gradient(
+        cfg, policy, fed.batch, fed.advantages, ref_logp, on_micro_batch=recorder, loss_mask=fed.mask
     )
     params = [p for p in policy.parameters() if p.requires_grad]
     gradient = torch.cat(

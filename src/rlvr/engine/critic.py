@@ -18,7 +18,7 @@ from transformers import PreTrainedModel
 
 from rlvr.algos import clipped_value_loss
 from rlvr.config import PPOConfig
-from rlvr.engine.update import MicroBatch, micro_batches, optimizer_step
+from rlvr.engine.update import MicroBatch, PartLoss, backward_in_parts, micro_batches, optimizer_step
 from rlvr.types import RolloutBatch
 
 
@@ -81,8 +81,9 @@ class Critic:
         max_grad_norm: float,
     ) -> dict[str, float]:
         """One AdamW step on the clipped value loss over the whole batch (micro-batched, exact)."""
-        num_tokens, totals = int(mask.sum()), {"critic/value_loss": 0.0}
-        for mb in micro_batches(batch, micro_batch_size):
+        num_tokens = int(mask.sum())
+
+        def loss_of(mb: MicroBatch) -> PartLoss:
             mb_mask = mask[mb.rows, : mb.width]  # [n, t]
             loss, stats = clipped_value_loss(
                 self.model(mb),
@@ -92,11 +93,11 @@ class Critic:
                 clip_range=self.cfg.value_clip,
                 num_tokens=num_tokens,
             )
-            loss.backward()
             share = float(mb_mask.sum()) / max(num_tokens, 1)
-            totals["critic/value_loss"] += float(loss.detach())
-            for key, value in stats.items():
-                totals[key] = totals.get(key, 0.0) + share * value
+            return PartLoss(loss, {key: share * value for key, value in stats.items()})
+
+        update = backward_in_parts(micro_batches(batch, micro_batch_size), loss_of)
+        totals = {"critic/value_loss": update.loss, **update.stats}
         grad_norm, _ = optimizer_step(self.model, self.optimizer, max_grad_norm)
         return totals | {"critic/grad_norm": grad_norm}
 

@@ -19,8 +19,9 @@ from transformers import PreTrainedModel
 from rlvr.algos import ALGORITHMS, sequence_logprobs
 from rlvr.config import AlgoConfig
 from rlvr.engine.context import Rollouts, StepContext, StepObserver, Timer
+from rlvr.engine.optimize import optimize
 from rlvr.engine.reference import ReferencePolicy
-from rlvr.engine.update import micro_batch_logprobs, micro_batches, optimizer_step
+from rlvr.engine.update import PartLoss, backward_in_parts, micro_batch_logprobs, micro_batches
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
@@ -65,10 +66,9 @@ def accumulate_dpo_gradient(
     dpo = ALGORITHMS[algo.algorithm]
     num_pairs = chosen.shape[0]
     pairs_per_micro = max(1, micro_batch_size // 2) if micro_batch_size else num_pairs
-    totals: dict[str, float] = {}
-    loss_total = 0.0
     policy_logp = torch.empty(2 * num_pairs)  # [2M]
-    for start in range(0, num_pairs, pairs_per_micro):
+
+    def loss_of(start: int) -> PartLoss:
         part = slice(start, start + pairs_per_micro)
         m = chosen[part].shape[0]
         pair_batch = select_rows(batch, torch.cat([chosen[part], rejected[part]]))  # rows: m chosen, m rejected
@@ -77,20 +77,14 @@ def accumulate_dpo_gradient(
         seq_logp = torch.empty(2 * m, dtype=logp.dtype, device=logp.device)  # [2m]
         seq_logp[mb.rows] = sequence_logprobs(logp, mb.policy_mask)
         loss, stats = dpo.loss(
-            seq_logp[:m],
-            seq_logp[m:],
-            ref_chosen[part],
-            ref_rejected[part],
-            beta=algo.dpo_beta,
-            num_pairs=num_pairs,
+            seq_logp[:m], seq_logp[m:], ref_chosen[part], ref_rejected[part], beta=algo.dpo_beta, num_pairs=num_pairs
         )
-        loss.backward()
-        loss_total += float(loss.detach())
         policy_logp[start : start + m] = seq_logp[:m].detach().float()
         policy_logp[num_pairs + start : num_pairs + start + m] = seq_logp[m:].detach().float()
-        for key, value in stats.items():
-            totals[key] = totals.get(key, 0.0) + value * m / num_pairs
-    return DpoUpdate(loss=loss_total, stats=totals, policy_logp=policy_logp)
+        return PartLoss(loss, {key: value * m / num_pairs for key, value in stats.items()})
+
+    update = backward_in_parts(range(0, num_pairs, pairs_per_micro), loss_of)
+    return DpoUpdate(loss=update.loss, stats=update.stats, policy_logp=policy_logp)
 
 
 @torch.no_grad()
@@ -119,7 +113,7 @@ def preference_update(
     chosen, rejected, counts = ALGORITHMS[cfg.algo.algorithm].pairs(
         outcomes, max_pairs_per_group=cfg.algo.dpo_pairs_per_group
     )  # [M], [M]
-    update, grad_norm, update_norm = DpoUpdate(float("nan"), {}), 0.0, 0.0
+    update, norms = DpoUpdate(float("nan"), {}), {"grad_norm": 0.0, "update_norm": 0.0}
     if counts["pairs"]:  # no pair, no preference: the policy is left as it is
         with timer.phase("reference"):
             ref = reference_sequence_logprobs(
@@ -129,22 +123,21 @@ def preference_update(
                 temperature=cfg.rollout.temperature,
                 micro_batch_size=cfg.optim.micro_batch_size,
             )  # [2M]
-        for iteration in range(cfg.algo.num_iterations):
-            observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
-            with timer.phase("forward_backward"), ctx.memory.activations():
-                update = accumulate_dpo_gradient(
-                    ctx.policy,
-                    batch,
-                    chosen,
-                    rejected,
-                    ref[: len(chosen)],
-                    ref[len(chosen) :],
-                    cfg.algo,
-                    temperature=cfg.rollout.temperature,
-                    micro_batch_size=cfg.optim.micro_batch_size,
-                )
-            with timer.phase("optimizer"):
-                grad_norm, update_norm = optimizer_step(ctx.policy, ctx.optimizer, cfg.optim.max_grad_norm)
+
+        def accumulate() -> DpoUpdate:
+            return accumulate_dpo_gradient(
+                ctx.policy,
+                batch,
+                chosen,
+                rejected,
+                ref[: len(chosen)],
+                ref[len(chosen) :],
+                cfg.algo,
+                temperature=cfg.rollout.temperature,
+                micro_batch_size=cfg.optim.micro_batch_size,
+            )
+
+        update, norms = optimize(ctx, timer, observer, accumulate)
         m = len(chosen)
         margins = (update.policy_logp[:m] - ref[:m].float()) - (update.policy_logp[m:] - ref[m:].float())  # [M]
         observer.pairs(
@@ -164,6 +157,5 @@ def preference_update(
         "dpo/pairs": counts["pairs"],
         "dpo/groups_no_pass": counts["groups_no_pass"],
         "dpo/groups_no_fail": counts["groups_no_fail"],
-        "grad_norm": grad_norm,
-        "update_norm": update_norm,
+        **norms,
     }

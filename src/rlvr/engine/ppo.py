@@ -14,8 +14,9 @@ import torch
 from rlvr.algos import KL_ESTIMATORS, gae, token_rewards, whiten
 from rlvr.engine.context import StepContext, StepObserver, Timer
 from rlvr.engine.critic import explained_variance
+from rlvr.engine.optimize import optimize
 from rlvr.engine.rollouts import Rollouts, loss_mask
-from rlvr.engine.update import accumulate_policy_gradient, optimizer_step
+from rlvr.engine.update import UpdateResult, accumulate_run_gradient
 
 
 def actor_critic_update(
@@ -42,25 +43,15 @@ def actor_critic_update(
         advantages = whiten(advantages, mask)  # [N, T]
     observer.critic(old_values, returns, advantages)
     observer.advantages(batch, advantages, mask, {})
-    for iteration in range(cfg.algo.num_iterations):
-        observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
-        with timer.phase("forward_backward"), ctx.memory.activations():
-            update = accumulate_policy_gradient(
-                ctx.policy,
-                batch,
-                advantages,
-                ref_logp,
-                cfg.algo,
-                temperature=cfg.rollout.temperature,
-                max_new_tokens=cfg.rollout.max_new_tokens,
-                micro_batch_size=cfg.optim.micro_batch_size,
-                loss_mask=mask,
-                on_micro_batch=observer.micro_batch,
-            )
-        with timer.phase("optimizer"):
-            grad_norm, update_norm = optimizer_step(ctx.policy, ctx.optimizer, cfg.optim.max_grad_norm)
+
+    def accumulate() -> UpdateResult:
+        return accumulate_run_gradient(
+            cfg, ctx.policy, batch, advantages, ref_logp, loss_mask=mask, on_micro_batch=observer.micro_batch
+        )
+
+    def step_critic() -> dict[str, float]:
         with timer.phase("critic"):
-            critic_stats = ctx.critic.update(
+            return ctx.critic.update(
                 batch,
                 old_values,
                 returns,
@@ -68,11 +59,11 @@ def actor_critic_update(
                 micro_batch_size=cfg.optim.micro_batch_size,
                 max_grad_norm=cfg.optim.max_grad_norm,
             )
+
+    update, metrics = optimize(ctx, timer, observer, accumulate, after_step=step_critic)
     return {
         "loss": update.loss,
         **update.stats,
-        **critic_stats,
+        **metrics,
         "critic/explained_variance": explained_variance(old_values, returns, mask),
-        "grad_norm": grad_norm,
-        "update_norm": update_norm,
     }

@@ -25,10 +25,11 @@ import torch
 from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, group_advantages, kl_in_reward_advantages
 from rlvr.engine.context import StepContext, StepObserver, Timer, batch_queries, learning_rate
 from rlvr.engine.dpo import preference_update
+from rlvr.engine.optimize import optimize
 from rlvr.engine.ppo import actor_critic_update
 from rlvr.engine.rollouts import Rollouts, collect_rollouts, loss_mask
 from rlvr.engine.tis import tis_correction
-from rlvr.engine.update import accumulate_policy_gradient, optimizer_step
+from rlvr.engine.update import UpdateResult, accumulate_run_gradient
 from rlvr.meters.grad_noise import MicroBatchNoise
 from rlvr.rollout.tools import tool_metrics
 from rlvr.tasks.arith import self_checks
@@ -125,33 +126,28 @@ def policy_gradient_update(
     observer.advantages(
         batch, inputs.advantages, batch.policy_mask if inputs.mask is None else inputs.mask, inputs.stats
     )
-    for iteration in range(cfg.algo.num_iterations):
-        observer.iteration(iteration, last=iteration == cfg.algo.num_iterations - 1)
-        noise = MicroBatchNoise(ctx.policy)  # grad/variance, grad/noise_scale from the micro-batches
-        with timer.phase("forward_backward"), ctx.memory.activations():
-            update = accumulate_policy_gradient(
-                ctx.policy,
-                batch,
-                inputs.advantages,
-                ref_logp,
-                cfg.algo,
-                temperature=cfg.rollout.temperature,
-                max_new_tokens=cfg.rollout.max_new_tokens,
-                micro_batch_size=cfg.optim.micro_batch_size,
-                on_micro_batch=_both(noise, observer.micro_batch),
-                loss_mask=inputs.mask,
-                global_counts=ctx.dist.global_counts,
-            )
-        with timer.phase("optimizer"):
-            ctx.dist.sum_gradients(ctx.policy)  # each shard's share → the step's gradient
-            grad_norm, update_norm = optimizer_step(ctx.policy, ctx.optimizer, cfg.optim.max_grad_norm)
+    noises: list[MicroBatchNoise] = []
+
+    def accumulate() -> UpdateResult:
+        noises.append(MicroBatchNoise(ctx.policy))  # grad/variance, grad/noise_scale from the micro-batches
+        return accumulate_run_gradient(
+            cfg,
+            ctx.policy,
+            batch,
+            inputs.advantages,
+            ref_logp,
+            on_micro_batch=_both(noises[-1], observer.micro_batch),
+            loss_mask=inputs.mask,
+            global_counts=ctx.dist.global_counts,
+        )
+
+    update, norms = optimize(ctx, timer, observer, accumulate)
     return {
         **inputs.metrics,
         "loss": update.loss,
         **update.stats,
-        "grad_norm": grad_norm,
-        "update_norm": update_norm,
-        **noise.metrics(),
+        **norms,
+        **noises[-1].metrics(),
         SHARES: tuple(update.stats),
     }
 

@@ -8,17 +8,20 @@ a naive step's wasted compute goes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import torch
 from transformers import PreTrainedModel
 
 from rlvr.algos import ALGORITHMS, entropy_bonus_loss
 from rlvr.algos.gspo import SEQUENCE_STATS
-from rlvr.config import AlgoConfig
+from rlvr.config import AlgoConfig, RunConfig
 from rlvr.models.logprobs import token_logprobs
 from rlvr.types import RolloutBatch
+
+P = TypeVar("P")
 
 
 @dataclass
@@ -104,6 +107,32 @@ def reference_logprobs(
     return ref_logp
 
 
+@dataclass
+class PartLoss:
+    """One part of a batch's loss (a micro-batch, a few DPO pairs): the loss to backpropagate, its
+    stats already weighted by the part's share of the batch, and what to run after its backward."""
+
+    loss: torch.Tensor
+    stats: dict[str, float]
+    after_backward: Callable[[], None] | None = None
+
+
+def backward_in_parts(parts: Iterable[P], loss_of: Callable[[P], PartLoss]) -> UpdateResult:
+    """The one accumulation loop: backpropagate each part's loss into .grad (no optimizer step),
+    summing the losses and the weighted stats. Each loss is already divided by whole-batch counts,
+    so the summed gradient is the whole batch's (algos/aggregation.py)."""
+    loss_total, totals = 0.0, {}
+    for part in parts:
+        piece = loss_of(part)
+        piece.loss.backward()
+        if piece.after_backward is not None:
+            piece.after_backward()
+        loss_total += float(piece.loss.detach())
+        for key, value in piece.stats.items():
+            totals[key] = totals.get(key, 0.0) + value
+    return UpdateResult(loss=loss_total, stats=totals)
+
+
 def accumulate_policy_gradient(
     policy: PreTrainedModel,
     batch: RolloutBatch,
@@ -132,51 +161,83 @@ def accumulate_policy_gradient(
     turns this batch's counts into the whole step's; the loss and stats are then this shard's
     share of the step's, and their sums over processes are the step's.
     """
-    policy_loss = ALGORITHMS[algo.algorithm].loss
     loss_mask = batch.policy_mask if loss_mask is None else loss_mask  # [N, T]
-    num_tokens = int(loss_mask.sum())
-    beta = algo.beta if algo.kl_placement == "loss" else 0.0
-    counts = dict(num_sequences=batch.num_completions, num_tokens=num_tokens, max_tokens=max_new_tokens)
+    counts = dict(num_sequences=batch.num_completions, num_tokens=int(loss_mask.sum()), max_tokens=max_new_tokens)
     if global_counts is not None:
         counts = global_counts(counts)
-        num_tokens = counts["num_tokens"]
-    totals: dict[str, float] = {}
-    sequence_stats = SEQUENCE_STATS if ALGORITHMS[algo.algorithm].sequence_ratio else ()  # per sequence (TRL)
-    loss_total = 0.0
-    for mb in micro_batches(batch, micro_batch_size):
+    loss = PolicyLoss(batch, advantages, ref_logp, loss_mask, algo, counts, temperature, on_micro_batch)
+    return backward_in_parts(micro_batches(batch, micro_batch_size), lambda mb: loss.of(policy, mb))
+
+
+def accumulate_run_gradient(
+    cfg: RunConfig,
+    policy: PreTrainedModel,
+    batch: RolloutBatch,
+    advantages: torch.Tensor,  # [N] or [N, T]
+    ref_logp: torch.Tensor | None,  # [N, T]
+    **options: Any,
+) -> UpdateResult:
+    """`accumulate_policy_gradient` with a run's settings: algo.*, the rollout temperature and
+    length, optim.micro_batch_size; `options` are its loss_mask, on_micro_batch, global_counts."""
+    return accumulate_policy_gradient(
+        policy,
+        batch,
+        advantages,
+        ref_logp,
+        cfg.algo,
+        temperature=cfg.rollout.temperature,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        micro_batch_size=cfg.optim.micro_batch_size,
+        **options,
+    )
+
+
+@dataclass
+class PolicyLoss:
+    """The clipped policy loss (algo.algorithm) of one batch, micro-batch by micro-batch."""
+
+    batch: RolloutBatch
+    advantages: torch.Tensor  # [N] or [N, T]
+    ref_logp: torch.Tensor | None  # [N, T]
+    mask: torch.Tensor  # [N, T]
+    algo: AlgoConfig
+    counts: dict[str, int]
+    """Whole-batch (or whole-step) sequences, tokens and max_tokens: what each part divides by."""
+    temperature: float
+    on_micro_batch: Callable[[MicroBatch, torch.Tensor], None] | None = None
+
+    def of(self, policy: PreTrainedModel, mb: MicroBatch) -> PartLoss:
+        algo, rows, width = self.algo, mb.rows, mb.width
         logp, entropy = micro_batch_logprobs(
-            policy, mb, temperature=temperature, with_entropy=True, entropy_grad=algo.entropy_coef > 0
+            policy, mb, temperature=self.temperature, with_entropy=True, entropy_grad=algo.entropy_coef > 0
         )  # [n, t]
-        mb_mask = loss_mask[mb.rows, : mb.width]  # [n, t]
-        mb_advantages = advantages[mb.rows] if advantages.ndim == 1 else advantages[mb.rows, : mb.width]
-        loss, stats = policy_loss(
+        mb_mask = self.mask[rows, :width]  # [n, t]
+        loss, stats = ALGORITHMS[algo.algorithm].loss(
             logp,
-            batch.old_logp[mb.rows, : mb.width],
-            mb_advantages,
+            self.batch.old_logp[rows, :width],
+            self.advantages[rows] if self.advantages.ndim == 1 else self.advantages[rows, :width],
             mb_mask,
-            ref_logp=None if ref_logp is None else ref_logp[mb.rows, : mb.width],
+            ref_logp=None if self.ref_logp is None else self.ref_logp[rows, :width],
             epsilon_low=algo.epsilon,
             epsilon_high=algo.epsilon if algo.epsilon_high is None else algo.epsilon_high,
-            beta=beta,
+            beta=algo.beta if algo.kl_placement == "loss" else 0.0,
             aggregation=algo.aggregation,
             kl_estimator=algo.kl_estimator,
-            **counts,
+            **self.counts,
         )
         if algo.entropy_coef > 0:
-            loss = loss + entropy_bonus_loss(
-                entropy, mb_mask, coef=algo.entropy_coef, aggregation=algo.aggregation, **counts
-            )  # []
-        loss.backward()
-        if on_micro_batch is not None:
-            on_micro_batch(mb, logp.detach())
-        loss_total += float(loss.detach())
+            bonus = entropy_bonus_loss(
+                entropy, mb_mask, coef=algo.entropy_coef, aggregation=algo.aggregation, **self.counts
+            )
+            loss = loss + bonus  # []
         mb_tokens = float(mb_mask.sum())
-        share = mb_tokens / max(num_tokens, 1)  # token share, to turn means into a batch mean
-        sequence_share = len(mb.rows) / max(counts["num_sequences"], 1)  # the same for per-sequence means
         stats["entropy"] = float(torch.where(mb_mask.bool(), entropy.detach(), 0.0).sum()) / max(mb_tokens, 1.0)
-        for key, value in stats.items():
-            totals[key] = totals.get(key, 0.0) + (sequence_share if key in sequence_stats else share) * value
-    return UpdateResult(loss=loss_total, stats=totals)
+        share = mb_tokens / max(self.counts["num_tokens"], 1)  # token share, to turn means into a batch mean
+        sequence_share = len(rows) / max(self.counts["num_sequences"], 1)  # the same for per-sequence means
+        per_sequence = SEQUENCE_STATS if ALGORITHMS[algo.algorithm].sequence_ratio else ()  # per sequence (TRL)
+        weighted = {k: (sequence_share if k in per_sequence else share) * v for k, v in stats.items()}
+        after = None if self.on_micro_batch is None else lambda: self.on_micro_batch(mb, logp.detach())
+        return PartLoss(loss, weighted, after)
 
 
 def optimizer_step(

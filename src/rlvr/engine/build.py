@@ -1,0 +1,206 @@
+"""The named builders of a run: each takes its config section and returns one part.
+
+    build_run(cfg, checkpoint) → RunParts: the step's context (engine/context.py) plus what the loop
+    around it needs (held-out queries, prompt format, tool pool, device)
+
+in the order the parts depend on one another: the process's place and seed, the task, the reward,
+the policy, its reference, the critic, the sampler, the optimizer and the memory meter. The
+trainer (engine/loop.py), `rlvr inspect` and `rlvr grad-variance` (diagnostics/) all build their
+parts here, so a tool runs exactly the parts a run trains with.
+
+On resume the policy is loaded once, from the checkpoint (with LoRA: the base model.name plus the
+checkpoint's adapters); the frozen reference is the initial policy, model.name, loaded only when
+the algorithm holds one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from rlvr.algos import ALGORITHMS
+from rlvr.config import RunConfig
+from rlvr.engine.checkpoint import load_state, set_rng_state
+from rlvr.engine.context import StepContext
+from rlvr.engine.critic import Critic
+from rlvr.engine.distributed import World, world
+from rlvr.engine.evaluate import HeldoutResult
+from rlvr.engine.exploration import ExplorationTracker
+from rlvr.engine.reference import ReferencePolicy, reference_for
+from rlvr.errors import UserError
+from rlvr.meters.hacking import HackingMonitor
+from rlvr.meters.memory import MemoryMeter
+from rlvr.models import load_policy
+from rlvr.models.lean import use_forward
+from rlvr.models.lora import add_lora, checkpoint_mismatch, load_adapter
+from rlvr.rollout.backends import Sampler, make_sampler
+from rlvr.rollout.prompts import PromptFormat, resolve_style
+from rlvr.rollout.tools import ToolUse
+from rlvr.tasks import load_task
+from rlvr.types import Query
+from rlvr.verifiers import RewardFunction
+from rlvr.verifiers.fidelity import training_verifier_for
+
+
+@dataclass
+class RunParts:
+    """Everything one run holds: the step's context and what the loop around the steps needs."""
+
+    context: StepContext
+    eval_queries: list[Query]
+    prompt_format: PromptFormat
+    tools: ToolUse | None
+    """rollout.tools: the sandbox pool for tool calls, or None."""
+    device: str
+
+    def close(self) -> None:
+        """End the processes the run holds: the tool's sandbox pool and the process group."""
+        if self.tools is not None:
+            self.tools.close()
+        self.context.dist.close()
+
+
+def require_world_support(name: str, dist: World) -> None:
+    """A UserError if `name` cannot train on `dist`'s processes: its update needs the whole batch in
+    one place (a critic, pairs, or advantages normalised over the whole batch: REINFORCE++)."""
+    if dist.enabled and not ALGORITHMS[name].multi_process:
+        usable = ", ".join(n for n, a in ALGORITHMS.items() if a.multi_process)
+        raise UserError(
+            f"algo.algorithm={name} trains on one process only (its update needs the whole batch in "
+            f"one place); launch it without accelerate/torchrun, or use one of: {usable}"
+        )
+
+
+def build_place(cfg: RunConfig) -> tuple[str, World]:
+    """This process's device and place among the run's processes (accelerate/torchrun), with the
+    torch thread count and seed set: rank 0 keeps the single-process stream."""
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
+    device = cfg.model.device
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("model.device=cuda but no CUDA device is visible; use model.device=cpu or auto")
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    dist = world()
+    require_world_support(cfg.algo.algorithm, dist)
+    torch.manual_seed(cfg.train.seed + dist.rank)
+    return dist.place(device), dist
+
+
+def build_reward(cfg: RunConfig) -> tuple[RewardFunction, HackingMonitor | None]:
+    """The reward (reward.*: gold, or weakened per reward.fidelity) and, for a weakened one, the
+    monitor that re-scores a sample of rollouts with the gold verifier (docs/hacking.md)."""
+    weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
+    if cfg.reward.reasoning_weight:  # computed only when it counts
+        weights["reasoning"] = cfg.reward.reasoning_weight
+    gold_for = None  # the local registry: this machine's sandbox pool and worker pools
+    if cfg.reward.backend == "ray":
+        from rlvr.integrations.ray_verify import ray_verifiers_for_run
+
+        gold_for = ray_verifiers_for_run(cfg.reward.ray_address)
+    verifier_for = training_verifier_for(cfg.reward, gold_for)
+    hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
+    return RewardFunction(weights, verifier_for=verifier_for), hacking
+
+
+def build_policy(
+    cfg: RunConfig, device: str, checkpoint: Path | None
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, ReferencePolicy | None]:
+    """π_θ (model.*, with LoRA adapters if model.lora_rank), its tokenizer, and the frozen reference
+    when the algorithm holds one (none at β = 0: it would only cost memory; DPO always does)."""
+    if checkpoint is not None and (mismatch := checkpoint_mismatch(checkpoint, cfg.model)):
+        raise UserError(f"cannot resume from {checkpoint}: it {mismatch}; keep the run's model.lora_* settings")
+    precision = {"dtype": cfg.model.dtype, "gradient_checkpointing": cfg.model.gradient_checkpointing}
+    holds_reference = ALGORITHMS[cfg.algo.algorithm].holds_reference(cfg.algo.beta)
+    full_resume = checkpoint is not None and not cfg.model.lora_rank
+    policy, tokenizer = load_policy(str(checkpoint) if full_resume else cfg.model.name, device, **precision)
+    if cfg.model.lora_rank:  # only the adapters train; every process draws the same ones (models/lora.py)
+        policy = add_lora(policy, cfg.model, seed=cfg.train.seed)
+    if not holds_reference:
+        reference = None
+    elif full_resume:  # the reference is the initial policy, not the checkpoint's
+        reference = reference_for(load_policy(cfg.model.name, device, **precision)[0])
+    else:
+        reference = reference_for(policy)
+    if checkpoint is not None and cfg.model.lora_rank:
+        load_adapter(policy, checkpoint)  # the checkpoint holds the adapters; the base is model.name
+    for model in (policy, reference.held_copy if reference else None):
+        use_forward(model, cfg.model.forward)
+    return policy, tokenizer, reference
+
+
+def build_sampler(
+    cfg: RunConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
+) -> tuple[Sampler, PromptFormat, ToolUse | None]:
+    """The rollout backend (rollout.backend), the prompt format it encodes with (checked against the
+    tokenizer before any sampling), and the tool pool when rollout.tools is set."""
+    prompt_format = PromptFormat.of(cfg.task)
+    resolve_style(tokenizer, prompt_format, cfg.model.name)
+    tools = ToolUse.of(cfg.rollout)
+    sampler = make_sampler(
+        cfg.rollout, policy, tokenizer, seed=cfg.train.seed, prompt_format=prompt_format, tools=tools
+    )
+    return sampler, prompt_format, tools
+
+
+def build_optimizer(cfg: RunConfig, policy: PreTrainedModel) -> torch.optim.Optimizer:
+    """AdamW over the parameters that train (the adapters alone with LoRA)."""
+    return torch.optim.AdamW(
+        [p for p in policy.parameters() if p.requires_grad], lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
+    )
+
+
+def build_memory(
+    cfg: RunConfig,
+    policy: PreTrainedModel,
+    reference: ReferencePolicy | None,
+    optimizer: torch.optim.Optimizer,
+    critic: Critic | None,
+) -> MemoryMeter:
+    """The memory meter (train.memory_metrics), told which tensors belong to which component."""
+    models = {"policy": policy, "reference": reference.held_copy if reference else None}
+    optimizers = {"policy": optimizer}
+    if critic is not None:
+        models["critic"], optimizers["critic"] = critic.model, critic.optimizer
+    return MemoryMeter(enabled=cfg.train.memory_metrics, policy=policy, models=models, optimizers=optimizers)
+
+
+def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
+    """Every part of a run, built from `cfg`; resuming from `checkpoint` if given (its optimizer,
+    critic and RNG state too: see `restore`)."""
+    device, dist = build_place(cfg)
+    train_queries, eval_queries = load_task(cfg.task)
+    reward_fn, hacking = build_reward(cfg)
+    policy, tokenizer, reference = build_policy(cfg, device, checkpoint)
+    critic = Critic(policy, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
+    sampler, prompt_format, tools = build_sampler(cfg, policy, tokenizer)
+    optimizer = build_optimizer(cfg, policy)
+    context = StepContext(
+        cfg=cfg,
+        policy=policy,
+        tokenizer=tokenizer,
+        optimizer=optimizer,
+        reference=reference,
+        critic=critic,
+        sampler=sampler,
+        reward_fn=reward_fn,
+        train_queries=train_queries,
+        hacking=hacking,
+        exploration=ExplorationTracker(),
+        memory=build_memory(cfg, policy, reference, optimizer, critic),
+        dist=dist,
+    )
+    return RunParts(context, eval_queries, prompt_format, tools, device)
+
+
+def restore(context: StepContext, checkpoint: Path) -> tuple[int, HeldoutResult | None]:
+    """Load a checkpoint's optimizer, critic and RNG state into `context`; returns (the step it was
+    saved after, the base model's held-out evaluation recorded then)."""
+    state = load_state(checkpoint)
+    context.optimizer.load_state_dict(state["optimizer"])
+    set_rng_state(state["rng"])
+    if context.critic is not None:
+        context.critic.load_state_dict(state["critic"])
+    return state["step"], state["base_eval"]
