@@ -9,14 +9,13 @@ It orchestrates; every formula lives in algos/, and every step, whoever runs it,
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-import yaml
 from tqdm import tqdm
 from transformers import PreTrainedModel
 
+from rlvr import rundir
 from rlvr.config import RunConfig
 from rlvr.engine.build import build_run, restore
 from rlvr.engine.checkpoint import find_checkpoint, save_checkpoint
@@ -89,7 +88,7 @@ class Trainer:
 
 def _write_summary(out_dir: Path, base: HeldoutResult, final: HeldoutResult, steps: int, wall_s: float) -> dict:
     summary = {"base": base.to_dict(), "final": final.to_dict(), "steps": steps, "wall_s": round(wall_s, 2)}
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    rundir.write_summary(out_dir, summary)
     return summary
 
 
@@ -115,7 +114,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     final_eval = trainer.evaluate()
     log.log(cfg.train.steps, {f"eval/{k}": v for k, v in final_eval.to_dict().items()})
     log.close()
-    _save_final(trainer, out_dir / "final")
+    _save_final(trainer, rundir.final_dir(out_dir))
     trainer.close()
     return _write_summary(out_dir, trainer.base_eval, final_eval, cfg.train.steps, time.perf_counter() - start)
 
@@ -132,7 +131,7 @@ def _start(cfg: RunConfig, out_dir: Path, *, resume: bool, main: bool) -> Traine
             out_dir.rmdir()
         raise
     if main:
-        (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        rundir.write_config(out_dir, cfg.to_dict())
     return trainer
 
 
