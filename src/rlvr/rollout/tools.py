@@ -280,55 +280,79 @@ def sample_turns(
             ids, logp = generate(prompts, group_size, budget, watcher)  # [n, t] the G rows share a prompt
         else:
             ids, logp = generate([prompts[i // group_size] + rows[i].ids for i in active], 1, budget, watcher)
+        last = turn == tools.max_turns - 1
         calls: list[tuple[int, str]] = []
         bad: dict[int, str] = {}  # chat-format calls that cannot run: what is wrong with them
         for k, i in enumerate(active):
-            row, left = rows[i], max_new_tokens - len(rows[i].ids)
-            sampled = ids[k].tolist()
-            end = _turn_end(sampled, stop, watcher.ended[k])
-            cut = min(end, left)
-            start = len(row.ids)
-            row.ids += sampled[:cut]
-            row.logp += logp[k, :cut].tolist()
-            row.policy += [1] * cut
-            row.turns.append({"start": start, "end": start + cut})
-            if cut < end or (end == len(sampled) and sampled[end - 1] not in stop and watcher.ended[k] < 0):
-                row.finish = "length"  # the budget ran out inside the turn
-            elif sampled[end - 1] in stop:
-                call = chat_call_in(watcher.text[k]) if tools.chat else None
-                if call is None:
-                    row.finish = "stop"
-                elif turn == tools.max_turns - 1:  # TRL's last iteration: the turn ended on its own
-                    row.finish = "stop"
-                    row.turns[-1]["call_not_run"] = True
-                else:
-                    calls.append((i, call[0]))
-                    if call[1]:
-                        bad[i] = call[1]
-            elif turn == tools.max_turns - 1:
-                row.finish = "length"  # a call with no turn left to read its output: not run
-                row.turns[-1]["call_not_run"] = True
-            else:
-                calls.append((i, tools.format.call_in(watcher.text[k]) or ""))
+            sampled, left = ids[k].tolist(), max_new_tokens - len(rows[i].ids)
+            call = _add_turn(rows[i], sampled, logp[k], left, stop, watcher, k, tools, last=last)
+            if call is not None:
+                calls.append((i, call[0]))
+                if call[1]:
+                    bad[i] = call[1]
         ran = iter(tools.run([code for i, code in calls if i not in bad]))
         results = [ToolResult(f"ToolError: {bad[i]}\n", "bad_call") if i in bad else next(ran) for i, _ in calls]
         for (i, code), result in zip(calls, results):
-            row = rows[i]
-            obs = observation_ids(tokenizer, tools, result)
-            record = {"code": code, "output": result.output, "error": result.error}
-            if len(row.ids) + len(obs) >= max_new_tokens:  # no room left for it and a reply (TRL drops it too)
-                row.finish = "length"
-                row.turns[-1] |= record | {"dropped": True}
-                continue
-            start = len(row.ids)
-            row.ids += obs
-            row.logp += [0.0] * len(obs)
-            row.policy += [0] * len(obs)
-            row.turns[-1] |= record | {"obs_start": start, "obs_end": len(row.ids)}
+            _add_observation(rows[i], code, result, observation_ids(tokenizer, tools, result), max_new_tokens)
         active = [i for i in active if rows[i].finish is None]
     for i in active:
         rows[i].finish = "length"
     return rows
+
+
+def _add_turn(
+    row: _Row,
+    sampled: list[int],
+    logp: torch.Tensor,
+    left: int,
+    stop: set[int],
+    watcher: CallWatcher,
+    k: int,
+    tools: ToolUse,
+    *,
+    last: bool,
+) -> tuple[str, str] | None:
+    """Append one sampled turn (row k of the watcher) to `row`, within the `left` tokens of budget;
+    returns the call to run, (code, what is wrong with it or ""), or None when the row ends here."""
+    end = _turn_end(sampled, stop, watcher.ended[k])
+    cut = min(end, left)
+    start = len(row.ids)
+    row.ids += sampled[:cut]
+    row.logp += logp[:cut].tolist()
+    row.policy += [1] * cut
+    row.turns.append({"start": start, "end": start + cut})
+    if cut < end or (end == len(sampled) and sampled[end - 1] not in stop and watcher.ended[k] < 0):
+        row.finish = "length"  # the budget ran out inside the turn
+        return None
+    if sampled[end - 1] in stop:
+        call = chat_call_in(watcher.text[k]) if tools.chat else None
+        if call is None:
+            row.finish = "stop"
+        elif last:  # TRL's last iteration: the turn ended on its own
+            row.finish = "stop"
+            row.turns[-1]["call_not_run"] = True
+            return None
+        return call
+    if last:
+        row.finish = "length"  # a call with no turn left to read its output: not run
+        row.turns[-1]["call_not_run"] = True
+        return None
+    return tools.format.call_in(watcher.text[k]) or "", ""
+
+
+def _add_observation(row: _Row, code: str, result: ToolResult, obs: list[int], max_new_tokens: int) -> None:
+    """Append a call's output (masked out of the loss) to `row`, or drop it when there is no room
+    left for it and a reply (TRL drops it too)."""
+    record = {"code": code, "output": result.output, "error": result.error}
+    if len(row.ids) + len(obs) >= max_new_tokens:
+        row.finish = "length"
+        row.turns[-1] |= record | {"dropped": True}
+        return
+    start = len(row.ids)
+    row.ids += obs
+    row.logp += [0.0] * len(obs)
+    row.policy += [0] * len(obs)
+    row.turns[-1] |= record | {"obs_start": start, "obs_end": len(row.ids)}
 
 
 def _turn_end(sampled: list[int], stop: set[int], call_end: int) -> int:
