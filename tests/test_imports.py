@@ -18,12 +18,12 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "algos": 0,
     "types": 1,
-    "config": 1,
     "rundir": 1,
     "workers": 1,
     "sandbox": 2,
     "tasks": 2,
     "eval": 2,
+    "config": 3,  # validates task names and a task's settings against tasks/registry.py
     "models": 3,
     "verifiers": 3,
     "rollout": 4,

@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from rlvr.eval.cot import check_arith_reasoning, parse_arith_expression, reasoning_checker
+from rlvr.eval.cot import check_arith_reasoning, parse_arith_expression
 from rlvr.tasks.arith import make_queries
+from rlvr.tasks.registry import reasoning_checker
 from rlvr.types import Query
 
 # (7*8)-5: 7*8=56, 56-5=51
@@ -81,6 +82,7 @@ def test_expression_parsing():
 def test_tasks_without_a_checker_get_none():
     assert reasoning_checker("arith") is check_arith_reasoning
     assert reasoning_checker("jsonl") is None
+    assert reasoning_checker("no-such-task") is None  # a row's meta may name anything
 
 
 def _claim_true(claim: str) -> bool:

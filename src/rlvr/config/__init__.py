@@ -28,6 +28,7 @@ from rlvr.config.schema import (
     RunConfig,
     TaskConfig,
     TrainConfig,
+    eval_fields,
     sections,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "apply_mapping",
     "config_from_dict",
     "describe_fields",
+    "eval_fields",
     "field_docs",
     "load_config",
     "parse_override",

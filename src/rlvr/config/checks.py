@@ -12,9 +12,9 @@ import dataclasses
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
-from rlvr.config.schema import ConfigError, RunConfig, sections
+from rlvr.config.schema import ConfigError, RunConfig, choice_problem, sections
+from rlvr.tasks.registry import get_task, registered, task_names
 
 Check = Callable[[RunConfig], "str | None"]
 """fn(cfg) -> what is wrong, or None."""
@@ -39,56 +39,6 @@ def _micro_batch(cfg: RunConfig) -> str | None:
         return (
             f"optim.micro_batch_size={mb} does not divide the batch of {n} completions "
             f"(train.batch_queries * rollout.group_size); pick a divisor of {n}, or 0 for one pass"
-        )
-    return None
-
-
-def _jsonl_paths(cfg: RunConfig) -> str | None:
-    if cfg.task.name == "jsonl" and not (cfg.task.train_path and cfg.task.eval_path):
-        return "task.name=jsonl needs task.train_path and task.eval_path (JSONL files of dataset rows)"
-    return None
-
-
-def _hf_path(cfg: RunConfig) -> str | None:
-    if cfg.task.name == "hf" and not cfg.task.hf_path:
-        return "task.name=hf needs task.hf_path (a local .jsonl/.parquet/.csv file or a Hugging Face dataset directory)"
-    return None
-
-
-def _reasoning_gym(cfg: RunConfig) -> str | None:
-    t = cfg.task
-    if t.name != "reasoning_gym":
-        if t.rg_dataset or t.rg_config or t.rg_partial_credit:
-            return f"task.rg_dataset / task.rg_config / task.rg_partial_credit apply only with task.name=reasoning_gym (got task.name={t.name})"
-        return None
-    if not t.rg_dataset:
-        return "task.name=reasoning_gym needs task.rg_dataset, e.g. chain_sum (docs/integrations.md lists how to see them all)"
-    if not _installed("reasoning_gym"):
-        return "task.name=reasoning_gym needs the reasoning-gym package: .venv/bin/pip install -e '.[reasoning_gym]'"
-    return None
-
-
-def _verifiers(cfg: RunConfig) -> str | None:
-    t = cfg.task
-    if t.name != "verifiers":
-        if t.vf_env or t.vf_args or t.vf_path:
-            return f"task.vf_env / task.vf_args / task.vf_path apply only with task.name=verifiers (got task.name={t.name})"
-        return None
-    if not t.vf_env:
-        return "task.name=verifiers needs task.vf_env, the environment's id or module name (e.g. gsm8k)"
-    if t.vf_path and not Path(t.vf_path).is_dir():
-        return f"task.vf_path={t.vf_path} is not a directory; give the directory that holds the {t.vf_env} module"
-    if not _installed("verifiers"):
-        return "task.name=verifiers needs the verifiers package: .venv/bin/pip install -e '.[verifiers]'"
-    return None
-
-
-def _hf_format(cfg: RunConfig) -> str | None:
-    t = cfg.task
-    if t.name == "hf" and t.hf_format != "columns" and t.hf_verifier_column:
-        return (
-            f"task.hf_format={t.hf_format} cuts the answer out of a solution column, but task.hf_verifier_column="
-            f"{t.hf_verifier_column} gives whole criteria; drop one of them (hf_format=columns reads a verifier column)"
         )
     return None
 
@@ -162,17 +112,34 @@ def _tools(cfg: RunConfig) -> str | None:
     return None
 
 
-def _reasoning(cfg: RunConfig) -> str | None:
-    if cfg.reward.reasoning_weight and cfg.task.name != "arith":
-        return (f"reward.reasoning_weight={cfg.reward.reasoning_weight} needs task.name=arith, the task with a "
-                f"reasoning checker (got task.name={cfg.task.name})")  # fmt: skip
+def _task(cfg: RunConfig) -> str | None:
+    """task.name is a registered task, no other task's own fields are set, and the task's checks
+    (tasks/registry.py) pass."""
+    t = cfg.task
+    problem = choice_problem("task.name", t.name, task_names())
+    if problem:
+        return problem
+    for other in registered():
+        if other.name != t.name and any(getattr(t, name) for name in other.exclusive_fields):
+            fields = " / ".join(f"task.{name}" for name in other.exclusive_fields)
+            return f"{fields} apply only with task.name={other.name} (got task.name={t.name})"
+    task = get_task(t.name)
+    for check in task.checks:
+        problem = check(cfg)
+        if problem:
+            return problem
+    if task.needs and not _installed(task.needs.module):
+        return (
+            f"task.name={t.name} needs the {task.needs.name} package: .venv/bin/pip install -e '.[{task.needs.extra}]'"
+        )
     return None
 
 
-def _arith(cfg: RunConfig) -> str | None:
-    if not 0 <= cfg.task.min_operand < 10**cfg.task.digits:
-        return (f"task.min_operand must be in [0, {10**cfg.task.digits - 1}] for task.digits={cfg.task.digits} "
-                f"(got {cfg.task.min_operand})")  # fmt: skip
+def _reasoning(cfg: RunConfig) -> str | None:
+    if cfg.reward.reasoning_weight and get_task(cfg.task.name).reasoning_checker is None:
+        names = [task.name for task in registered() if task.reasoning_checker is not None]
+        return (f"reward.reasoning_weight={cfg.reward.reasoning_weight} needs task.name={' or '.join(names)}, "
+                f"the task{'s' if len(names) > 1 else ''} with a reasoning checker (got task.name={cfg.task.name})")  # fmt: skip
     return None
 
 
@@ -239,9 +206,8 @@ def _kl_in_reward(cfg: RunConfig) -> str | None:
     return None
 
 
-_FIDELITY_ROW_TYPE = {"visible_only": ("python", "funcsynth"), "lenient": ("math", "arith")}
-"""Fidelities that weaken one row type: (that type, a built-in task whose rows have it)."""
-_TASK_ROW_TYPE = {"arith": "math", "funcsynth": "python", "proofs": "coq"}
+_WEAKENED_ROW_TYPE = {"visible_only": "python", "lenient": "math"}
+"""Fidelities that weaken one row type (verifiers/fidelity.py): that type."""
 
 
 def _fidelity(cfg: RunConfig) -> str | None:
@@ -251,14 +217,14 @@ def _fidelity(cfg: RunConfig) -> str | None:
         return "reward.fidelity=noisy needs reward.false_positive_rate or reward.false_negative_rate > 0"
     if r.fidelity != "noisy" and noise:
         return "reward.false_positive_rate / false_negative_rate apply only with reward.fidelity=noisy"
-    row_type = _TASK_ROW_TYPE.get(cfg.task.name)
-    if r.fidelity in _FIDELITY_ROW_TYPE and row_type is not None:
-        needed, example = _FIDELITY_ROW_TYPE[r.fidelity]
-        if row_type != needed:
-            return (
-                f"reward.fidelity={r.fidelity} weakens {needed} rows, but task {cfg.task.name!r} has "
-                f"{row_type} rows; use it with a {needed} task (e.g. task.name={example}) or pick another fidelity"
-            )
+    row_type = get_task(cfg.task.name).row_type
+    needed = _WEAKENED_ROW_TYPE.get(r.fidelity)
+    if needed and row_type is not None and row_type != needed:
+        example = next(task.name for task in registered() if task.row_type == needed)
+        return (
+            f"reward.fidelity={r.fidelity} weakens {needed} rows, but task {cfg.task.name!r} has "
+            f"{row_type} rows; use it with a {needed} task (e.g. task.name={example}) or pick another fidelity"
+        )
     return None
 
 
@@ -295,13 +261,8 @@ _CHECKS: list[Check] = [
     _tools,
     _system_prompt,
     _micro_batch,
-    _arith,
+    _task,
     _reasoning,
-    _jsonl_paths,
-    _hf_path,
-    _hf_format,
-    _reasoning_gym,
-    _verifiers,
     _trackers,
     _ray_backend,
     _overlong,

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from rlvr.config.checks import validate
-from rlvr.config.schema import ConfigError, RunConfig, sections
+from rlvr.config.schema import ConfigError, RunConfig, choice_problem, sections
 
 
 @cache
@@ -39,9 +39,9 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
     """Convert a YAML/CLI value to the field's declared type, or raise ConfigError naming the key."""
     origin = typing.get_origin(annotation)
     if origin is Literal:
-        choices = typing.get_args(annotation)
-        if value not in choices:
-            raise ConfigError(f"{key} must be one of {', '.join(map(str, choices))} (got {value!r})")
+        problem = choice_problem(key, value, typing.get_args(annotation))
+        if problem:
+            raise ConfigError(problem)
         return value
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -92,7 +92,12 @@ def _apply(cfg: RunConfig, section: str, name: str, value: Any) -> None:
         raise ConfigError(
             f"unknown config key '{key}'; keys of '{section}': {', '.join(hints)} (see rlvr train --help)"
         )
-    setattr(getattr(cfg, section), name, _coerce(key, value, hints[name]))
+    value = _coerce(key, value, hints[name])
+    choices = {f.name: f for f in dataclasses.fields(cls)}[name].metadata.get("choices")
+    problem = choices and choice_problem(key, value, choices())  # e.g. task.name: the registered tasks
+    if problem:
+        raise ConfigError(problem)
+    setattr(getattr(cfg, section), name, value)
 
 
 def apply_mapping(cfg: RunConfig, data: Any, source: str) -> RunConfig:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlvr.errors import UserError
+from rlvr.tasks.formats import FORMATS
+from rlvr.tasks.registry import get_task, task_names
 
 
 class ConfigError(UserError):
@@ -96,14 +98,14 @@ class ModelConfig:
     """Module names that get adapters (default: Llama's attention and MLP projections)."""
 
 
-HfFormat = Literal["columns", "gsm8k", "math"]
-"""Dataset layouts task.name=hf reads (rlvr.tasks.formats.FORMATS has one entry for each)."""
+HfFormat = Literal[tuple(FORMATS)]  # type: ignore[valid-type]
+"""The dataset layouts Hugging Face dataset files may have: the names of rlvr.tasks.formats.FORMATS."""
 
 
 @dataclass
 class TaskConfig:
-    name: Literal["arith", "jsonl", "hf", "funcsynth", "reasoning_gym", "verifiers", "proofs"] = "arith"
-    """'arith' generates multi-step arithmetic queries; 'jsonl' reads dataset rows from train_path / eval_path; 'hf' maps local Hugging Face dataset files (task.hf_*); 'funcsynth' asks for a Python function from three examples (python rows with hidden tests); 'reasoning_gym' generates one reasoning-gym dataset (task.rg_*; the `reasoning_gym` extra); 'verifiers' loads a single-turn environment with the verifiers contract and scores with its rubric (task.vf_*; the `verifiers` extra); 'proofs' generates Coq lemmas in five families (coq rows, checked by real Coq; rlvr.tasks.proofs)."""
+    name: str = field(default="arith", metadata={"choices": task_names})
+    """A task registered in rlvr/tasks/registry.py: arith generates multi-step arithmetic queries; jsonl reads dataset rows from train_path / eval_path; hf maps local Hugging Face dataset files (task.hf_*); funcsynth asks for a Python function from three examples (python rows with hidden tests); reasoning_gym generates one reasoning-gym dataset (task.rg_*; the `reasoning_gym` extra); verifiers loads a single-turn environment with the verifiers contract and scores with its rubric (task.vf_*; the `verifiers` extra); proofs generates Coq lemmas in five families (coq rows, checked by real Coq)."""
     train_path: str = ""
     """JSONL file of dataset rows ({"id", "prompt", "verifier"}) for task 'jsonl'."""
     eval_path: str = ""
@@ -119,9 +121,9 @@ class TaskConfig:
     min_operand: int = 0
     """arith: smallest operand (the largest has `digits` digits); 2 leaves out 0 and 1, so that few wrong chains land on the right answer."""
     num_train: int = positive(2000)
-    """arith, funcsynth, reasoning_gym, proofs: number of distinct training queries; verifiers: at most this many rows of the environment's dataset."""
+    """Tasks that generate their queries: number of distinct training queries; an environment (task verifiers): at most this many rows of its dataset."""
     num_eval: int = positive(200)
-    """arith, funcsynth, reasoning_gym, proofs: number of distinct held-out queries (disjoint from training by construction); verifiers: at most this many rows of its eval_dataset (without one: the last num_eval rows of its dataset, never trained on)."""
+    """Tasks that generate their queries: number of distinct held-out queries (disjoint from training by construction); an environment: at most this many rows of its eval_dataset (without one: the last num_eval rows of its dataset, never trained on)."""
     data_seed: int = 0
     """Seed of the generated data; fixed so that runs with different --seed share one held-out split."""
     prompt_format: Literal["auto", "chat", "plain"] = "auto"
@@ -332,15 +334,30 @@ class RunConfig:
         return dataclasses.asdict(self)
 
 
+def choice_problem(key: str, value: Any, choices: Any) -> str | None:
+    """The message for a value that is not one of `choices`, or None."""
+    if value in choices:
+        return None
+    return f"{key} must be one of {', '.join(map(str, choices))} (got {value!r})"
+
+
 def sections() -> dict[str, type]:
     """Section name -> its dataclass, e.g. 'algo' -> AlgoConfig."""
     hints = typing.get_type_hints(RunConfig)
     return {f.name: hints[f.name] for f in dataclasses.fields(RunConfig)}
 
 
-EVAL_FIELDS = ("task.operands", "task.digits", "task.max_value", "task.min_operand", "task.data_seed",
-               "task.prompt_format", "task.system_prompt", "rollout.max_new_tokens", "rollout.tools",
-               "rollout.tool_format", "rollout.max_turns", "rollout.tool_timeout_s",
-               "rollout.tool_output_chars")  # fmt: skip
-"""The fields that decide a held-out evaluation (the queries, their prompt layout and sampling length):
-what `rlvr eval --set` takes, and what `rlvr reproduce` passes it from a trained run's config."""
+_EVAL_SHARED = ("task.data_seed", "task.prompt_format", "task.system_prompt", "rollout.max_new_tokens",
+                "rollout.tools", "rollout.tool_format", "rollout.max_turns", "rollout.tool_timeout_s",
+                "rollout.tool_output_chars")  # fmt: skip
+
+
+def eval_fields(task: str) -> tuple[str, ...]:
+    """The fields that decide a held-out evaluation of `task` (its queries, their prompt layout and
+    sampling length): what `rlvr eval --set` takes."""
+    return (*(f"task.{name}" for name in get_task(task).heldout_fields), *_EVAL_SHARED)
+
+
+EVAL_FIELDS = eval_fields(TaskConfig.name)
+"""The fields that decide a held-out evaluation of the default task: what `rlvr reproduce` passes
+`rlvr eval` from a trained run's config."""

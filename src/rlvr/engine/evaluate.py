@@ -12,7 +12,7 @@ from rlvr.eval.passk import mean_pass_at_k
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse, calls_run
-from rlvr.tasks.funcsynth import answer_kind
+from rlvr.tasks.registry import get_task
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction, ScoredCompletion
 
@@ -224,14 +224,15 @@ def funcsynth_warmup_report(
     """The progress line while tiny-funcsynth warms up: held-out gold pass@1 and the share of each
     kind of answer (formula, lookup table, other)."""
     reward_fn = RewardFunction()
+    task = get_task(heldout[0].meta["task"])  # its answer kinds
 
     def report(step: int, model: PreTrainedModel) -> str:
         result = evaluate_heldout(
             model, tokenizer, heldout, reward_fn, n=2, temperature=1.0, top_p=1.0, max_new_tokens=48
         )
         batch = sample_completions(model, tokenizer, heldout, group_size=2, max_new_tokens=48)
-        kinds = [answer_kind(t) for t in batch.texts]
-        share = {k: round(kinds.count(k) / len(kinds), 2) for k in ("formula", "lookup", "other")}
+        kinds = [task.answer_kind(t) for t in batch.texts]
+        share = {k: round(kinds.count(k) / len(kinds), 2) for k in task.answer_kinds}
         return f"held-out gold pass@1 {result.pass_at_1:.3f} (n=2, T=1), answer kinds {share}"
 
     return report

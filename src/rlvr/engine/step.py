@@ -32,7 +32,7 @@ from rlvr.engine.tis import tis_correction
 from rlvr.engine.update import UpdateResult, accumulate_run_gradient
 from rlvr.meters.grad_noise import MicroBatchNoise
 from rlvr.rollout.tools import tool_metrics
-from rlvr.tasks.arith import self_checks
+from rlvr.tasks.registry import step_metrics
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
@@ -67,7 +67,7 @@ def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) 
         {
             **rollout_metrics(batch, scored, rewards),
             **tool_metrics(batch),
-            **self_check_metrics(batch, scored),
+            **step_metrics(cfg.task.name, batch.texts, scored),  # the task's own, e.g. self-check marks
             **rollouts.metrics,
             **hacking,
             **ctx.exploration.update(batch, scored),
@@ -199,27 +199,6 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
         "verifier/unscorable": int((~valid).sum()),
     }
 
-
-def self_check_metrics(batch: RolloutBatch, scored: list[ScoredCompletion]) -> dict[str, float]:
-    """Self-verification in arith rollouts: the share of completions that check a step (`!`) and
-    that redo one (`#`), and the accuracy of those with and without a check (tasks/arith.py
-    `self_checks`; NaN where a group is empty). {} for other tasks, which have no such marks."""
-    arith = [i for i in range(len(batch.texts)) if batch.query_of(i).meta.get("task") == "arith"]
-    if not arith:
-        return {}
-    marks = {i: self_checks(batch.texts[i]) for i in arith}
-    checked = [scored[i].correct for i in arith if marks[i][0] > 0]
-    unchecked = [scored[i].correct for i in arith if marks[i][0] == 0]
-
-    def share(values: list[bool]) -> float:
-        return sum(values) / len(values) if values else float("nan")
-
-    return {
-        "selfcheck/rate": len(checked) / len(arith),
-        "selfcheck/redo_rate": sum(marks[i][1] > 0 for i in arith) / len(arith),
-        "selfcheck/accuracy_checked": share(checked),
-        "selfcheck/accuracy_unchecked": share(unchecked),
-    }
 
 
 def measure_hacking(

@@ -2,8 +2,8 @@
 Implicitly Incentivizes Correct Reasoning in Base LLMs"): a sample counts for CoT-pass@k only when
 its final answer *and* its reasoning are correct.
 
-Checkers are pure `(query, completion) -> bool` functions registered by task name. A task without
-a checker has no CoT-pass@k: `reasoning_checker` returns None and the number is reported as
+Checkers are pure `(query, completion) -> bool` functions; a task names its own in its record in
+tasks/registry.py. A task without a checker has no CoT-pass@k: the number is reported as
 unavailable, never guessed from the answer alone.
 """
 
@@ -98,11 +98,3 @@ def check_arith_reasoning(query: Query, completion: str) -> bool:
             return False  # a false claim stands as the step's result
         acc = result
     return answer.group(1).strip() == str(acc)
-
-
-REASONING_CHECKERS: dict[str, ReasoningChecker] = {"arith": check_arith_reasoning}
-
-
-def reasoning_checker(task: str) -> ReasoningChecker | None:
-    """The task's reasoning checker, or None when the task has none (CoT-pass@k unavailable)."""
-    return REASONING_CHECKERS.get(task)

@@ -21,13 +21,13 @@ from rlvr.config import AlgoConfig, RunConfig, load_config
 from rlvr.engine.loop import train
 from rlvr.errors import UserError
 from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_algorithm
-from rlvr.eval.cot import reasoning_checker
 from rlvr.eval.curves import curves
 from rlvr.models import load_policy
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rundir import read_metrics
 from rlvr.studies.passk_eval import count_samples
 from rlvr.tasks import load_task
+from rlvr.tasks.registry import reasoning_checker
 from rlvr.verifiers import RewardFunction
 
 DEFAULT_ALGORITHMS = ("grpo", "ppo", "dpo")

@@ -16,7 +16,7 @@ from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.config import RolloutConfig
-from rlvr.eval.cot import ReasoningChecker, reasoning_checker
+from rlvr.eval.cot import ReasoningChecker
 from rlvr.eval.curves import QueryCounts, crossing_k, curves
 from rlvr.eval.plots import plot_passk
 from rlvr.models import load_policy
@@ -24,6 +24,7 @@ from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse
 from rlvr.tasks.arith import ArithSpec, make_queries
+from rlvr.tasks.registry import reasoning_checker
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rlvr.types import Query
 
@@ -38,6 +40,11 @@ class ArithSpec:
     operators: str = OPERATORS
     min_operand: int = 0
     """Smallest operand; 2 leaves out 0 and 1, whose steps (x*0, x*1, x+0) make many chains share an answer."""
+
+
+def spec_of(task: Any) -> ArithSpec:
+    """The spec a task section sets (task.operands, digits, max_value, min_operand)."""
+    return ArithSpec(operands=task.operands, digits=task.digits, max_value=task.max_value, min_operand=task.min_operand)
 
 
 @dataclass(frozen=True)
@@ -198,3 +205,24 @@ def self_checks(completion: str) -> tuple[int, int]:
     """(checks, redos) written in a completion's reasoning: the self-verification it shows."""
     think = completion.split("<think>", 1)[-1].split("</think>", 1)[0]
     return think.count(CHECK), think.count(REDO)
+
+
+def self_check_metrics(texts: Sequence[str], scored: Sequence[Any]) -> dict[str, float]:
+    """Self-verification in a step's completions: the share that check a step (CHECK) and that redo
+    one (REDO), and the accuracy (`scored[i].correct`) of those with and without a check; NaN where
+    a group is empty; {} for no completions."""
+    if not texts:
+        return {}
+    marks = [self_checks(text) for text in texts]
+    checked = [s.correct for s, (checks, _) in zip(scored, marks) if checks > 0]
+    unchecked = [s.correct for s, (checks, _) in zip(scored, marks) if checks == 0]
+
+    def share(values: list[bool]) -> float:
+        return sum(values) / len(values) if values else float("nan")
+
+    return {
+        "selfcheck/rate": len(checked) / len(texts),
+        "selfcheck/redo_rate": sum(redos > 0 for _, redos in marks) / len(texts),
+        "selfcheck/accuracy_checked": share(checked),
+        "selfcheck/accuracy_unchecked": share(unchecked),
+    }
