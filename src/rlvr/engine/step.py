@@ -47,7 +47,7 @@ Update = Callable[[StepContext, Rollouts, "torch.Tensor | None", Timer, StepObse
 
 def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) -> dict[str, float]:
     """Step `step` (0-based) of the configured algorithm; returns its metrics (one line of
-    metrics.jsonl). Afterwards the sampler holds the updated weights."""
+    the run's metrics log). Afterwards the sampler holds the updated weights."""
     cfg, timer, observer = ctx.cfg, Timer(), observer or StepObserver()
     algorithm = ALGORITHMS[cfg.algo.algorithm]
     ctx.memory.start_step()
