@@ -3,6 +3,7 @@ with greedy accuracy beside it."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -134,38 +135,22 @@ def evaluate_heldout(
     """``gold_fn``: the gold reward behind a weakened ``reward_fn``; its pass@1 and the hacking rate
     come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number).
     ``tools`` (rollout.tools): samples are tool rollouts, and the share that called the tool comes back."""
-    chunk = max(1, chunk_completions // n)
     gold = GoldCheck(gold_fn) if gold_fn is not None else None
-    tool_use: list[bool] = []
-    sampled, bad_s = _correct_counts(
-        model,
-        tokenizer,
-        queries,
-        reward_fn,
-        n=n,
-        chunk=chunk,
-        gold=gold,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=max_new_tokens,
-        prompt_format=prompt_format,
-        tools=tools,
-        tool_use=tool_use,
-    )
     gold_g = GoldCheck(gold_fn) if gold_fn is not None else None
-    greedy, bad_g = _correct_counts(
+    tool_use: list[bool] = []
+    counts = functools.partial(
+        _correct_counts,
         model,
         tokenizer,
         queries,
         reward_fn,
-        n=1,
-        chunk=chunk_completions,
-        gold=gold_g,
-        greedy=True,
         max_new_tokens=max_new_tokens,
         prompt_format=prompt_format,
         tools=tools,
     )
+    chunk = max(1, chunk_completions // n)
+    sampled, bad_s = counts(n=n, chunk=chunk, gold=gold, temperature=temperature, top_p=top_p, tool_use=tool_use)
+    greedy, bad_g = counts(n=1, chunk=chunk_completions, gold=gold_g, greedy=True)
     pass_at_1 = mean_pass_at_k(sampled, 1) if sampled else float("nan")
     greedy_share = sum(c for _, c in greedy) / max(len(greedy), 1)
     return HeldoutResult(
