@@ -7,15 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
 from rlvr.engine.build import RunParts, build_run, restore
-from rlvr.engine.checkpoint import find_checkpoint, load_state
+from rlvr.engine.checkpoint import load_state
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
 from rlvr.rollout.tools import calls_run
+from rlvr.rundir import find_checkpoint, is_run_dir, read_config
 
 CAPTURE_FILE = "capture.json"
 
@@ -41,12 +40,11 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
     recorded in `source.warning` (a run keeps only its latest checkpoint; `overrides` may change
     model.lora_*, and then the checkpoint's weights do not fit the policy they describe).
     """
-    config_file = run_dir / "config.yaml"
-    if not config_file.is_file():
+    if not is_run_dir(run_dir):
         raise InspectError(f"--run {run_dir}: no run there (expected config.yaml from rlvr train --out)")
     if step < 1:
         raise InspectError(f"--step {step}: steps count from 1, as in metrics.jsonl")
-    cfg = load_config(None, overrides, base=config_from_dict(yaml.safe_load(config_file.read_text())))
+    cfg = load_config(None, overrides, base=config_from_dict(read_config(run_dir)))
     checkpoint = find_checkpoint(run_dir)
     saved = None if checkpoint is None else load_state(checkpoint)["step"]
     mismatch = None if checkpoint is None else checkpoint_mismatch(checkpoint, cfg.model)

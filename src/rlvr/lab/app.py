@@ -63,6 +63,7 @@ from rlvr.lab.runs import (
     sweep_command,
 )
 from rlvr.lab.step import step_controls
+from rlvr.rundir import has_final
 
 CURVE_COLUMNS = ["step", "metric", "value"]
 
@@ -483,7 +484,7 @@ def _breaks_tab(gr: Any, root: Path) -> None:
 def hacked_answer(path: str | None) -> tuple[str, pd.DataFrame]:
     """Counts and the hacked completions of fresh samples from a run's final model (or why there are none)."""
     run = read_run(Path(path)) if path else None
-    if run is None or not (run.path / "final").is_dir():
+    if run is None or not has_final(run.path):
         return (
             "No finished run chosen. Make one trained against a weakened verifier with `rlvr train --config "
             "configs/smoke.yaml --set reward.fidelity=noisy --set reward.false_positive_rate=0.5 --out "

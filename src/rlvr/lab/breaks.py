@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from rlvr.lab.runs import Run
+from rlvr.rundir import config_path, final_dir, has_final
 from rlvr.sandbox import SandboxLimits
 from rlvr.types import Query
 from rlvr.verifiers.python import PythonVerifier
@@ -97,7 +98,7 @@ HACK_COLUMNS = ["query", "completion", "training verifier", "gold verifier", "go
 
 def hacked_runs(runs: list[Run]) -> list[Run]:
     """The runs trained against a weakened verifier (reward.fidelity other than gold), finished ones."""
-    return [run for run in runs if run.knobs.get("fidelity") not in ("", "gold") and (run.path / "final").is_dir()]
+    return [run for run in runs if run.knobs.get("fidelity") not in ("", "gold") and has_final(run.path)]
 
 
 def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: int = 0) -> tuple[dict, pd.DataFrame]:
@@ -120,9 +121,9 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
     from rlvr.verifiers.fidelity import training_verifier_for
 
     run_dir = Path(run_dir)
-    cfg = load_config(run_dir / "config.yaml")
+    cfg = load_config(config_path(run_dir))
     train_queries, _ = load_task(cfg.task)
-    model, tokenizer = load_policy(str(run_dir / "final"))
+    model, tokenizer = load_policy(str(final_dir(run_dir)))
     torch.manual_seed(seed)
     batch = sample_completions(
         model,

@@ -41,6 +41,7 @@ from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
 from rlvr.eval.stats import finite, mean_sd
+from rlvr.rundir import metrics_path, read_config, run_dirs
 from rlvr.studies.atlas import KNOBS, SCHEMA, Setting, preset_path, run_card
 
 SHIPPED = Path(__file__).with_name("atlas") / "atlas.json"
@@ -194,13 +195,12 @@ def user_values(root: str | Path, placer: Placer | None = None) -> dict[tuple[st
         return {}
     placer = placer or Placer()
     found: dict[tuple[str, str], Value] = {}
-    for config_file in sorted(root.rglob("config.yaml")):
-        run_dir = config_file.parent
+    for run_dir in run_dirs(root):
         try:
-            config = yaml.safe_load(config_file.read_text())
+            config = read_config(run_dir)
         except (OSError, yaml.YAMLError):
             continue
-        if not isinstance(config, dict) or not (run_dir / "metrics.jsonl").is_file():
+        if not config or not isinstance(config, dict) or not metrics_path(run_dir).is_file():
             continue
         card = run_card(run_dir)
         if card is None or not card["curves"]["step"]:

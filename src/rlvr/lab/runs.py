@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from rlvr.eval.compare import last_value, peak_memory
+from rlvr.rundir import is_finished, is_run_dir, metrics_path, read_config, read_metrics, read_summary, run_dirs
 
 KNOBS: dict[str, str] = {
     "task": "task.name",
@@ -64,13 +65,13 @@ def _config_value(config: dict[str, Any], dotted: str) -> str:
 def read_run(path: Path) -> Run | None:
     """A Run for a directory holding config.yaml and metrics.jsonl or summary.json; None otherwise."""
     path = Path(path)
-    if not (path / "config.yaml").is_file():
+    if not is_run_dir(path):
         return None
-    if not ((path / "metrics.jsonl").is_file() or (path / "summary.json").is_file()):
+    if not (metrics_path(path).is_file() or is_finished(path)):
         return None
     try:
-        config = yaml.safe_load((path / "config.yaml").read_text()) or {}
-        summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").is_file() else None
+        config = read_config(path)
+        summary = read_summary(path)
     except (OSError, yaml.YAMLError, json.JSONDecodeError):
         return None  # a run being written this instant, or a foreign file; the next scan sees it
     if not isinstance(config, dict):
@@ -84,7 +85,7 @@ def scan_runs(root: str | Path) -> list[Run]:
     root = Path(root)
     if not root.is_dir():
         return []
-    runs = (read_run(config.parent) for config in sorted(root.rglob("config.yaml")))
+    runs = (read_run(run_dir) for run_dir in run_dirs(root))
     return [run for run in runs if run is not None]
 
 
@@ -108,15 +109,8 @@ def pick_runs(runs: list[Run], choice: dict[str, str]) -> list[Run]:
 
 def read_curves(path: str | Path, metrics: tuple[str, ...] = CURVES) -> list[dict[str, Any]]:
     """Long-form rows {step, metric, value} from metrics.jsonl; a half-written last line is skipped."""
-    file = Path(path) / "metrics.jsonl"
-    if not file.is_file():
-        return []
     rows = []
-    for line in file.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # the trainer is writing this line right now
+    for record in read_metrics(path):  # without the line the trainer is writing right now
         for name in metrics:
             value = record.get(name)
             if isinstance(value, (int, float)) and math.isfinite(value) and "step" in record:
@@ -150,17 +144,6 @@ def live_metrics(path: str | Path) -> tuple[str, ...]:
     return ("reward", "accuracy", *(TOOL_CURVES if uses_tools(path) else ()))
 
 
-def _metric_rows(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    file = path / "metrics.jsonl"
-    for line in file.read_text().splitlines() if file.is_file() else []:
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
-
-
 def _last_eval(rows: list[dict[str, Any]], key: str) -> tuple[int, float] | None:
     """(step, value) of the last held-out evaluation line that logged `key`; None if none did."""
     found = [(row["step"], row[key]) for row in rows if row.get(key) is not None and "step" in row]
@@ -169,7 +152,7 @@ def _last_eval(rows: list[dict[str, Any]], key: str) -> tuple[int, float] | None
 
 def measured(run: Run) -> dict[str, Any]:
     """The numbers the knobs view shows for one run, each straight from its files (None: not logged)."""
-    rows = _metric_rows(run.path)
+    rows = read_metrics(run.path)
     summary = run.summary or {}
     base, final = summary.get("base", {}), summary.get("final", {})
     return {
