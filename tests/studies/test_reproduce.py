@@ -8,20 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.cli import EVAL_SETTABLE
-from rlvr.config import load_config
-from rlvr.studies.atlas import preset_path
-from rlvr.studies.reproduce import (
-    PASSK,
-    STUDIES,
-    ReproduceError,
-    accuracy_line,
-    eval_argv,
-    expansion_verdict,
-    lowers,
-    raises,
-    reproduce,
-)
+from rlvr.config import EVAL_FIELDS, load_config
+from rlvr.studies import runner
+from rlvr.studies.atlas import AtlasRun, preset_path
+from rlvr.studies.reproduce import PASSK, STUDIES, ReproduceError, passk_spec, reproduce
+from rlvr.studies.study_reports import accuracy_line, expansion_verdict, lowers, raises
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
@@ -72,7 +63,7 @@ def test_expansion_needs_a_weak_base_a_gain_at_every_k_and_30_points_at_the_top(
     grows = [_report([0.01, 0.04, 0.08], [0.40, 0.45, 0.50]), _report([0.01, 0.04, 0.08], [0.30, 0.40, 0.44])]
     verdict = expansion_verdict(grows)
     assert verdict["expansion"] and verdict["seeds_above_everywhere"] == 2
-    assert verdict["base_top"] == pytest.approx(0.08) and verdict["gain_top"][0] == pytest.approx(0.39)
+    assert verdict["base_top"] == pytest.approx(0.08) and verdict["gain_top"].mean == pytest.approx(0.39)
     strong_base = [_report([0.05, 0.10, 0.11], [0.45, 0.50, 0.60])] * 2  # base pass@256 above 10%
     assert not expansion_verdict(strong_base)["expansion"]
     small_gain = [_report([0.01, 0.04, 0.08], [0.30, 0.33, 0.35])] * 2  # +27 points at k = 256
@@ -84,14 +75,25 @@ def test_expansion_needs_a_weak_base_a_gain_at_every_k_and_30_points_at_the_top(
     assert verdict["seeds_above_everywhere"] == 1 and not verdict["expansion"]
 
 
-def test_a_run_is_evaluated_on_its_own_held_out_task_against_its_own_base(tmp_path: Path) -> None:
+def test_a_run_is_evaluated_on_its_own_held_out_task_against_its_own_base(tmp_path: Path, monkeypatch) -> None:
+    (arm,) = STUDIES["expansion"].arms
+    run_dir = tmp_path / "runs" / AtlasRun(arm, 0, 2).dir_name
+    run_dir.mkdir(parents=True)
     cfg = load_config(preset_path("configs/expansion.yaml"))
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
-    argv = eval_argv(tmp_path, 7)
-    assert argv[argv.index("--base") + 1] == "tiny-arith-deep" and argv[argv.index("--num-queries") + 1] == "7"
-    sets = {argv[i + 1] for i, arg in enumerate(argv) if arg == "--set"}
-    assert {"task.operands=5", "task.max_value=999", "rollout.max_new_tokens=80", "task.prompt_format=auto"} <= sets
-    assert {key.split("=")[0] for key in sets} == set(EVAL_SETTABLE)  # every field eval takes, and only those
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+    spec = passk_spec(tmp_path, AtlasRun(arm, 0, 2), 7)
+    assert (spec.n, spec.ks, spec.num_queries, spec.out) == (256, PASSK, 7, str(run_dir / "eval"))
+    assert spec.log_path() == tmp_path / "runs" / f"{run_dir.name}.eval.log"
+    held_out = runner.held_out_config(run_dir)  # every field eval takes, from the run, and only those
+    for name in EVAL_FIELDS:
+        section, key = name.split(".")
+        assert getattr(getattr(held_out, section), key) == getattr(getattr(cfg, section), key)
+    asked = {}
+    monkeypatch.setattr(runner, "evaluate_passk", lambda model, **kwargs: asked.update(model=model, **kwargs))
+    runner.evaluate(spec)
+    assert asked["model"] == str(run_dir / "final") and asked["base"] == "tiny-arith-deep"
+    assert (asked["spec"].operands, asked["spec"].max_value, asked["max_new_tokens"]) == (5, 999, 80)
+    assert asked["prompt_format"].style == cfg.task.prompt_format and asked["ks"] == list(PASSK)
 
 
 def test_bad_requests_are_refused_before_any_run(tmp_path: Path, cli) -> None:

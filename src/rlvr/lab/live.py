@@ -1,9 +1,10 @@
-"""Runs started from the lab page: real `rlvr train` processes, each in its own run directory.
+"""Runs started from the lab page: real training processes, each in its own run directory.
 
-Each click starts `python -m rlvr.cli train --config PRESET --set KEY=VALUE ... --out DIR` in a
-new session (its own process group), so stopping a run also stops anything it spawned (verifier
-sandboxes). Directory names carry the time, the seed and a random suffix, so two clicks in the
-same second never share a directory. Every child is killed when the lab exits (atexit), so no
+Each click starts a run of the preset with the chosen knobs (`--set KEY=VALUE` as `rlvr train` takes
+them) in a child of the runner (studies/runner.py `start`), in a new session (its own process
+group), so stopping a run also stops anything it spawned (verifier sandboxes). Directory names
+carry the time, the seed and a random suffix, so two clicks in the same second never share a
+directory. Every child is killed when the lab exits (atexit), so no
 training process outlives the page that started it.
 """
 
@@ -13,7 +14,6 @@ import atexit
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rlvr.errors import UserError
 from rlvr.lab.runs import KNOBS
+from rlvr.studies.runner import RunSpec, start
 
 LIVE_PRESET = "configs/smoke.yaml"
 """The short preset a live run starts from (seconds on a CPU)."""
@@ -48,7 +49,7 @@ class LiveRuns:
         atexit.register(self.stop_all)
 
     def start(self, knobs: dict[str, str]) -> LiveRun:
-        """Start `rlvr train` with the preset and the chosen knob values; returns at once."""
+        """Start training the preset with the chosen knob values; returns at once."""
         if not self.preset.is_file():
             raise UserError(f"live-run preset {self.preset} not found; run `rlvr lab` from the repository root")
         unknown = sorted(set(knobs) - set(KNOBS))
@@ -57,24 +58,9 @@ class LiveRuns:
         seed = knobs.get("seed") or "0"
         path = self.root / f"lab-{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}-{uuid.uuid4().hex[:6]}"
         path.mkdir(parents=True)  # fails if it exists: no two clicks share a directory
-        sets = [f"--set={KNOBS[k]}={v}" for k, v in knobs.items() if v != ""]
-        command = [
-            sys.executable,
-            "-m",
-            "rlvr.cli",
-            "train",
-            "--config",
-            str(self.preset),
-            *sets,
-            "--out",
-            str(path),
-            "--quiet",
-        ]
+        sets = tuple(f"{KNOBS[k]}={v}" for k, v in knobs.items() if v != "")
         log = path / "lab.log"
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-            )
+        process = start(RunSpec(out=str(path), config=str(self.preset), overrides=sets, resume=False), log)
         run = LiveRun(path, process, log)
         with self._lock:
             self._runs[str(path)] = run

@@ -7,9 +7,10 @@ For each knob of the lab (verifier fidelity, algorithm, G, β, learning rate) ev
 setting: the atlas's base configuration (``BASE``: the default GRPO run on arith, with ``steps``
 steps) with that one knob changed. Settings that are the same configuration (the default
 value of each knob) are run once and shared. Every (setting, seed) is an ordinary run directory
-``<out>/runs/<setting>-seed<N>``, made by ``rlvr train`` in a process of its own with one torch
-thread, as many side by side as the machine has cores. A finished run (summary.json) is kept; an
-interrupted one resumes from its checkpoint; so an interrupted atlas continues where it stopped.
+``<out>/runs/<setting>-seed<N>``, trained by the runner (studies/runner.py) in a process of its own
+with one torch thread, as many side by side as the machine has cores. A finished run (summary.json)
+is kept; an interrupted one resumes from its checkpoint; so an interrupted atlas continues where it
+stopped.
 ``<out>/atlas.json`` indexes the runs by knob and value, records the machine, date, rlvr version
 and the command, and holds each run's small results (``run_card``: per-step curves, held-out
 evaluations, peak memory by component, wall time), so that it stands alone without the run
@@ -24,20 +25,19 @@ import math
 import os
 import platform
 import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 import yaml
-from tqdm import tqdm
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
 from rlvr.errors import UserError
 from rlvr.eval.compare import peak_memory
+from rlvr.rundir import metrics_path, read_config, read_metrics, read_summary
+from rlvr.studies.runner import RunSpec, run_many
 
 PRESETS = Path(__file__).resolve().parents[3] / "configs"
 """The repository's presets (src/rlvr/studies/atlas.py -> configs/), so that the atlas runs from any folder."""
@@ -122,14 +122,10 @@ class AtlasRun:
         """The `--set` values of this run, on top of the setting's preset."""
         return [*BASE, f"train.steps={self.steps}", *self.setting.overrides, f"train.seed={self.seed}"]
 
-    def argv(self, out: Path) -> list[str]:
-        """The `rlvr train` command line of this run (a resume when it has a checkpoint)."""
-        run_dir = out / "runs" / self.dir_name
-        if (run_dir / "checkpoint").is_dir():
-            return ["train", "--resume", str(run_dir), "--quiet"]
-        config = ["--config", preset_path(self.setting.config)] if self.setting.config else []
-        sets = [arg for value in self.overrides for arg in ("--set", value)]
-        return ["train", *config, *sets, "--out", str(run_dir), "--quiet"]
+    def spec(self, out: Path) -> RunSpec:
+        """This run for the runner: `<out>/runs/<dir_name>`, one torch thread, resumed from its checkpoint."""
+        config = preset_path(self.setting.config)
+        return RunSpec(out=str(out / "runs" / self.dir_name), config=config, overrides=tuple(self.overrides), threads=1)
 
 
 def plan(knobs: list[str], seeds: list[int], steps: int) -> list[AtlasRun]:
@@ -190,39 +186,14 @@ def dump(index: dict) -> str:
 def run_all(out: Path, runs: list[AtlasRun], *, jobs: int | None, progress: bool, desc: str) -> int:
     """Make every run not finished yet (summary.json), `jobs` side by side (default one per core),
     with a progress bar, and return how many it made; raise AtlasError naming the first that failed."""
-    jobs = jobs or max(1, os.cpu_count() or 1)
-    todo = [run for run in runs if not (out / "runs" / run.dir_name / "summary.json").is_file()]
-    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc=desc, unit="run", disable=not progress)
-    failed = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(_train, run, out): run for run in todo}
-        for future in as_completed(futures):
-            if future.result() != 0:
-                failed.append(futures[future].dir_name)
-            bar.update(1)
-    bar.close()
-    if failed:
+    batch = run_many([run.spec(out) for run in runs], jobs=jobs, progress=progress, desc=desc)
+    if batch.failed:
+        first = batch.failed[0]
         raise AtlasError(
-            f"{len(failed)} run(s) failed, first {failed[0]}: see {out / 'runs' / (failed[0] + '.log')} "
+            f"{len(batch.failed)} run(s) failed, first {Path(first.out).name}: see {first.log_path()} "
             "and run the same command again to retry them"
         )
-    return len(todo)
-
-
-def _train(run: AtlasRun, out: Path) -> int:
-    """One run in a process of its own (one torch thread); its output goes to its own log."""
-    run_dir = out / "runs" / run.dir_name
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with open(out / "runs" / f"{run.dir_name}.log", "w") as log:
-        done = subprocess.run(
-            [sys.executable, "-m", "rlvr.cli", *run.argv(out)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            check=False,
-        )
-    return done.returncode
+    return batch.made
 
 
 SCHEMA = "rlvr.atlas/1"
@@ -252,20 +223,14 @@ def run_card(run_dir: str | Path) -> dict | None:
     per held-out evaluation, step 0 being the base model; ``memory``: the peak of each `memory/*`
     metric (bytes); ``wall_s`` and ``steps`` from summary.json and config.yaml.
     """
-    run_dir = Path(run_dir)
+    if not metrics_path(run_dir).is_file():
+        return None
     try:
-        lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-        config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
-        summary_file = run_dir / "summary.json"
-        summary = json.loads(summary_file.read_text()) if summary_file.is_file() else None
+        rows = read_metrics(run_dir)  # without the last line of a run being written
+        config = read_config(run_dir)
+        summary = read_summary(run_dir)
     except (OSError, ValueError, yaml.YAMLError):
         return None
-    rows = []
-    for line in lines:
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # the last line of a run being written
     steps = [row for row in rows if "reward" in row and "step" in row]
     curves = {"step": [row["step"] for row in steps]}
     for key in CURVES:

@@ -1,10 +1,11 @@
 """`rlvr compare`: train several algorithms on the same task, model, prompt budget and seeds, then
 set them side by side on memory, online exploration, reward stability and held-out reasoning.
 
-Each (algorithm, seed) is an ordinary run directory `<out>/<algorithm>-seed<seed>/` written by
-`train()`; after training, its final policy is evaluated on held-out pass@k and CoT-pass@k with
-the same sampler and counts as `rlvr eval` (studies/passk_eval.py). The numbers are computed from
-those files by eval/compare.py and written to `<out>/compare.json` and `<out>/compare.png`.
+Each (algorithm, seed) is an ordinary run directory `<out>/<algorithm>-seed<seed>/`, trained in
+this process by the runner (studies/runner.py); after training, its final policy is evaluated on
+held-out pass@k and CoT-pass@k with the same sampler and counts as `rlvr eval`
+(studies/passk_eval.py). The numbers are computed from those files by eval/compare.py and written
+to `<out>/compare.json` and `<out>/compare.png`.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import torch
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import AlgoConfig, RunConfig, load_config
-from rlvr.engine.loop import train
 from rlvr.errors import UserError
 from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_algorithm
 from rlvr.eval.curves import curves
 from rlvr.models import load_policy
 from rlvr.rollout.prompts import PromptFormat
-from rlvr.rundir import read_metrics
+from rlvr.rundir import final_dir, is_run_dir, read_metrics
 from rlvr.studies.passk_eval import count_samples
+from rlvr.studies.runner import RunSpec, run
 from rlvr.tasks import load_task
 from rlvr.tasks.registry import reasoning_checker
 from rlvr.verifiers import RewardFunction
@@ -83,10 +84,8 @@ def check_budget(seeds: list[int], steps: int, n: int, ks: list[int]) -> None:
         raise CompareBudgetError(f"--n {n}: pass@k at large k needs n >= 2 samples per held-out query and k <= n")
 
 
-def _run_config(config: str | None, overrides: list[str], algorithm: str, seed: int, steps: int) -> RunConfig:
-    return load_config(
-        config, [*overrides, f"algo.algorithm={algorithm}", f"train.seed={seed}", f"train.steps={steps}"]
-    )
+def _run_sets(overrides: list[str], algorithm: str, seed: int, steps: int) -> list[str]:
+    return [*overrides, f"algo.algorithm={algorithm}", f"train.seed={seed}", f"train.steps={steps}"]
 
 
 def _heldout_curves(
@@ -129,8 +128,9 @@ def compare_algorithms(
     """Train every algorithm with every seed, evaluate, and write out/compare.json and .png."""
     ks = ks or [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= n]
     check_budget(seeds, steps, n, ks)
-    configs = {(a, s): _run_config(config, overrides, a, s, steps) for a in algorithms for s in seeds}
-    taken = [out / f"{a}-seed{s}" for a, s in configs if (out / f"{a}-seed{s}" / "config.yaml").exists()]
+    sets = {(a, s): _run_sets(overrides, a, s, steps) for a in algorithms for s in seeds}
+    configs = {key: load_config(config, value) for key, value in sets.items()}  # all valid before any run
+    taken = [out / f"{a}-seed{s}" for a, s in configs if is_run_dir(out / f"{a}-seed{s}")]
     if taken:
         raise UserError(f"{taken[0]} already holds a run; pick another --out for this comparison")
     say = print if progress else (lambda *_: None)
@@ -138,27 +138,57 @@ def compare_algorithms(
     for index, ((algorithm, seed), cfg) in enumerate(configs.items(), start=1):
         run_dir = out / f"{algorithm}-seed{seed}"
         say(f"[{index}/{len(configs)}] {algorithm}, seed {seed}: {steps} steps -> {run_dir}")
-        started = time.perf_counter()
-        train(cfg, run_dir, progress=progress)
-        passk = _heldout_curves(
-            str(run_dir / "final"),
-            cfg,
-            n=n,
-            ks=ks,
-            num_queries=num_queries,
-            progress=progress,
-            label=f"{algorithm} seed {seed}",
-        )
-        (run_dir / "passk.json").write_text(json.dumps({"k": ks, "n": n, **passk}, indent=1) + "\n")
+        spec = RunSpec(str(run_dir), config, tuple(sets[algorithm, seed]), resume=False, progress=progress)
         per_algorithm[algorithm].append(
-            {"seed": seed, "rows": read_metrics(run_dir), "passk": passk, "wall_s": time.perf_counter() - started}
+            _train_and_measure(spec, cfg, n=n, ks=ks, num_queries=num_queries, progress=progress)
         )
     first = next(iter(configs.values()))
     say(f"base model {first.model.name}: held-out pass@k")
     base = _heldout_curves(
         first.model.name, first, n=n, ks=ks, num_queries=num_queries, progress=progress, label="base"
     )
-    report = {
+    report = _report(config, overrides, steps, seeds, n, ks, first, per_algorithm, base)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps(report, indent=1) + "\n")
+    plot_compare(report, out / "compare.png")
+    (out / "compare.md").write_text(format_table(report) + "\n")
+    return report
+
+
+def _train_and_measure(
+    spec: RunSpec, cfg: RunConfig, *, n: int, ks: list[int], num_queries: int | None, progress: bool
+) -> dict:
+    """Train one run, then its held-out pass@k (also written to <run>/passk.json); what
+    summarize_algorithm takes of it."""
+    started = time.perf_counter()
+    run(spec)
+    label = f"{cfg.algo.algorithm} seed {cfg.train.seed}"
+    passk = _heldout_curves(
+        str(final_dir(spec.out)), cfg, n=n, ks=ks, num_queries=num_queries, progress=progress, label=label
+    )
+    run_dir = Path(spec.out)
+    (run_dir / "passk.json").write_text(json.dumps({"k": ks, "n": n, **passk}, indent=1) + "\n")
+    return {
+        "seed": cfg.train.seed,
+        "rows": read_metrics(run_dir),
+        "passk": passk,
+        "wall_s": time.perf_counter() - started,
+    }
+
+
+def _report(
+    config: str | None,
+    overrides: list[str],
+    steps: int,
+    seeds: list[int],
+    n: int,
+    ks: list[int],
+    first: RunConfig,
+    per_algorithm: dict[str, list[dict]],
+    base: dict,
+) -> dict:
+    """compare.json: the setup, one summary per algorithm, and the base model's pass@k."""
+    return {
         "command_config": config,
         "overrides": overrides,
         "steps": steps,
@@ -175,8 +205,3 @@ def compare_algorithms(
             "cot_pass@k": None if base["cot_pass@k"] is None else curve_mean([base["cot_pass@k"]]),
         },
     }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").write_text(json.dumps(report, indent=1) + "\n")
-    plot_compare(report, out / "compare.png")
-    (out / "compare.md").write_text(format_table(report) + "\n")
-    return report

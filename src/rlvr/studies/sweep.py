@@ -3,12 +3,13 @@
     rlvr sweep --config configs/funcsynth-visible.yaml --grid reward.fidelity=gold,visible_only \
         --seeds 0 --out runs/sweep-fidelity
 
-Each run is `train()` with the preset, the `--set` overrides, the grid point and the seed, written
-to `<out>/<label>` where the label names the point and the seed (`reward.fidelity=gold-seed0`).
-The sweep then collects every run's summary.json into `<out>/sweep.json` and `<out>/sweep.png`
-and prints the table: gold pass@1 and training-verifier pass@1 before and after, held-out hacking
-rate, wall time. A run that already finished (summary.json present) is read, not run again, so an
-interrupted sweep continues where it stopped.
+Each run is trained in this process by the runner (studies/runner.py) with the preset, the `--set`
+overrides, the grid point and the seed, written to `<out>/<label>` where the label names the point
+and the seed (`reward.fidelity=gold-seed0`). The sweep then collects every run's summary.json
+into `<out>/sweep.json` and `<out>/sweep.png` and prints the table: gold pass@1 and
+training-verifier pass@1 before and after, held-out hacking rate, wall time. A run that already
+finished (summary.json present) is read, not run again, so an interrupted sweep continues where it
+stopped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import yaml
 
 from rlvr.config import RunConfig, load_config, parse_override
 from rlvr.errors import UserError
+from rlvr.rundir import is_finished, is_run_dir, read_config, read_summary
+from rlvr.studies.runner import RunSpec, run
 
 
 class SweepError(UserError):
@@ -60,6 +63,11 @@ def label(point: dict[str, Any], seed: int) -> str:
     return "-".join([*(f"{k}={v}" for k, v in point.items()), f"seed{seed}"])
 
 
+def _sets(overrides: list[str], point: dict[str, Any], seed: int) -> list[str]:
+    """A run's overrides: the sweep's, then the grid point's, then its seed."""
+    return [*overrides, *(f"{k}={v}" for k, v in point.items()), f"train.seed={seed}"]
+
+
 def plan(
     config: str | None, grid: list[tuple[str, list[str]]], seeds: list[int], overrides: list[str]
 ) -> list[tuple[str, dict[str, str], int, RunConfig]]:
@@ -68,8 +76,7 @@ def plan(
     for values in itertools.product(*(vals for _, vals in grid)):
         point = dict(zip((k for k, _ in grid), values, strict=True))
         for seed in seeds:
-            sets = [*overrides, *(f"{k}={v}" for k, v in point.items()), f"train.seed={seed}"]
-            runs.append((label(point, seed), point, seed, load_config(config, sets)))
+            runs.append((label(point, seed), point, seed, load_config(config, _sets(overrides, point, seed))))
     return runs
 
 
@@ -83,17 +90,15 @@ def run_sweep(
     progress: bool = True,
 ) -> dict:
     """Run (or read back) every grid point and seed; write and return the sweep report."""
-    from rlvr.engine.loop import train
-
     out = Path(out)
     runs = plan(config, grid, seeds, list(overrides))
     rows = []
     for index, (name, point, seed, cfg) in enumerate(runs, start=1):
         run_dir = out / name
-        if (run_dir / "summary.json").is_file():
+        if is_finished(run_dir):
             _check_same_config(run_dir, cfg)
-            summary = json.loads((run_dir / "summary.json").read_text())
-        elif (run_dir / "config.yaml").is_file():
+            summary = read_summary(run_dir)
+        elif is_run_dir(run_dir):
             raise SweepError(
                 f"{run_dir} holds an unfinished run; finish it with rlvr train --resume {run_dir} "
                 "or remove it, then run the sweep again"
@@ -101,7 +106,8 @@ def run_sweep(
         else:
             if progress:
                 print(f"sweep run {index}/{len(runs)}: {name}")
-            summary = train(cfg, run_dir, progress=progress)
+            sets = tuple(_sets(list(overrides), point, seed))
+            summary = run(RunSpec(out=str(run_dir), config=config, overrides=sets, resume=False, progress=progress))
         rows.append(row_of(name, point, seed, run_dir, summary))
     report = {
         "config": config,
@@ -118,7 +124,7 @@ def run_sweep(
 
 def _check_same_config(run_dir: Path, cfg: RunConfig) -> None:
     """A finished run is reused only if it was run with exactly the config this point asks for."""
-    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    saved = read_config(run_dir)
     if saved != yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False)):
         raise SweepError(f"{run_dir} holds a finished run of a different config; remove it or pick another --out")
 

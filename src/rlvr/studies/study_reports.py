@@ -1,0 +1,232 @@
+"""What `rlvr reproduce` reads from a study's runs: the lines that set each paper's claim beside the
+numbers measured here, mean ± standard deviation over seeds (eval/stats.py), and the verdicts they
+rest on (a change beyond two standard errors; the expansion regime's criteria).
+
+Every function takes plain data: {arm: [run]}, each run {"card": its atlas run card, "eval": its
+eval.json or None}.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from rlvr.eval.stats import Spread, mean_sd
+
+# ---------------------------------------------------------------------------------------------
+# Numbers every report uses
+
+
+def _fmt(stat: Spread, scale: float = 100.0, unit: str = "%", signed: bool = False) -> str:
+    """mean ± sd with its unit, e.g. "70.0 ± 14.1%" or "+30.0 ± 14.1 points"."""
+    if stat.mean is None:
+        return "n/a"
+    mean, sd = stat.mean, stat.sd
+    text = f"{scale * mean:{'+' if signed else ''}.1f}"
+    return (text if sd is None else f"{text} ± {scale * sd:.1f}") + unit
+
+
+def _held_out(run: dict, key: str, which: int) -> float | None:
+    evals = run["card"]["evals"]
+    return evals[key][which] if evals["step"] and key in evals else None
+
+
+def accuracy_line(label: str, runs: list[dict]) -> str:
+    """Sampled pass@1 and greedy accuracy (gold), base -> final, mean ± sd over seeds."""
+    cells = {
+        f"{what} {when}": mean_sd([_held_out(r, key, i) for r in runs])
+        for what, key in (("pass@1", "gold_pass@1"), ("greedy", "gold_greedy"))
+        for when, i in (("base", 0), ("final", -1))
+    }
+    gain = mean_sd([_held_out(r, "gold_pass@1", -1) - _held_out(r, "gold_pass@1", 0) for r in runs])
+    drop = mean_sd([_held_out(r, "gold_greedy", -1) - _held_out(r, "gold_greedy", 0) for r in runs])
+    return (
+        f"{label}: pass@1 {_fmt(cells['pass@1 base'])} -> {_fmt(cells['pass@1 final'])} "
+        f"({_fmt(gain, unit=' points', signed=True)}); greedy {_fmt(cells['greedy base'])} -> {_fmt(cells['greedy final'])} "
+        f"({_fmt(drop, unit=' points', signed=True)}) [{len(runs)} seeds]"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# What each study reads from its arms
+
+
+def _bounds(runs: list[dict], key: str) -> tuple[float, float]:
+    """The mean change (final - base) minus and plus two standard errors over seeds (one seed: the change)."""
+    change = _change(runs, key)
+    return change.mean - _two_se(change), change.mean + _two_se(change)
+
+
+def _two_se(spread: Spread) -> float:
+    """Two standard errors of the mean; 0 for one seed (its change is all there is)."""
+    return 2 * spread.standard_error if spread.sd is not None else 0.0
+
+
+KEEP = 0.02
+"""A greedy drop under 2 points (2 of 100 held-out queries) counts as keeping greedy accuracy."""
+
+
+def _change(runs: list[dict], key: str) -> Spread:
+    return mean_sd([_held_out(r, key, -1) - _held_out(r, key, 0) for r in runs])
+
+
+def raises(runs: list[dict], key: str = "gold_pass@1") -> bool:
+    """The mean change is above zero by more than two standard errors over seeds."""
+    return _bounds(runs, key)[0] > 0
+
+
+def lowers(runs: list[dict], key: str = "gold_greedy") -> bool:
+    """The mean change is below zero by more than two standard errors over seeds."""
+    return _bounds(runs, key)[1] < 0
+
+
+def controls_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    others = [arm for arm in arms if arm != "gold" and raises(arms[arm])]
+    if raises(arms["gold"]) and not others:
+        reading = ("only the accurate reward raises gold pass@1 (mean gain above two standard errors), as Wu et al. "
+                   "found on clean arithmetic and Shao et al. on Llama3 and OLMo2; the spurious-reward gains of "
+                   "Qwen2.5-Math do not appear on this base")  # fmt: skip
+    else:
+        reading = f"arms whose gold pass@1 gain is above two standard errors: {', '.join(others) or 'none'}"
+    return [*lines, f"reading: {reading}"]
+
+
+def passk_mean(reports: list[dict], model: str, key: str) -> list[float]:
+    """The mean over seeds of one model's curve (base or trained) at each k."""
+    return [statistics.fmean(r["models"][model][key][i] for r in reports) for i in range(len(reports[0]["k"]))]
+
+
+def _passk_lines(arm: str, runs: list[dict]) -> list[str]:
+    """pass@k and CoT-pass@k, base -> trained, mean over seeds, and the k where the base catches up."""
+    reports = [r["eval"] for r in runs if r.get("eval")]
+    lines = []
+    for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")) if reports else ():
+        ks, base, model = reports[0]["k"], passk_mean(reports, "base", key), passk_mean(reports, "model", key)
+        cross = next((k for k, b, m in zip(ks, base, model, strict=True) if b >= m), None)
+        lines.append(
+            f"{arm} {name} (mean of {len(reports)} seeds, base -> trained): "
+            + ", ".join(f"k={k} {100 * b:.1f}->{100 * m:.1f}" for k, b, m in zip(ks, base, model, strict=True))
+            + "; "
+            + (f"the base catches up at k={cross}" if cross else "the base stays below at every k")
+        )
+    return lines
+
+
+EXPANSION_BASE_MAX = 0.10
+"""The expansion regime's base: pass@256 at most 10% on held-out problems."""
+EXPANSION_GAIN = 0.30
+"""... and the trained model at least 30 points above it at k = 256, above it at every k."""
+
+
+def expansion_verdict(reports: list[dict], key: str = "pass@k") -> dict[str, Any]:
+    """Whether eval reports (one per seed) show expansion: the base's pass@256 at most 10%, each
+    seed's trained model above the base at every k, and the mean gain at the largest k >= 30 points."""
+    base_top = statistics.fmean(r["models"]["base"][key][-1] for r in reports)
+    above = [all(m > b for b, m in zip(r["models"]["base"][key], r["models"]["model"][key], strict=True))
+             for r in reports]  # fmt: skip
+    gain = mean_sd([r["models"]["model"][key][-1] - r["models"]["base"][key][-1] for r in reports])
+    return {
+        "k": reports[0]["k"][-1],
+        "base_top": base_top,
+        "seeds_above_everywhere": sum(above),
+        "seeds": len(reports),
+        "gain_top": gain,
+        "expansion": _at_most(base_top, EXPANSION_BASE_MAX)
+        and all(above)
+        and gain.mean is not None
+        and _at_most(EXPANSION_GAIN, gain.mean),
+    }
+
+
+def _at_most(value: float, bound: float) -> bool:
+    """value <= bound, forgiving the float error of a mean (10/100 averaged can be 0.1000000001)."""
+    return value <= bound + 1e-9
+
+
+def expansion_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    for arm, runs in arms.items():
+        lines += _passk_lines(arm, runs)
+        reports = [r["eval"] for r in runs if r.get("eval")]
+        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")) if reports else ():
+            v = expansion_verdict(reports, key)
+            lines.append(
+                f"reading ({arm}, {name}): the base's {name.replace('k', str(v['k']))} is {100 * v['base_top']:.1f}% "
+                f"({'at most' if _at_most(v['base_top'], EXPANSION_BASE_MAX) else 'above'} {100 * EXPANSION_BASE_MAX:.0f}%); "
+                f"trained above the base at every k on {v['seeds_above_everywhere']} of {v['seeds']} seeds; "
+                f"gain at k={v['k']} {_fmt(v['gain_top'], unit=' points', signed=True)} -> "
+                + ("expansion: RL solved problems the base did not solve in 256 tries"
+                   if v["expansion"] else "not the expansion regime's criteria (see the numbers above)")
+            )  # fmt: skip
+    return lines
+
+
+def sharpening_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    for arm, runs in arms.items():
+        lines += _passk_lines(arm, runs)
+    keeps = [
+        f"{arm} (greedy {_fmt(_change(runs, 'gold_greedy'), unit=' points', signed=True)})"
+        for arm, runs in arms.items()
+        if raises(runs) and (not lowers(runs) or _change(runs, "gold_greedy").mean >= -KEEP)
+    ]
+    lines.append(
+        f"raises pass@1 and keeps greedy (no drop beyond two standard errors, or under {100 * KEEP:.0f} points): "
+        + (", ".join(keeps) if keeps else "none of these arms")
+    )
+    return lines
+
+
+def length_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines, growth = [], {}
+    for arm, runs in arms.items():
+        early = [_window(r, "completions/wrong_mean_length", 0, 10) for r in runs]
+        late = [_window(r, "completions/wrong_mean_length", -10, None) for r in runs]
+        right = mean_sd([_window(r, "completions/correct_mean_length", -10, None) for r in runs])
+        growth[arm] = [b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None]
+        lines.append(
+            f"{arm}: wrong answers {_fmt(mean_sd(early), 1, ' tokens')} (steps 1-10) -> "
+            f"{_fmt(mean_sd(late), 1, ' tokens')} (last 10 steps); right answers in the last 10 steps "
+            f"{_fmt(right, 1, ' tokens')}"
+        )
+    (first, a), (second, b) = list(growth.items())[:2]
+    if len(a) > 1 and len(b) > 1:
+        spread_a, spread_b = mean_sd(a), mean_sd(b)
+        diff = spread_a.mean - spread_b.mean
+        se = (spread_a.standard_error**2 + spread_b.standard_error**2) ** 0.5
+        verdict = "beyond" if abs(diff) > 2 * se else "within"
+        lines.append(
+            f"reading: wrong answers grew {diff:+.2f} ± {se:.2f} tokens more under {first} than under {second}, "
+            f"{verdict} two standard errors"
+        )
+    return lines
+
+
+def self_check_report(arms: dict[str, list[dict]]) -> list[str]:
+    lines = []
+    for arm, runs in arms.items():
+        early = [_window(r, "selfcheck/rate", 0, 10) for r in runs]
+        late = [_window(r, "selfcheck/rate", -10, None) for r in runs]
+        checked = mean_sd([_window(r, "selfcheck/accuracy_checked", -10, None) for r in runs])
+        unchecked = mean_sd([_window(r, "selfcheck/accuracy_unchecked", -10, None) for r in runs])
+        change = mean_sd(b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None)
+        shift = change.mean if change.mean is not None else float("nan")
+        margin = _two_se(change)
+        verdict = "rose" if shift - margin > 0 else "fell" if shift + margin < 0 else "did not move beyond noise"
+        curves = [r["card"]["curves"] for r in runs if r["card"]["curves"].get("selfcheck/rate")]
+        steps = curves[0]["step"] if curves else []
+        mean = [statistics.fmean(c["selfcheck/rate"][i] for c in curves) for i in range(len(steps))]
+        peak = max(range(len(mean)), key=mean.__getitem__) if mean else None
+        lines.append(
+            f"{arm}: completions that check a step {_fmt(mean_sd(early))} (steps 1-10) -> {_fmt(mean_sd(late))} "
+            f"(last 10 steps), {verdict}"
+            + (f"; the mean over seeds peaks at {100 * mean[peak]:.1f}% at step {steps[peak]}" if mean else "")
+            + f"; training accuracy in the last 10 steps with a check {_fmt(checked)}, without {_fmt(unchecked)}"
+        )
+    return [*lines, *(accuracy_line(arm, runs) for arm, runs in arms.items())]
+
+
+def _window(run: dict, key: str, start: int, stop: int | None) -> float | None:
+    xs = [x for x in run["card"]["curves"].get(key, [])[start:stop] if x is not None]
+    return statistics.fmean(xs) if xs else None
