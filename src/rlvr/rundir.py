@@ -14,6 +14,7 @@ Directories written by earlier versions use the same names and formats and read 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,11 @@ def checkpoint_dir(run_dir: str | Path) -> Path:
 def final_dir(run_dir: str | Path) -> Path:
     """The trained policy of a finished run."""
     return Path(run_dir) / FINAL
+
+
+def default_run_dir(seed: int, root: str | Path = "runs") -> Path:
+    """Where a new run goes when no directory is named: <root>/<YYYYmmdd-HHMMSS>-seed<N>."""
+    return Path(root) / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}"
 
 
 def is_run_dir(run_dir: str | Path) -> bool:

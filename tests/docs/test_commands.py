@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.cli import build_parser, eval_set_problem, main
+from rlvr.cli import build_parser, main
+from rlvr.cli.evaluate import eval_set_problem
 from rlvr.config import RunConfig, apply_mapping, load_config, parse_override
 from rlvr.errors import UserError
-from rlvr.studies.sweep import parse_grid, parse_seeds, plan
+from rlvr.studies.sweep import parse_grid, plan
 
 from .mdtext import DOCS, REPO, fenced_blocks, relative
 
@@ -94,7 +95,7 @@ def _stand_in(subparser, argv: list[str], index: int) -> str:
     action = subparser._option_string_actions.get(option)  # argparse has no public lookup
     if action is not None and action.choices:
         return str(next(iter(action.choices)))
-    if action is not None and action.type in (int, float):
+    if action is not None and action.type is not None:  # int, float or an rlvr.cli.common validator
         return "1"
     return argv[index]
 
@@ -144,7 +145,7 @@ def _config_problem(args) -> str | None:
             section, name, value = parse_override(text)
             apply_mapping(RunConfig(), {section: {name: value}}, f"--set {text}")
         if args.command == "sweep":
-            plan(config, parse_grid(args.grid), parse_seeds(args.seeds), overrides)
+            plan(config, parse_grid(args.grid), args.seeds, overrides)  # --seeds parses to a list
         else:
             load_config(config, overrides)
     except UserError as error:

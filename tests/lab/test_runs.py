@@ -21,7 +21,7 @@ from rlvr.lab.runs import (
     sweep_command,
 )
 from rlvr.rundir import read_metrics
-from rlvr.studies.sweep import parse_grid, parse_seeds, plan
+from rlvr.studies.sweep import parse_grid, plan
 
 from .conftest import SMOKE
 
@@ -79,7 +79,7 @@ def test_sweep_command_makes_exactly_the_missing_setting(runs_root: Path) -> Non
     command = shlex.split(sweep_command(choice, runs_root, config=SMOKE))
     assert command[:2] == ["rlvr", "sweep"]
     args = build_parser().parse_args(command[1:])
-    [(name, point, seed, cfg)] = plan(args.config, parse_grid(args.grid), parse_seeds(args.seeds), args.overrides)
+    [(name, point, seed, cfg)] = plan(args.config, parse_grid(args.grid), args.seeds, args.overrides)
     assert (cfg.rollout.group_size, cfg.train.seed, cfg.algo.beta, cfg.train.steps) == (8, 3, 0.0, 2)
     assert Path(args.out).parent == runs_root
 

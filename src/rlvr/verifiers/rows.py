@@ -43,6 +43,15 @@ class VerifyReport:
             "checks_per_s": round(self.checks_per_s, 1),
         }
 
+    def table_lines(self) -> list[str]:
+        """Rows per verdict and per error class, then the throughput, as `rlvr verify` prints them."""
+        lines = []
+        for title, counts in (("verdict", self.verdicts), ("error class", self.error_classes)):
+            lines.append(f"  {title:<20} {'rows':>6}")
+            lines.extend(f"  {name:<20} {count:>6}" for name, count in counts.items())
+        lines.append(f"throughput: {self.checked} checks in {self.wall_s:.2f} s = {self.checks_per_s:.1f} checks/s")
+        return lines
+
 
 def parse_row(line: str) -> tuple[str | None, Any]:
     """(None, (query, completion)) for a good row, else (why it is bad, the query id or None)."""

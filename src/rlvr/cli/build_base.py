@@ -1,0 +1,71 @@
+"""`rlvr build-base`: rebuild one of the embedded tiny base models the package ships."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rlvr.cli.common import UsageError, quiet_hugging_face, run_options
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "build-base",
+        parents=[run_options(out="where to save it (default: the cache that 'tiny-arith' is loaded from)")],
+        help="rebuild the embedded tiny base model (supervised warm-up, deterministic)",
+        description="Warm up the embedded tiny Llama on arith solutions of which a share contain a "
+        "mistake, and save it in Hugging Face format. rlvr ships this model; this reproduces it.",
+    )
+    p.add_argument(
+        "--task",
+        default="arith",
+        choices=["arith", "funcsynth", "arith-check", "arith-deep", "arith-tool"],
+        help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
+        "lookup-table and wrong answers (docs/hacking.md); arith-check: 'tiny-arith-check', tiny-arith "
+        "warmed up on solutions that sometimes check a step and redo it (docs/reproduce.md); arith-deep: "
+        "'tiny-arith-deep', warmed up on 2- to 4-operand chains and 8 distinct 5-operand ones, so that it "
+        "rarely solves a 5-operand chain (docs/reproduce.md, the expansion study); arith-tool: 'tiny-arith-tool', "
+        "tiny-arith with the tool tags, warmed up on two-digit arithmetic that sometimes calls the python tool "
+        "(docs/tools.md)",
+    )
+    p.set_defaults(func=run)
+
+
+def _builders() -> dict:
+    """--task -> (build, default output folder, warm-up report)."""
+    from functools import partial
+
+    from rlvr.engine.evaluate import arith_warmup_report, funcsynth_warmup_report, tool_warmup_report
+    from rlvr.models import (
+        build_embedded,
+        cache_root,
+        deep_base,
+        embedded_path,
+        funcsynth_base,
+        selfcheck_base,
+        tool_base,
+    )
+
+    return {
+        "arith": (build_embedded, embedded_path, arith_warmup_report),
+        "funcsynth": (funcsynth_base.build, lambda: funcsynth_base.cache_path(cache_root()), funcsynth_warmup_report),
+        "arith-check": (selfcheck_base.build, lambda: selfcheck_base.cache_path(cache_root()), arith_warmup_report),
+        "arith-deep": (
+            deep_base.build,
+            lambda: deep_base.cache_path(cache_root()),
+            partial(arith_warmup_report, max_new_tokens=80),  # a 5-operand solution is up to 70 characters
+        ),
+        "arith-tool": (tool_base.build, lambda: tool_base.cache_path(cache_root()), tool_warmup_report),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    build, default_path, report = _builders()[args.task]
+    out = Path(args.out) if args.out else default_path()
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"--out {out} exists and is not empty; remove it or pick another folder")
+    quiet_hugging_face()
+    print(f"rlvr build-base: warming up the embedded model on {args.task} -> {out}")
+    build(out, report=report)
+    print(f"saved: {out} (AutoModelForCausalLM.from_pretrained loads it)")
+    return 0

@@ -1,0 +1,103 @@
+"""`rlvr train`: one training run, fresh or resumed from its checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rlvr import rundir
+from rlvr.cli.common import UsageError, add_quiet, quiet_hugging_face, run_options
+from rlvr.config import RunConfig, config_from_dict, describe_fields, load_config
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    shared = run_options(
+        config="YAML preset (see configs/); --set overrides it",
+        overrides="override one config field, e.g. --set algo.beta=0.1 (repeatable)",
+        seed="shorthand for --set train.seed=N",
+        out="run directory (default: runs/<time>-seed<N>)",
+    )
+    p = sub.add_parser(
+        "train",
+        parents=[shared],
+        help="train a policy with GRPO (no arguments: the embedded tiny model on arith)",
+        description="Train with GRPO: sample G completions per query, verify, group-normalise, update.",
+        epilog="settable keys (--set section.key=value):\n" + describe_fields(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the run in DIR from its last checkpoint (with --set train.steps=N to extend it)",
+    )
+    add_quiet(p)
+    p.set_defaults(func=run)
+
+
+def _fresh_run_dir(out: str | None, seed: int) -> Path:
+    path = Path(out) if out else rundir.default_run_dir(seed)
+    if rundir.is_run_dir(path):
+        raise UsageError(f"--out {path} already holds a run; continue it with --resume {path} or pick another --out")
+    return path
+
+
+def _resumed_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
+    run = Path(args.resume)
+    if not rundir.is_run_dir(run) or rundir.find_checkpoint(run) is None:
+        raise UsageError(f"--resume {run}: no run with a checkpoint there (expected config.yaml and checkpoint/)")
+    if args.config or args.seed is not None or args.out:
+        raise UsageError(
+            "--resume continues a run with its own saved config and directory; "
+            "drop --config/--seed/--out (--set may change fields, e.g. train.steps to extend it)"
+        )
+    return load_config(None, args.overrides, base=config_from_dict(rundir.read_config(run))), run
+
+
+def _fresh_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
+    from rlvr.engine.distributed import world
+
+    overrides = list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
+    cfg = load_config(args.config, overrides)
+    out = world().on_main(lambda: _fresh_run_dir(args.out, cfg.train.seed))  # one directory for all processes
+    return cfg, out
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg, out = _resumed_config(args) if args.resume else _fresh_config(args)
+    from rlvr.engine.loop import train  # torch and the models load once the flags are known to be good
+    from rlvr.verifiers.registry import close_verifiers
+
+    quiet_hugging_face()
+    print(f"rlvr train: {cfg.algo.algorithm} on task '{cfg.task.name}' with model '{cfg.model.name}' -> {out}")
+    try:
+        summary = train(cfg, out, resume=bool(args.resume), progress=not args.quiet)
+    finally:
+        close_verifiers()  # worker pools and the coq session end with the command, also when run in-process
+    if summary:  # empty on a process other than rank 0 under accelerate/torchrun: rank 0 reports
+        print("\n".join(summary_lines(cfg, summary)))
+        print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
+    return 0
+
+
+def summary_lines(cfg: RunConfig, summary: dict) -> list[str]:
+    """The held-out results before and after training, as `rlvr train` prints them."""
+    base, final = summary["base"], summary["final"]
+    lines = [
+        f"held-out pass@1 (n={final['n']}, T={cfg.rollout.temperature}): "
+        f"{base['pass@1']:.3f} -> {final['pass@1']:.3f} ({100 * (final['pass@1'] - base['pass@1']):+.1f} points); "
+        f"greedy {base['greedy']:.3f} -> {final['greedy']:.3f}; "
+        f"{summary['steps']} steps in {summary['wall_s']:.0f} s"
+    ]
+    if cfg.reward.fidelity != "gold":
+        lines.append(
+            f"gold verifier (reward.fidelity={cfg.reward.fidelity} trained): held-out gold pass@1 "
+            f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}, greedy {base['gold_greedy']:.3f} -> "
+            f"{final['gold_greedy']:.3f}; hacking rate "
+            f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)"
+        )
+    if "tool_use_rate" in final:
+        lines.append(
+            f"tool use (rollout.tools={cfg.rollout.tools}): share of held-out samples that ran a call "
+            f"{base['tool_use_rate']:.3f} -> {final['tool_use_rate']:.3f} (docs/tools.md)"
+        )
+    return lines
