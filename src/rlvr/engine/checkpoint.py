@@ -17,7 +17,6 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.rundir import CHECKPOINT, STATE_FILE, checkpoint_dir
-from rlvr.rundir import find_checkpoint as find_checkpoint  # for callers not yet reading rlvr.rundir
 
 
 def rng_state() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from transformers import PreTrainedModel
 from rlvr import rundir
 from rlvr.config import RunConfig
 from rlvr.engine.build import build_run, restore
-from rlvr.engine.checkpoint import find_checkpoint, save_checkpoint
+from rlvr.engine.checkpoint import save_checkpoint
 from rlvr.engine.context import StepObserver
 from rlvr.engine.distributed import NullLog, world
 from rlvr.engine.evaluate import HeldoutResult, evaluate_heldout
@@ -32,7 +32,7 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, out_dir: Path, *, resume: bool = False):
         self.cfg, self.out_dir = cfg, out_dir
-        checkpoint = find_checkpoint(out_dir) if resume else None
+        checkpoint = rundir.find_checkpoint(out_dir) if resume else None
         self.parts = build_run(cfg, checkpoint)
         self.context = self.parts.context
         self.start_step, self.base_eval = restore(self.context, checkpoint) if checkpoint else (0, None)
