@@ -85,7 +85,7 @@ def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp
         (["--grid", "reward.fidelity="], "no values after '='"),
         (["--grid", "reward.fidelity=gold,bogus"], "reward.fidelity must be one of"),
         (["--grid", "task.name=funcsynth", "--grid", "reward.fidelity=lenient"], "weakens math rows"),
-        (["--grid", "train.steps=1", "--seeds", "a"], "--seeds 'a'"),
+        (["--grid", "train.steps=1", "--seeds", "a"], "argument --seeds: expected comma-separated integers"),
     ],
 )
 def test_bad_grids_fail_before_any_run_with_one_line(tmp_path, args, message, cli):
