@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/deep_base_variants.py --out runs/deep-variants
     .venv/bin/python benchmarks/deep_base_variants.py --out runs/deep-variants --variants shipped,no-deep
 
-Each variant changes one thing of models/deep_base.py's recipe (the share of 5-operand chains in the
+Each variant changes one thing of bases/tiny_arith_deep.py's recipe (the share of 5-operand chains in the
 warm-up, the largest value, the smallest operand), is built by the same code as the shipped base
-(`deep_base.build`, about 6 minutes on one core) and evaluated by `rlvr eval`'s code on the
+(`tiny_arith_deep.build`, about 6 minutes on one core) and evaluated by `rlvr eval`'s code on the
 variant's own 100 held-out 5-operand queries, n = 256 samples each at T = 1. Printed per variant:
 pass@k and CoT-pass@k at k = 1 and 256, and the share of queries whose only right answers at
 k = 256 came after wrong steps (pass@256 - CoT-pass@256). Variants run side by side, one torch
@@ -39,17 +39,18 @@ def _measure(name: str, out: str) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from rlvr.models import deep_base
+    from rlvr.bases import tiny_arith_deep
+    from rlvr.bases.store import built_from
     from rlvr.studies.passk_eval import evaluate_passk
 
     change = VARIANTS[name]
-    share = deep_base.SHARE | change.get("share", {})
-    task = dataclasses.replace(deep_base.TASK, **change.get("task", {}))
+    share = tiny_arith_deep.SHARE | change.get("share", {})
+    task = dataclasses.replace(tiny_arith_deep.TASK, **change.get("task", {}))
     path = Path(out) / name
-    if deep_base.built_from(deep_base.SHIPPED, deep_base.recipe(share, task)):
-        path = deep_base.SHIPPED  # the shipped base is this variant: measure it as it is
-    elif not deep_base.built_from(path, deep_base.recipe(share, task)):
-        deep_base.build(path, share=share, task=task)
+    if built_from(tiny_arith_deep.BASE.shipped, tiny_arith_deep.recipe(share, task)):
+        path = tiny_arith_deep.BASE.shipped  # the shipped base is this variant: measure it as it is
+    elif not built_from(path, tiny_arith_deep.recipe(share, task)):
+        tiny_arith_deep.build(path, share=share, task=task)
     report = evaluate_passk(
         str(path), base=None, task="arith", n=256, ks=[1, 256], num_queries=100, temperature=1.0, seed=0,
         out=Path(out) / name / "eval", progress=False, spec=task, max_new_tokens=80,

@@ -10,6 +10,7 @@ import time
 
 import torch
 
+from rlvr.bases import resolve_model_path
 from rlvr.config import AlgoConfig
 from rlvr.engine.update import accumulate_policy_gradient, micro_batches
 from rlvr.meters.grad_noise import MicroBatchNoise
@@ -20,7 +21,7 @@ from rlvr.tasks.arith import make_queries
 
 def main() -> None:
     torch.set_num_threads(1)
-    model, tok = load_policy("tiny-arith")
+    model, tok = load_policy(resolve_model_path("tiny-arith"))
     torch.manual_seed(0)
     batch = sample_completions(model, tok, make_queries(16, split="train", seed=0), group_size=8, max_new_tokens=40)
     advantages = torch.randn(batch.num_completions)  # [N]

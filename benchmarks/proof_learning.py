@@ -58,12 +58,13 @@ def warmup_proof(query, rng: random.Random) -> str:
 def build_base(path: Path) -> None:
     import torch
 
+    from rlvr.bases import resolve_model_path
+    from rlvr.bases.warmup import WarmupSpec, warm_up
     from rlvr.models import load_policy
-    from rlvr.models.warmup import WarmupSpec, warm_up
     from rlvr.tasks.proofs import make_queries
 
     torch.manual_seed(0)
-    model, tokenizer = load_policy("tiny-arith")
+    model, tokenizer = load_policy(resolve_model_path("tiny-arith"))
     train = make_queries(NUM_TRAIN, split="train", seed=0)
     spec = WarmupSpec(steps=WARMUP_STEPS, batch_size=64, lr=1e-3, warmup_steps=20, error_rate=ERROR_RATE)
     warm_up(model, tokenizer, train, warmup_proof, spec)

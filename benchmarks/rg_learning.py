@@ -40,14 +40,15 @@ def build_base(path: Path) -> None:
     """tiny-arith warmed up on chain_sum's training questions (module docstring)."""
     import torch
 
+    from rlvr.bases import resolve_model_path
+    from rlvr.bases.warmup import WarmupSpec, warm_up
     from rlvr.models import load_policy
-    from rlvr.models.warmup import WarmupSpec, warm_up
     from rlvr.tasks.arith import worked_solution
     from rlvr.tasks.reasoning_gym import load
     from rlvr.types import Query
 
     torch.manual_seed(0)
-    model, tokenizer = load_policy("tiny-arith")
+    model, tokenizer = load_policy(resolve_model_path("tiny-arith"))
     train, _ = load(DATASET, CONFIG, seed=0, num_train=2000, num_eval=200)
 
     def with_steps(query: Query) -> Query:

@@ -69,10 +69,11 @@ from pathlib import Path
 
 import torch
 
+from rlvr.bases import SHIPPED
+from rlvr.bases.tiny import TinyArch, build_tiny_llama
 from rlvr.config import load_config
 from rlvr.engine.loop import Trainer
-from rlvr.models import SHIPPED, load_policy
-from rlvr.models.tiny import TinyArch, build_tiny_llama
+from rlvr.models import load_policy
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
@@ -218,7 +219,7 @@ def resolve_model(path: str | None, workdir: Path) -> tuple[str, str]:
     if path:
         return path, path
     if (SHIPPED / "config.json").is_file():
-        return str(SHIPPED), "shipped embedded base (rlvr.models.SHIPPED)"
+        return str(SHIPPED), "shipped embedded base (rlvr.bases.SHIPPED)"
     target = workdir / "tiny-random"
     tokenizer = build_char_tokenizer()
     build_tiny_llama(tokenizer, TinyArch(), seed=0).save_pretrained(target)

@@ -31,17 +31,18 @@ def base_split(queries: int = 100, samples: int = 8) -> str:
     (`queries` held-out queries x `samples` tool rollouts at T = 1, seed 0)."""
     import torch
 
-    from rlvr.models import DERIVED, load_policy
+    from rlvr.bases import resolve_model_path, tiny_arith_tool
+    from rlvr.models import load_policy
     from rlvr.rollout.hf import sample_completions
     from rlvr.rollout.tools import FORMATS, ToolUse
     from rlvr.tasks.arith import make_queries
     from rlvr.verifiers import RewardFunction
 
-    model, tok = load_policy("tiny-arith-tool")
+    model, tok = load_policy(resolve_model_path("tiny-arith-tool"))
     tools = ToolUse(FORMATS["tags"], max_turns=2)
     try:
         torch.manual_seed(0)
-        heldout = make_queries(queries, split="heldout", seed=0, spec=DERIVED["tiny-arith-tool"].TASK)
+        heldout = make_queries(queries, split="heldout", seed=0, spec=tiny_arith_tool.TASK)
         batch = sample_completions(model, tok, heldout, group_size=samples, max_new_tokens=48, tools=tools)
     finally:
         tools.close()

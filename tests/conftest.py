@@ -10,8 +10,9 @@ import pytest
 import torch
 from hypothesis import settings
 
-from rlvr.models import SHIPPED, load_policy
-from rlvr.models.tiny import TinyArch, build_tiny_llama
+from rlvr.bases import SHIPPED
+from rlvr.bases.tiny import TinyArch, build_tiny_llama
+from rlvr.models import load_policy
 from rlvr.models.tokenizer import build_char_tokenizer
 
 torch.set_num_threads(2)

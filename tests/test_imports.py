@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "rollout": 4,
     "meters": 4,
     "engine": 5,
+    "bases": 5,  # resolves model.name for the engine's builders; its warm-up reports use engine/evaluate.py
     "integrations": 5,
     "diagnostics": 6,
     "studies": 6,

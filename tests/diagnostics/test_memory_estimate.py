@@ -217,7 +217,7 @@ def test_presets_have_the_published_parameter_counts(preset, published):
 def test_tiny_arith_preset_counts_the_shipped_models_parameters():
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from rlvr.models import SHIPPED
+    from rlvr.bases import SHIPPED
 
     model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(SHIPPED))
     assert load_model_spec("tiny-arith").num_params == sum(p.numel() for p in model.parameters())

@@ -20,11 +20,12 @@ import torch
 import torch.multiprocessing as mp
 
 from rlvr.algos import ALGORITHMS
+from rlvr.bases import SHIPPED, resolve_model_path, tiny_arith_tool
 from rlvr.config import AlgoConfig, ModelConfig
 from rlvr.engine.distributed import World, world
 from rlvr.engine.rollouts import select_groups
 from rlvr.engine.update import accumulate_policy_gradient, optimizer_step
-from rlvr.models import DERIVED, SHIPPED, load_policy
+from rlvr.models import load_policy
 from rlvr.models.lora import add_lora
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.tools import ToolUse
@@ -63,7 +64,7 @@ def _one_update(model, batch, rewards, *, global_counts=None, micro_batch_size=0
 
 def _policy(lora_rank: int, base: str = str(SHIPPED)):
     """The shipped model (or `base`) in float64, with fresh LoRA adapters of rank `lora_rank` (0: none)."""
-    model, _ = load_policy(base)
+    model, _ = load_policy(resolve_model_path(base))
     if lora_rank:
         model = add_lora(model, ModelConfig(lora_rank=lora_rank), seed=0)  # A drawn from the run's seed alone
     return model.double()
@@ -111,8 +112,8 @@ def test_two_processes_make_the_single_process_update_for_each_aggregation(base_
     model, tok = base_policy
     base, spec, use = str(SHIPPED), ArithSpec(), None
     if tools:  # tool rollouts: each shard's loss sees its policy tokens only, counted over the step
-        base, spec, use = "tiny-arith-tool", DERIVED["tiny-arith-tool"].TASK, ToolUse(FORMATS["tags"], max_turns=2)
-        model, tok = load_policy(base)
+        base, spec, use = "tiny-arith-tool", tiny_arith_tool.TASK, ToolUse(FORMATS["tags"], max_turns=2)
+        model, tok = load_policy(resolve_model_path(base))
     torch.manual_seed(0)
     try:
         batch = sample_completions(

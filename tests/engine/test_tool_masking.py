@@ -8,9 +8,10 @@ import copy
 
 import torch
 
+from rlvr.bases import resolve_model_path, tiny_arith_tool
 from rlvr.config import AlgoConfig
 from rlvr.engine.update import accumulate_policy_gradient
-from rlvr.models import DERIVED, load_policy
+from rlvr.models import load_policy
 from rlvr.models.logprobs import token_logprobs
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.tools import ToolUse
@@ -21,12 +22,12 @@ BETA, EPS, COEF, MAX_NEW = 0.04, 0.2, 0.01, 48
 
 
 def _tool_batch():
-    model, tok = load_policy("tiny-arith-tool")
+    model, tok = load_policy(resolve_model_path("tiny-arith-tool"))
     model = model.double()
     tools = ToolUse(FORMATS["tags"], max_turns=2, slots=1)
     try:
         torch.manual_seed(3)
-        queries = make_queries(6, split="heldout", seed=0, spec=DERIVED["tiny-arith-tool"].TASK)
+        queries = make_queries(6, split="heldout", seed=0, spec=tiny_arith_tool.TASK)
         batch = sample_completions(model, tok, queries, group_size=4, max_new_tokens=MAX_NEW, tools=tools)
     finally:
         tools.close()

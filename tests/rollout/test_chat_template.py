@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from rlvr.bases import resolve_model_path
+from rlvr.bases.tiny import TinyArch, build_tiny_llama
 from rlvr.config import RolloutConfig, TaskConfig
 from rlvr.models import load_policy
 from rlvr.models.lean import use_forward
 from rlvr.models.logprobs import token_logprobs
-from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import CHATML
 from rlvr.models.tokenizer import build_chat_tokenizer as chat_tokenizer
 from rlvr.rollout.backends import make_sampler
@@ -51,7 +52,7 @@ def test_chat_prompt_is_the_qwen_layout_with_and_without_a_system_turn():
 
 
 def test_auto_is_plain_for_the_tiny_model_and_chat_for_a_templated_tokenizer():
-    _, tiny = load_policy("tiny-arith")
+    _, tiny = load_policy(resolve_model_path("tiny-arith"))
     assert resolve_style(tiny, PromptFormat()) == "plain"
     # plain is today's layout exactly: [BOS] + the prompt's characters
     assert prompt_token_ids(tiny, "1+2", PromptFormat()) == [tiny.bos_token_id, *tiny("1+2").input_ids]
@@ -129,7 +130,7 @@ def test_a_completion_ending_in_im_end_is_decoded_without_it():
 
 
 def test_chat_without_a_template_names_the_model():
-    _, tiny = load_policy("tiny-arith")
+    _, tiny = load_policy(resolve_model_path("tiny-arith"))
     with pytest.raises(Exception, match="model tiny-arith has no chat template") as err:
         resolve_style(tiny, PromptFormat("chat"), "tiny-arith")
     assert type(err.value).__name__ == "UserError"

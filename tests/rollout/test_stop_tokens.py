@@ -10,8 +10,8 @@ import copy
 import pytest
 import torch
 
+from rlvr.bases.tiny import TinyArch, build_tiny_llama
 from rlvr.models.lean import LeanLlama, use_forward
-from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import CHATML, build_chat_tokenizer
 from rlvr.rollout.hf import encode_prompts, package_samples, sample_completions
 from rlvr.rollout.prompts import PromptFormat, end_of_turn_id, prompt_token_ids, stop_token_ids

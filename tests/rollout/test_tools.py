@@ -12,12 +12,13 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from rlvr.bases import resolve_model_path, tiny_arith_tool
+from rlvr.bases.tiny import TinyArch, build_tiny_llama
+from rlvr.bases.warmup import WarmupSpec, warm_up
 from rlvr.errors import UserError
-from rlvr.models import DERIVED, load_policy
+from rlvr.models import load_policy
 from rlvr.models.logprobs import token_logprobs
-from rlvr.models.tiny import TinyArch, build_tiny_llama
 from rlvr.models.tokenizer import CHATML_TOOLS, build_chat_tokenizer
-from rlvr.models.warmup import WarmupSpec, warm_up
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat, prompt_token_ids
 from rlvr.rollout.tools import ToolUse, chat_call_in, chat_observation_ids, check_chat_tools, sanitize, tool_metrics
@@ -25,12 +26,12 @@ from rlvr.sandbox.tool import FORMATS, ToolResult
 from rlvr.tasks.arith import ArithSpec, expression, make_queries
 from rlvr.types import Query
 
-TASK = DERIVED["tiny-arith-tool"].TASK
+TASK = tiny_arith_tool.TASK
 
 
 @pytest.fixture(scope="module")
 def tool_policy():
-    return load_policy("tiny-arith-tool")
+    return load_policy(resolve_model_path("tiny-arith-tool"))
 
 
 @pytest.fixture(scope="module")
@@ -276,7 +277,7 @@ def test_the_chat_format_refuses_plain_prompts_and_templates_without_tools():
 @pytest.fixture(scope="module")
 def greedy_caller():
     """The tool base after a short warm-up on tool solutions alone: its greedy completions call."""
-    model, tok = load_policy("tiny-arith-tool")
+    model, tok = load_policy(resolve_model_path("tiny-arith-tool"))
     fmt = FORMATS["tags"]
 
     def solution(query: Query, rng: random.Random) -> list[tuple[str, bool]]:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.bases import resolve_model_path
 from rlvr.models import load_policy
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.rollout.tools import ToolUse, observation_ids, sanitize
@@ -712,7 +713,7 @@ def tags_tools():
 @pytest.fixture(scope="module", params=["shipped", "built"])
 def tokenizer(request):
     if request.param == "shipped":
-        return load_policy("tiny-arith-tool")[1]
+        return load_policy(resolve_model_path("tiny-arith-tool"))[1]
     return build_char_tokenizer(tuple(TOOL_TAGS))
 
 

@@ -35,27 +35,19 @@ def _builders() -> dict:
     """--task -> (build, default output folder, warm-up report)."""
     from functools import partial
 
-    from rlvr.engine.evaluate import arith_warmup_report, funcsynth_warmup_report, tool_warmup_report
-    from rlvr.models import (
-        build_embedded,
-        cache_root,
-        deep_base,
-        embedded_path,
-        funcsynth_base,
-        selfcheck_base,
-        tool_base,
-    )
+    from rlvr.bases import tiny_arith, tiny_arith_check, tiny_arith_deep, tiny_arith_tool, tiny_funcsynth
+    from rlvr.bases.reports import arith_warmup_report, funcsynth_warmup_report, tool_warmup_report
 
     return {
-        "arith": (build_embedded, embedded_path, arith_warmup_report),
-        "funcsynth": (funcsynth_base.build, lambda: funcsynth_base.cache_path(cache_root()), funcsynth_warmup_report),
-        "arith-check": (selfcheck_base.build, lambda: selfcheck_base.cache_path(cache_root()), arith_warmup_report),
+        "arith": (tiny_arith.build, tiny_arith.BASE.cache_path, arith_warmup_report),
+        "funcsynth": (tiny_funcsynth.build, tiny_funcsynth.BASE.cache_path, funcsynth_warmup_report),
+        "arith-check": (tiny_arith_check.build, tiny_arith_check.BASE.cache_path, arith_warmup_report),
         "arith-deep": (
-            deep_base.build,
-            lambda: deep_base.cache_path(cache_root()),
+            tiny_arith_deep.build,
+            tiny_arith_deep.BASE.cache_path,
             partial(arith_warmup_report, max_new_tokens=80),  # a 5-operand solution is up to 70 characters
         ),
-        "arith-tool": (tool_base.build, lambda: tool_base.cache_path(cache_root()), tool_warmup_report),
+        "arith-tool": (tiny_arith_tool.build, tiny_arith_tool.BASE.cache_path, tool_warmup_report),
     }
 
 

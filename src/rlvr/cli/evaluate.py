@@ -66,7 +66,7 @@ def eval_set_problem(overrides: list[str]) -> str | None:
 
 def _check_models(*named: tuple[str, str | None]) -> None:
     """Each (flag, name) is a built-in base or a directory with a Hugging Face config.json."""
-    from rlvr.models import BASE_NAMES
+    from rlvr.bases import BASE_NAMES
 
     for flag, name in named:
         if name and name not in BASE_NAMES and not (Path(name).expanduser() / "config.json").is_file():

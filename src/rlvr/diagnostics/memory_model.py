@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rlvr.errors import UserError
 
-TINY_ARITH_CONFIG = Path(__file__).resolve().parents[1] / "models" / "assets" / "tiny-arith" / "config.json"
+TINY_ARITH_CONFIG = Path(__file__).resolve().parents[1] / "bases" / "assets" / "tiny-arith" / "config.json"
 """The shipped embedded model's config.json; the preset `tiny-arith` is read from it."""
 
 

@@ -19,6 +19,7 @@ from transformers import PreTrainedModel
 
 from rlvr.algos import ALGORITHMS
 from rlvr.algos.registry import NotPolicyGradientError, require_policy_gradient
+from rlvr.bases import resolve_model_path
 from rlvr.config import RunConfig, config_from_dict, load_config, parse_override
 from rlvr.diagnostics.capture import LogpRecorder, config_record, rewards_tensor, rollout_batch, to_json
 from rlvr.diagnostics.inspector import InspectError
@@ -58,7 +59,7 @@ def replay(capture: dict[str, Any], capture_dir: Path, overrides: list[str]) -> 
     batch = rollout_batch(capture)
     ref_logp = None if capture["ref_logp"] is None else torch.tensor(capture["ref_logp"])  # [N, T]
     if ref_logp is None and new_cfg.algo.beta > 0:  # the capture ran with β = 0 and held no reference
-        reference, _ = load_policy(capture["reference_model"])
+        reference, _ = load_policy(resolve_model_path(capture["reference_model"]))
         ref_logp = reference_logprobs(reference, batch, temperature=captured_cfg.rollout.temperature)  # [N, T]
     rewards = rewards_tensor(capture)  # [B, G]
     before = _evaluate(policy, batch, rewards, ref_logp if captured_cfg.algo.beta > 0 else None, captured_cfg)
@@ -74,8 +75,8 @@ def captured_policy(weights: Path, cfg: RunConfig) -> PreTrainedModel:
             f"{weights}: the capture's policy weights are missing; keep the policy/ folder beside capture.json"
         )
     if not cfg.model.lora_rank:
-        return load_policy(str(weights))[0]
-    base, _ = load_policy(cfg.model.name, dtype=cfg.model.dtype)
+        return load_policy(weights)[0]
+    base, _ = load_policy(resolve_model_path(cfg.model.name), dtype=cfg.model.dtype)
     policy = add_lora(base, cfg.model)
     load_adapter(policy, weights)
     return policy

@@ -22,6 +22,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.algos import ALGORITHMS
+from rlvr.bases import resolve_model_path
 from rlvr.config import RunConfig
 from rlvr.engine.checkpoint import load_state, set_rng_state
 from rlvr.engine.context import StepContext
@@ -115,13 +116,14 @@ def build_policy(
     precision = {"dtype": cfg.model.dtype, "gradient_checkpointing": cfg.model.gradient_checkpointing}
     holds_reference = ALGORITHMS[cfg.algo.algorithm].holds_reference(cfg.algo.beta)
     full_resume = checkpoint is not None and not cfg.model.lora_rank
-    policy, tokenizer = load_policy(str(checkpoint) if full_resume else cfg.model.name, device, **precision)
+    source = resolve_model_path(str(checkpoint) if full_resume else cfg.model.name)  # may build a base (minutes)
+    policy, tokenizer = load_policy(source, device, **precision)
     if cfg.model.lora_rank:  # only the adapters train; every process draws the same ones (models/lora.py)
         policy = add_lora(policy, cfg.model, seed=cfg.train.seed)
     if not holds_reference:
         reference = None
     elif full_resume:  # the reference is the initial policy, not the checkpoint's
-        reference = reference_for(load_policy(cfg.model.name, device, **precision)[0])
+        reference = reference_for(load_policy(resolve_model_path(cfg.model.name), device, **precision)[0])
     else:
         reference = reference_for(policy)
     if checkpoint is not None and cfg.model.lora_rank:

@@ -4,7 +4,6 @@ with greedy accuracy beside it."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -13,7 +12,6 @@ from rlvr.eval.passk import mean_pass_at_k
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse, calls_run
-from rlvr.tasks.registry import get_task
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction, ScoredCompletion
 
@@ -164,60 +162,3 @@ def evaluate_heldout(
         hacking_rate=gold.hacking_rate() if gold is not None else 0.0,
         tool_use_rate=sum(tool_use) / len(tool_use) if tools is not None and tool_use else None,
     )
-
-
-def arith_warmup_report(
-    tokenizer: PreTrainedTokenizerBase, heldout: list[Query], *, max_new_tokens: int = 40
-) -> Callable[[int, PreTrainedModel], str]:
-    """The progress line while tiny-arith warms up (`rlvr build-base`): held-out pass@1 and greedy."""
-    reward_fn = RewardFunction()
-
-    def report(step: int, model: PreTrainedModel) -> str:
-        result = evaluate_heldout(
-            model, tokenizer, heldout, reward_fn, n=4, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens
-        )
-        return f"held-out pass@1 {result.pass_at_1:.3f} (n=4, T=1), greedy {result.greedy:.3f}"
-
-    return report
-
-
-def tool_warmup_report(
-    tokenizer: PreTrainedTokenizerBase, heldout: list[Query], *, max_new_tokens: int = 48
-) -> Callable[[int, PreTrainedModel], str]:
-    """The progress line while tiny-arith-tool warms up: held-out pass@1 and tool-use rate of tool rollouts."""
-    from rlvr.sandbox.tool import FORMATS
-
-    reward_fn = RewardFunction()
-
-    def report(step: int, model: PreTrainedModel) -> str:
-        tools = ToolUse(FORMATS["tags"], max_turns=2)
-        try:
-            result = evaluate_heldout(
-                model, tokenizer, heldout, reward_fn, n=4, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens,
-                tools=tools,
-            )  # fmt: skip
-        finally:
-            tools.close()
-        return f"held-out pass@1 {result.pass_at_1:.3f} (n=4, T=1, tools), tool use {result.tool_use_rate:.3f}"
-
-    return report
-
-
-def funcsynth_warmup_report(
-    tokenizer: PreTrainedTokenizerBase, heldout: list[Query]
-) -> Callable[[int, PreTrainedModel], str]:
-    """The progress line while tiny-funcsynth warms up: held-out gold pass@1 and the share of each
-    kind of answer (formula, lookup table, other)."""
-    reward_fn = RewardFunction()
-    task = get_task(heldout[0].meta["task"])  # its answer kinds
-
-    def report(step: int, model: PreTrainedModel) -> str:
-        result = evaluate_heldout(
-            model, tokenizer, heldout, reward_fn, n=2, temperature=1.0, top_p=1.0, max_new_tokens=48
-        )
-        batch = sample_completions(model, tokenizer, heldout, group_size=2, max_new_tokens=48)
-        kinds = [task.answer_kind(t) for t in batch.texts]
-        share = {k: round(kinds.count(k) / len(kinds), 2) for k in task.answer_kinds}
-        return f"held-out gold pass@1 {result.pass_at_1:.3f} (n=2, T=1), answer kinds {share}"
-
-    return report

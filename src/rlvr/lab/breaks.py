@@ -111,6 +111,7 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
     """
     import torch
 
+    from rlvr.bases import resolve_model_path
     from rlvr.config import load_config
     from rlvr.meters.hacking import hacking_counts, is_hacked
     from rlvr.models import load_policy
@@ -123,7 +124,7 @@ def hacked_examples(run_dir: str | Path, *, queries: int = 8, n: int = 4, seed: 
     run_dir = Path(run_dir)
     cfg = load_config(config_path(run_dir))
     train_queries, _ = load_task(cfg.task)
-    model, tokenizer = load_policy(str(final_dir(run_dir)))
+    model, tokenizer = load_policy(resolve_model_path(str(final_dir(run_dir))))
     torch.manual_seed(seed)
     batch = sample_completions(
         model,

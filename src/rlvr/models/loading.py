@@ -24,6 +24,18 @@ def load_pretrained(
     return model, tokenizer
 
 
+def load_policy(
+    path: Path | str, device: str = "cpu", *, dtype: str = "float32", gradient_checkpointing: bool = False
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """The model saved at `path` (a built-in base's: rlvr.bases.resolve_model_path), with its
+    weights in `dtype` (model.dtype), its decoder layers checkpointed if asked
+    (model.gradient_checkpointing), and its tokenizer."""
+    model, tokenizer = load_pretrained(Path(path), device, dtype)
+    if gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    return model, tokenizer
+
+
 def enable_gradient_checkpointing(model: PreTrainedModel) -> None:
     """Checkpoint every decoder layer (model.gradient_checkpointing): the backward recomputes each
     layer's activations from its input instead of keeping them (Chen et al. 2016, arXiv:1604.06174),

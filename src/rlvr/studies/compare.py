@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from rlvr.algos import ALGORITHMS
+from rlvr.bases import resolve_model_path
 from rlvr.config import AlgoConfig, RunConfig, load_config
 from rlvr.errors import UserError
 from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_algorithm
@@ -94,7 +95,7 @@ def _heldout_curves(
     """pass@k and CoT-pass@k on the run's held-out split, as `rlvr eval` counts them."""
     _, heldout = load_task(cfg.task)
     queries = heldout[:num_queries] if num_queries else heldout
-    model, tokenizer = load_policy(model_path)
+    model, tokenizer = load_policy(resolve_model_path(model_path))
     torch.manual_seed(EVAL_SEED)
     counts, unscorable = count_samples(
         model,

@@ -18,6 +18,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.config import RolloutConfig
 from rlvr.eval.cot import ReasoningChecker
 from rlvr.eval.curves import QueryCounts, crossing_k, curves
+from rlvr.bases import resolve_model_path
 from rlvr.eval.plots import plot_passk
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
@@ -96,7 +97,7 @@ def _evaluate_model(
     prompt_format: PromptFormat,
     rollout: RolloutConfig,
 ) -> dict:
-    model, tokenizer = load_policy(name)
+    model, tokenizer = load_policy(resolve_model_path(name))
     torch.manual_seed(seed)  # both models start sampling from the same RNG state
     started = time.perf_counter()
     tools = ToolUse.of(rollout)  # rollout.tools: each model's samples are tool rollouts

@@ -70,7 +70,7 @@ class Study:
 
 NOISY = ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")
 SELF_CHECK = ("model.name=tiny-arith-check", "rollout.max_new_tokens=64")
-"""The base that sometimes checks a step (models/selfcheck_base.py), with room for its checks."""
+"""The base that sometimes checks a step (bases/tiny_arith_check.py), with room for its checks."""
 
 STUDIES: dict[str, Study] = {
     study.name: study

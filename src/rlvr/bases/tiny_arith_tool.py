@@ -18,10 +18,11 @@ import dataclasses
 import random
 from pathlib import Path
 
-from rlvr.models.arith_base import ReportFor, embedded_dir, embedded_recipe
+from rlvr.bases.store import Base, ReportFor, recipe_digest, save_built_model
+from rlvr.bases.tiny_arith import BASE as TINY_ARITH
+from rlvr.bases.warmup import WarmupSpec, warm_up
 from rlvr.models.loading import load_pretrained
 from rlvr.models.tokenizer import build_char_tokenizer
-from rlvr.models.warmup import WarmupSpec, built_from, built_path, recipe_digest, save_built_model, warm_up
 from rlvr.sandbox.tool import FORMATS, TOOL_TAGS
 from rlvr.tasks.arith import ArithSpec, expression, make_queries, worked_solution
 from rlvr.types import Query
@@ -41,28 +42,18 @@ ERROR_RATE = 0.2
 
 WARMUP = WarmupSpec(steps=800, batch_size=64, lr=1e-3, warmup_steps=20, error_rate=ERROR_RATE, seed=0)
 
-SHIPPED = Path(__file__).parent / "assets" / NAME
-
 
 def recipe() -> dict:
     """Everything that decides the base model; its hash names the cache entry."""
     return {
         "version": FORMAT_VERSION,
         "task": "arith",
-        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(embedded_recipe())},
+        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(TINY_ARITH.recipe())},
         "tool_tags": TOOL_TAGS,
         "tool_rate": TOOL_RATE,
         "warmup": dataclasses.asdict(WARMUP),
         "data": dataclasses.asdict(TASK) | {"num_train": 5000, "data_seed": 0},
     }
-
-
-def cache_path(cache_root: Path) -> Path:
-    return built_path(cache_root, NAME, recipe())
-
-
-def matches_recipe(path: Path) -> bool:
-    return built_from(path, recipe())
 
 
 def tool_solution(query: Query, rng: random.Random) -> list[tuple[str, bool]]:
@@ -82,8 +73,7 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     the progress line warm_up prints."""
     spec = recipe()
     data = spec["data"]
-    start = embedded_dir()
-    model, _ = load_pretrained(start)
+    model, _ = load_pretrained(TINY_ARITH.path())
     tokenizer = build_char_tokenizer(tuple(TOOL_TAGS))  # tiny-arith's ids, then the four tags
     model.resize_token_embeddings(len(tokenizer), mean_resizing=True)
     queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=TASK)
@@ -98,3 +88,6 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
         report_every=200,
     )
     return save_built_model(model, tokenizer, spec, path)
+
+
+BASE = Base(NAME, recipe, build)

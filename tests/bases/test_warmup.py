@@ -2,9 +2,9 @@ import random
 
 import torch
 
-from rlvr.models.tiny import TinyArch, build_tiny_llama
+from rlvr.bases.tiny import TinyArch, build_tiny_llama
+from rlvr.bases.warmup import WarmupSpec, sft_batch, warm_up
 from rlvr.models.tokenizer import build_char_tokenizer
-from rlvr.models.warmup import WarmupSpec, sft_batch, warm_up
 from rlvr.tasks.arith import make_queries, worked_solution
 
 

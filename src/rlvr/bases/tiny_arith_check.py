@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rlvr.models.arith_base import ReportFor, embedded_dir, embedded_recipe
+from rlvr.bases.store import Base, ReportFor, recipe_digest, save_built_model
+from rlvr.bases.tiny_arith import BASE as TINY_ARITH
+from rlvr.bases.warmup import WarmupSpec, warm_up
 from rlvr.models.loading import load_pretrained
-from rlvr.models.warmup import WarmupSpec, built_from, built_path, recipe_digest, save_built_model, warm_up
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 
 NAME = "tiny-arith-check"
@@ -27,27 +28,17 @@ CHECK_RATE = 0.2
 WARMUP = WarmupSpec(steps=1000, batch_size=64, lr=1e-3, warmup_steps=20, error_rate=0.35, seed=0)
 """Short: it starts from tiny-arith, which already solves the task; only the check format is new."""
 
-SHIPPED = Path(__file__).parent / "assets" / NAME
-
 
 def recipe() -> dict:
     """Everything that decides the base model; its hash names the cache entry."""
     return {
         "version": FORMAT_VERSION,
         "task": "arith",
-        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(embedded_recipe())},
+        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(TINY_ARITH.recipe())},
         "warmup": dataclasses.asdict(WARMUP),
         "check_rate": CHECK_RATE,
         "data": dataclasses.asdict(ArithSpec()) | {"num_train": 5000, "data_seed": 0},
     }
-
-
-def cache_path(cache_root: Path) -> Path:
-    return built_path(cache_root, NAME, recipe())
-
-
-def matches_recipe(path: Path) -> bool:
-    return built_from(path, recipe())
 
 
 def build(path: Path, *, report: ReportFor | None = None) -> Path:
@@ -56,8 +47,7 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     spec_recipe = recipe()
     data = spec_recipe["data"]
     arith = ArithSpec(**{k: data[k] for k in ("operands", "digits", "max_value", "operators")})
-    start = embedded_dir()
-    model, tokenizer = load_pretrained(start)  # the same char tokenizer and architecture
+    model, tokenizer = load_pretrained(TINY_ARITH.path())  # the same char tokenizer and architecture
     queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=arith)
     heldout = make_queries(200, split="heldout", seed=data["data_seed"], spec=arith)
     warm_up(
@@ -70,3 +60,6 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
         report_every=100,
     )
     return save_built_model(model, tokenizer, spec_recipe, path)
+
+
+BASE = Base(NAME, recipe, build)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rlvr.models.arith_base import ReportFor, embedded_dir, embedded_recipe
+from rlvr.bases.store import Base, ReportFor, recipe_digest, save_built_model
+from rlvr.bases.tiny_arith import BASE as TINY_ARITH
+from rlvr.bases.warmup import WarmupSpec, warm_up
 from rlvr.models.loading import load_pretrained
-from rlvr.models.warmup import WarmupSpec, built_from, built_path, recipe_digest, save_built_model, warm_up
 from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, warmup_completion
 
 NAME = "tiny-funcsynth"
@@ -24,8 +25,6 @@ FORMAT_VERSION = 1
 WARMUP = WarmupSpec(steps=400, batch_size=32, lr=2e-3, warmup_steps=20, seed=0)
 """Much shorter than tiny-arith's: it starts from tiny-arith (tags, digits and subtraction are known)."""
 
-SHIPPED = Path(__file__).parent / "assets" / NAME
-
 
 def recipe() -> dict:
     """Everything that decides the base model; its hash names the cache entry."""
@@ -33,19 +32,11 @@ def recipe() -> dict:
     return {
         "version": FORMAT_VERSION,
         "task": "funcsynth",
-        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(embedded_recipe())},
+        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(TINY_ARITH.recipe())},
         "warmup": warmup,
         "mix": dataclasses.asdict(WarmupMix()),
         "data": dataclasses.asdict(FuncSynthSpec()) | {"data_seed": 0},
     }
-
-
-def cache_path(cache_root: Path) -> Path:
-    return built_path(cache_root, NAME, recipe())
-
-
-def matches_recipe(path: Path) -> bool:
-    return built_from(path, recipe())
 
 
 def build(path: Path, *, report: ReportFor | None = None) -> Path:
@@ -54,8 +45,7 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     spec_recipe = recipe()
     spec = WarmupSpec(**spec_recipe["warmup"])
     mix = WarmupMix(**spec_recipe["mix"])
-    start = embedded_dir()
-    model, tokenizer = load_pretrained(start)  # tiny-arith: the same char tokenizer and architecture
+    model, tokenizer = load_pretrained(TINY_ARITH.path())  # tiny-arith: the same char tokenizer and architecture
     queries = all_queries(split="train", seed=0)
     heldout = all_queries(split="heldout", seed=0)[:32]
     warm_up(
@@ -68,3 +58,6 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
         report_every=200,
     )
     return save_built_model(model, tokenizer, spec_recipe, path)
+
+
+BASE = Base(NAME, recipe, build)

@@ -7,15 +7,10 @@ writes a wrong one: pass@k is high, pass@1 is not, which is where RLVR has somet
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import random
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from tqdm import tqdm
@@ -39,7 +34,7 @@ class WarmupSpec:
 
 Completion = str | list[tuple[str, bool]]
 """A warm-up completion: text the model writes, or segments (text, written by the model): a tool
-rollout's observations are not the model's to learn (models/tool_base.py)."""
+rollout's observations are not the model's to learn (bases/tiny_arith_tool.py)."""
 
 
 def sft_batch(
@@ -100,35 +95,3 @@ def warm_up(
             model.train()
     model.eval()
     return model
-
-
-def recipe_digest(recipe: dict) -> str:
-    """The sha256 of a recipe (keys sorted): what names a built base's cache entry."""
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
-
-
-def built_path(root: Path, name: str, recipe: dict) -> Path:
-    """Where a base of this name and recipe is cached under ``root``."""
-    return root / "models" / f"{name}-{recipe_digest(recipe)[:12]}"
-
-
-def built_from(path: Path, recipe: dict) -> bool:
-    """Whether ``path`` holds a base that ``save_built_model`` wrote from this recipe (compared
-    through one JSON round trip, since JSON turns tuples into lists)."""
-    saved = path / "rlvr_recipe.json"
-    return saved.is_file() and json.loads(saved.read_text()) == json.loads(json.dumps(recipe))
-
-
-def save_built_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, recipe: dict, path: Path) -> Path:
-    """Write a built base (weights, tokenizer, ``rlvr_recipe.json``) to ``path`` atomically: into a
-    temporary sibling first, then one rename, so a reader never sees half a model."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "rlvr_recipe.json").write_text(json.dumps(recipe, indent=2))
-    try:
-        tmp.rename(path)
-    except OSError:  # another process finished first; its copy is identical
-        shutil.rmtree(tmp, ignore_errors=True)
-    return path

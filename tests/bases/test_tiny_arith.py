@@ -3,7 +3,7 @@ import json
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
 
-from rlvr.models import EMBEDDED, SHIPPED, embedded_recipe, resolve_model_path
+from rlvr.bases import EMBEDDED, SHIPPED, resolve_model_path, tiny_arith
 
 
 def test_shipped_base_is_a_standard_hf_llama_of_the_current_recipe(base_model_dir):
@@ -14,6 +14,6 @@ def test_shipped_base_is_a_standard_hf_llama_of_the_current_recipe(base_model_di
     assert 0.5e6 < params < 5e6
     assert model.config.vocab_size == len(tokenizer)
     # the shipped weights were built by this code's recipe; a changed recipe must rebuild them
-    assert json.loads((SHIPPED / "rlvr_recipe.json").read_text()) == embedded_recipe()
+    assert json.loads((SHIPPED / "rlvr_recipe.json").read_text()) == tiny_arith.recipe()
     assert resolve_model_path(EMBEDDED) == SHIPPED
     assert all(torch.isfinite(p).all() for p in model.parameters())

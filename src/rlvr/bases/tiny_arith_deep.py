@@ -22,10 +22,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rlvr.models.arith_base import ReportFor
-from rlvr.models.tiny import TinyArch, build_tiny_llama
+from rlvr.bases.store import Base, ReportFor, save_built_model
+from rlvr.bases.tiny import TinyArch, build_tiny_llama
+from rlvr.bases.warmup import WarmupSpec, warm_up
 from rlvr.models.tokenizer import build_char_tokenizer
-from rlvr.models.warmup import WarmupSpec, built_from, built_path, save_built_model, warm_up
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 from rlvr.types import Query
 
@@ -50,8 +50,6 @@ SHARE = {2: 1.0, 3: 1.0, 4: 0.08, 5: 0.002}
 
 DEEP_CHAINS = round(max(MIX.values()) * SHARE[5])
 
-SHIPPED = Path(__file__).parent / "assets" / NAME
-
 
 def recipe(share: dict[int, float] = SHARE, task: ArithSpec = TASK) -> dict:
     """Everything that decides the base model; its hash names the cache entry. `share` and `task`
@@ -63,14 +61,6 @@ def recipe(share: dict[int, float] = SHARE, task: ArithSpec = TASK) -> dict:
         "warmup": dataclasses.asdict(WARMUP),
         "data": dataclasses.asdict(task) | {"mix": MIX, "share": share, "data_seed": 0},
     }
-
-
-def cache_path(cache_root: Path) -> Path:
-    return built_path(cache_root, NAME, recipe())
-
-
-def matches_recipe(path: Path) -> bool:
-    return built_from(path, recipe())
 
 
 def warmup_queries(share: dict[int, float] = SHARE, task: ArithSpec = TASK, data_seed: int = 0) -> list[Query]:
@@ -115,3 +105,6 @@ def build(
         report=report(tokenizer, heldout) if report else None,
     )
     return save_built_model(model, tokenizer, recipe(share, task), path)
+
+
+BASE = Base(NAME, recipe, build)
