@@ -30,7 +30,7 @@ def answered(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def verifier() -> Iterator[MathVerifier]:
-    with MathVerifier(timeout_s=1.0) as shared:
+    with MathVerifier(kill_after_s=1.0) as shared:
         yield shared
 
 
@@ -142,7 +142,7 @@ def test_pathological_answer_times_out_and_pool_stays_usable(verifier: MathVerif
 
 
 def test_worker_crash_is_infrastructure_error_never_a_zero() -> None:
-    with MathVerifier(timeout_s=30, pool_size=1) as crashing:
+    with MathVerifier(kill_after_s=30, pool_size=1) as crashing:
         crashing.pool.start()
         (pid,) = crashing.pool.pids()
         # SIGKILL the worker while it grinds on the tower, as the OOM killer would.
@@ -156,7 +156,7 @@ def test_worker_crash_is_infrastructure_error_never_a_zero() -> None:
 @pytest.fixture(scope="module")
 def patient() -> Iterator[MathVerifier]:
     """A 10 s budget: these tests pin what math-verify decides, not how fast (2 cores are shared)."""
-    with MathVerifier(timeout_s=10.0) as shared:
+    with MathVerifier(kill_after_s=10.0) as shared:
         yield shared
 
 
@@ -331,7 +331,6 @@ def test_what_follows_the_answer_is_its_fail_and_only_a_pool_fault_is_an_error()
     outside, is ours: error, unscorable. A wrong answer must not make itself unscorable."""
     import signal
 
-    from rlvr.verifiers.math import _from_outcome
     from rlvr.workers import JobOutcome
 
     cases = [
@@ -346,8 +345,9 @@ def test_what_follows_the_answer_is_its_fail_and_only_a_pool_fault_is_an_error()
         (JobOutcome("died", detail="killed", exitcode=-signal.SIGKILL), Verdict.ERROR, ErrorClass.INFRASTRUCTURE),
         (JobOutcome("crashed", detail="no worker"), Verdict.ERROR, ErrorClass.INFRASTRUCTURE),
     ]
+    verifier = MathVerifier()  # no worker starts: the outcomes are made up
     for outcome, verdict, error_class in cases:
-        result = _from_outcome(outcome)
+        result = verifier._from_outcome(row("42"), outcome)
         assert (result.verdict, result.error_class) == (verdict, error_class), outcome
 
 

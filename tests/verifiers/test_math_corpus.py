@@ -35,7 +35,7 @@ HONEST, WRONG, SET_ASIDE = pairs("math_honest"), pairs("math_wrong"), pairs("mat
 @pytest.fixture(scope="module")
 def verifier() -> Iterator[MathVerifier]:
     """10 s a check: these tests pin verdicts, not speed, on 2 shared cores."""
-    with MathVerifier(timeout_s=10.0) as shared:
+    with MathVerifier(kill_after_s=10.0) as shared:
         yield shared
 
 

@@ -89,7 +89,7 @@ def test_the_oracle_reads_values_and_nothing_else(text: str, value: Fraction | N
 
 @pytest.fixture(scope="module")
 def verifier() -> Iterator[MathVerifier]:
-    with MathVerifier(timeout_s=5.0) as shared:
+    with MathVerifier(kill_after_s=5.0) as shared:
         yield shared
 
 

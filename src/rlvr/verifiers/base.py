@@ -1,4 +1,5 @@
-"""The Verifier protocol and the extraction of answers and code from completions.
+"""The Verifier protocol, the results every verifier builds (a completion's fail, a bad row's
+error), and the extraction of answers and code from completions.
 
 A completion reasons in ``<think>…</think>`` and answers in ``<answer>…</answer>``; code comes from
 the last fenced block of the query's language, else from the answer, else from the whole text
@@ -8,14 +9,11 @@ the last fenced block of the query's language, else from the answer, else from t
 from __future__ import annotations
 
 import re
-import time
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from rlvr.types import Query, VerifierResult
-
-if TYPE_CHECKING:
-    from rlvr.workers import JobOutcome, WorkerPool
+from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 
@@ -52,57 +50,36 @@ class BaseVerifier(ABC):
         """Release processes or other resources; a no-op for in-process verifiers."""
 
 
-class PooledVerifier(BaseVerifier):
-    """A verifier that judges in worker processes (``rlvr.workers.WorkerPool``).
+Criteria = TypeVar("Criteria")
 
-    ``_prepare`` judges what it can at once (a VerifierResult, timed here) and returns a job's
-    arguments for the rest; all jobs of a batch go to ``_run_jobs`` in one call (``self.pool``'s
-    ``run_batch`` unless a subclass keeps several pools), and ``_from_outcome`` turns each outcome
-    into a result. Results come back in item order.
-    """
 
-    pool: WorkerPool
+def fail(error_class: ErrorClass, detail: str, tests: list[TestOutcome] | None = None) -> VerifierResult:
+    """The completion's own fail: score 0, with what was wrong in ``error_class`` and ``detail``."""
+    return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, tests or [])
 
-    @abstractmethod
-    def _prepare(self, query: Query, completion: str) -> VerifierResult | Any:
-        """A result when no worker is needed, else the job's arguments."""
 
-    @abstractmethod
-    def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
-        """A worker's outcome for this query as a result."""
+def verifier_error(detail: str) -> VerifierResult:
+    """``error``: the row or the verifier is at fault, not the completion, so the sample stays out
+    of rewards and baselines (DESIGN.md, "Verifier results")."""
+    return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
 
-    def _run_jobs(self, jobs: list[Any]) -> list[JobOutcome]:
-        return self.pool.run_batch(jobs)
 
-    def verify(self, query: Query, completion: str) -> VerifierResult:
-        return self.verify_batch([(query, completion)])[0]
+def unavailable(detail: str) -> VerifierResult:
+    """``unavailable``: what the check needs (a sandbox, a toolchain, a package) is not here."""
+    return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, detail)
 
-    def verify_batch(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        results: list[VerifierResult | None] = []
-        jobs: list[tuple[int, Any]] = []  # (index into items, job)
-        for index, (query, completion) in enumerate(items):
-            started = time.perf_counter()
-            judged = self._prepare(query, completion)
-            if isinstance(judged, VerifierResult):
-                judged.elapsed_s = time.perf_counter() - started
-                results.append(judged)
-            else:
-                results.append(None)
-                jobs.append((index, judged))
-        if jobs:
-            outcomes = self._run_jobs([job for _, job in jobs])
-            for (index, _), outcome in zip(jobs, outcomes, strict=True):
-                results[index] = self._from_outcome(items[index][0], outcome)
-        return [result for result in results if result is not None]
 
-    def close(self) -> None:
-        self.pool.close()
+def bad_criteria(query: Query, kind: str, problem: object) -> VerifierResult:
+    """The ``error`` of a row whose criteria do not parse: the dataset's fault, never the completion's."""
+    return verifier_error(f"query {query.id!r} has bad {kind} criteria: {problem}")
 
-    def __enter__(self) -> PooledVerifier:
-        return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+def parse_criteria(query: Query, parse: Callable[[dict[str, Any]], Criteria], kind: str) -> Criteria | VerifierResult:
+    """``parse(query.verifier)``, or `bad_criteria` with the ValueError that says which key is wrong."""
+    try:
+        return parse(query.verifier)
+    except ValueError as error:
+        return bad_criteria(query, kind, error)
 
 
 def extract_answer(completion: str) -> str | None:
@@ -119,6 +96,19 @@ def extract_answer(completion: str) -> str | None:
     if start < 0:
         return None
     return completion[start + len(ANSWER_OPEN) : end].strip()
+
+
+def answer_or_fail(completion: str, *, allow_empty: bool = False, max_chars: int | None = None) -> str | VerifierResult:
+    """The ``<answer>`` content, or the fail that decides without it: no answer, an empty one
+    (unless ``allow_empty``), or one over ``max_chars`` (``unparseable``: never parsed at all)."""
+    answer = extract_answer(completion)
+    if answer is None:
+        return fail(ErrorClass.NO_ANSWER, "no <answer>...</answer> in completion")
+    if not answer and not allow_empty:
+        return fail(ErrorClass.NO_ANSWER, "<answer> is empty")
+    if max_chars is not None and len(answer) > max_chars:
+        return fail(ErrorClass.UNPARSEABLE, f"answer is over {max_chars} characters")
+    return answer
 
 
 def extract_code(completion: str, language: str) -> str:

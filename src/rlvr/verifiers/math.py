@@ -34,10 +34,10 @@ from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import PooledVerifier, extract_answer
+from rlvr.verifiers.base import answer_or_fail, parse_criteria
 from rlvr.verifiers.math_form import Rejection, gold_value, one_value, unwrap
 from rlvr.verifiers.math_normal import canonical, same_text
-from rlvr.workers import JobOutcome, StartMethod, WorkerPool
+from rlvr.verifiers.pooled import PooledVerifier, WorkerSettings
 
 MATH_JOB = "rlvr.verifiers._math_worker:judge"
 """By name, so that the trainer's process never imports math-verify/sympy."""
@@ -148,38 +148,20 @@ class MathVerifier(PooledVerifier):
     """
 
     name = "math"
-
-    def __init__(
-        self,
-        *,
-        timeout_s: float = 2.0,
-        pool_size: int = 2,
-        start_method: StartMethod = "forkserver",
-        memory_limit_mb: int | None = 4096,
-    ) -> None:
-        self.pool = WorkerPool(
-            MATH_JOB,
-            size=pool_size,
-            timeout_s=timeout_s,
-            start_method=start_method,
-            memory_limit_mb=memory_limit_mb,
-            warmup=WARMUP,
-        )
+    job = MATH_JOB
+    warmup = WARMUP
+    default_workers = WorkerSettings(kill_after_s=2.0, memory_limit_mb=4096)
+    outcome_words = ("math-verify timed out", "math-verify worker failed", "math-verify failed on this answer")
 
     def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[str, str, float | None]:
         """Integers and fractions are judged here, at once: a result when no worker is needed,
         else the (gold, answer, tolerance) job for math-verify, which runs ``pool_size`` at a time."""
-        try:
-            criteria = MathCriteria.from_dict(query.verifier)
-        except ValueError as error:
-            detail = f"query {query.id!r} has bad math criteria: {error}"
-            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        answer = extract_answer(completion)
-        if answer is None:
-            detail = "no <answer>...</answer> in completion"
-            return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, detail)
-        if not answer:
-            return _result(Verdict.FAIL, ErrorClass.NO_ANSWER, "<answer> is empty")
+        criteria = parse_criteria(query, MathCriteria.from_dict, "math")
+        if isinstance(criteria, VerifierResult):
+            return criteria
+        answer = answer_or_fail(completion)
+        if isinstance(answer, VerifierResult):
+            return answer
         exact = _exact_verdict(criteria.answer, answer, criteria.tolerance)  # plain numbers: no rewriting
         if exact is not None:
             return exact
@@ -195,8 +177,9 @@ class MathVerifier(PooledVerifier):
             return _result(Verdict.PASS, ErrorClass.NONE, f"the gold itself: {clip(gold)!r}")
         return _exact_verdict(gold, value, criteria.tolerance) or (gold, value, criteria.tolerance)
 
-    def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
-        return _from_outcome(outcome)
+    def _from_value(self, query: Query, value: Any) -> VerifierResult:
+        verdict, error_class, detail = value
+        return _result(Verdict(verdict), ErrorClass(error_class), detail)
 
 
 _gold_value = lru_cache(maxsize=1024)(gold_value)
@@ -230,24 +213,3 @@ def _compare_rationals(
     if "." in answer and tolerance is None:
         detail += '; a rounded decimal is not the exact value, unless the row sets "tolerance"'
     return _result(Verdict.FAIL, ErrorClass.WRONG_ANSWER, detail + ")")
-
-
-def _from_outcome(outcome: JobOutcome) -> VerifierResult:
-    """A worker's outcome as a result. What follows the answer is its fail: a timeout, or a worker
-    that raised or died while judging it (the pool retires that worker). A pool fault before the
-    job (a worker that could not start) and a SIGKILL from outside (the host's OOM killer) are
-    ours: ``error``, unscorable."""
-    if outcome.status == "ok":
-        verdict, error_class, detail = outcome.value
-        result = _result(Verdict(verdict), ErrorClass(error_class), detail)
-    elif outcome.status == "timeout":
-        detail = f"math-verify timed out: {outcome.detail}"
-        result = _result(Verdict.FAIL, ErrorClass.TIMEOUT, detail)
-    elif not outcome.caused_by_job:  # a pool fault, or a SIGKILL from outside
-        detail = f"math-verify worker failed: {outcome.detail}"
-        result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-    else:  # "raised" or "died" on this answer
-        error_class = ErrorClass.MEMORY if outcome.exception == "MemoryError" else ErrorClass.RUNTIME_ERROR
-        result = _result(Verdict.FAIL, error_class, f"math-verify failed on this answer: {outcome.detail}")
-    result.elapsed_s = outcome.elapsed_s
-    return result

@@ -32,8 +32,8 @@ from rlvr.tasks.reasoning_gym import REFUSED
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._rg_checks import CHECKS, non_finite
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import PooledVerifier, extract_answer
-from rlvr.workers import JobOutcome, StartMethod, WorkerPool
+from rlvr.verifiers.base import answer_or_fail, bad_criteria, fail, unavailable
+from rlvr.verifiers.pooled import PooledVerifier, WorkerSettings
 
 RG_JOB = "rlvr.verifiers._rg_worker:score"
 """By name, so that the trainer's process never runs a scorer."""
@@ -50,66 +50,47 @@ class ReasoningGymVerifier(PooledVerifier):
     """Verifier for ``{"type": "reasoning_gym", ...}`` rows; reasoning-gym runs only in the workers."""
 
     name = "reasoning_gym"
+    job = RG_JOB
+    warmup = WARMUP
+    default_workers = WorkerSettings(kill_after_s=5.0, memory_limit_mb=2048)
+    outcome_words = ("scorer killed", "worker failed", "the scorer failed on this answer")
 
-    def __init__(
-        self,
-        *,
-        kill_after_s: float = 5.0,
-        pool_size: int = 2,
-        start_method: StartMethod = "forkserver",
-        memory_limit_mb: int | None = 2048,
-    ) -> None:
+    def __init__(self, **workers: Any) -> None:
+        """``workers``: kill_after_s (default 5), pool_size, start_method, memory_limit_mb (2048)."""
+        super().__init__(**workers)
         self.installed = importlib.util.find_spec("reasoning_gym") is not None
         """Looked up once: without the package, an answer that would reach a scorer is unavailable."""
-        self.pool = WorkerPool(
-            RG_JOB,
-            size=pool_size,
-            timeout_s=kill_after_s,
-            start_method=start_method,
-            memory_limit_mb=memory_limit_mb,
-            warmup=WARMUP,
-        )
 
     def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[Any, ...]:
         """A result when no scorer is needed, else the worker job's arguments."""
         criteria = query.verifier
         problem = _criteria_problem(criteria)
         if problem:
-            return _row_error(query, problem)
-        answer = extract_answer(completion)
-        if answer is None:
-            return _fail(ErrorClass.NO_ANSWER, "no <answer>...</answer> in completion")
-        if len(answer) > MAX_ANSWER_CHARS:
-            return _fail(ErrorClass.UNPARSEABLE, f"answer is over {MAX_ANSWER_CHARS} characters")
+            return bad_criteria(query, "reasoning_gym", problem)
+        answer = answer_or_fail(completion, allow_empty=True, max_chars=MAX_ANSWER_CHARS)
+        if isinstance(answer, VerifierResult):
+            return answer
         refused = _refused_before_scoring(query, answer)
         if refused is not None:
             return refused
         if not self.installed:
-            detail = "reasoning_gym rows need the reasoning-gym package: .venv/bin/pip install -e '.[reasoning_gym]'"
-            return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+            return unavailable(
+                "reasoning_gym rows need the reasoning-gym package: .venv/bin/pip install -e '.[reasoning_gym]'"
+            )
         return (criteria["dataset"], criteria.get("config", {}), criteria["entry"], answer)
 
-    def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
-        if outcome.status == "ok":
-            kind, value = outcome.value
-            if kind == "ok":
-                result = _scored(query, value)
-            elif kind == "raised":
-                result = _fail(ErrorClass.RUNTIME_ERROR, f"the scorer raised on this answer: {value}")
-            elif kind == "bad_score":  # spell_backward's sum of 1/n can come to 1.0000000000000002
-                detail = f"{query.verifier['dataset']}'s score_answer returned {value} on this answer, not a number in [0, 1]"
-                result = _fail(ErrorClass.RUNTIME_ERROR, detail)
-            else:  # "row_error"
-                result = _row_error(query, value)
-        elif outcome.status == "timeout":
-            result = _fail(ErrorClass.TIMEOUT, f"scorer killed: {outcome.detail}")
-        elif not outcome.caused_by_job:  # a pool fault, or a SIGKILL from outside
-            result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, f"worker failed: {outcome.detail}")
-        else:  # the worker raised outside the scorer or died on this answer
-            error_class = ErrorClass.MEMORY if outcome.exception == "MemoryError" else ErrorClass.RUNTIME_ERROR
-            result = _fail(error_class, f"the scorer failed on this answer: {outcome.detail}")
-        result.elapsed_s = outcome.elapsed_s
-        return result
+    def _from_value(self, query: Query, value: Any) -> VerifierResult:
+        kind, said = value
+        if kind == "ok":
+            return _scored(query, said)
+        if kind == "raised":
+            return fail(ErrorClass.RUNTIME_ERROR, f"the scorer raised on this answer: {said}")
+        if kind == "bad_score":  # spell_backward's sum of 1/n can come to 1.0000000000000002
+            detail = (
+                f"{query.verifier['dataset']}'s score_answer returned {said} on this answer, not a number in [0, 1]"
+            )
+            return fail(ErrorClass.RUNTIME_ERROR, detail)
+        return bad_criteria(query, "reasoning_gym", said)  # "row_error"
 
 
 def _criteria_problem(criteria: dict[str, Any]) -> str:
@@ -134,22 +115,22 @@ def _refused_before_scoring(query: Query, answer: str) -> VerifierResult | None:
     dataset, entry = query.verifier["dataset"], query.verifier["entry"]
     token = non_finite(answer, entry["answer"])
     if token:
-        return _fail(ErrorClass.UNPARSEABLE, f"{clip(token)!r} parses as NaN or infinity; no scorer reads it")
+        return fail(ErrorClass.UNPARSEABLE, f"{clip(token)!r} parses as NaN or infinity; no scorer reads it")
     check = CHECKS.get(dataset)
     if check is None:
         return None
     try:
         problem = check(answer, entry)
     except (KeyError, TypeError) as error:  # the row's entry lacks what the check reads
-        return _row_error(query, f"its entry lacks what rlvr's check for {dataset} reads: {error!r}")
-    return _fail(ErrorClass.WRONG_ANSWER, f"rlvr's check for {dataset}: {problem}") if problem else None
+        return bad_criteria(query, "reasoning_gym", f"its entry lacks what rlvr's check for {dataset} reads: {error!r}")
+    return fail(ErrorClass.WRONG_ANSWER, f"rlvr's check for {dataset}: {problem}") if problem else None
 
 
 def _scored(query: Query, score: float) -> VerifierResult:
     """1 is pass; below 1 is fail, or partial with that score when the row asks for partial credit."""
     dataset, expected = query.verifier["dataset"], query.verifier["entry"].get("answer")
     if not 0.0 <= score <= 1.0:
-        return _fail(
+        return fail(
             ErrorClass.RUNTIME_ERROR, f"{dataset}'s score_answer returned {score} on this answer, outside [0, 1]"
         )
     if score == 1.0:
@@ -159,14 +140,4 @@ def _scored(query: Query, score: float) -> VerifierResult:
         return VerifierResult(Verdict.PARTIAL, score, ErrorClass.WRONG_ANSWER, detail)
     if score > 0.0:
         detail += " (a score below 1 is fail: task.rg_partial_credit=true pays it)"
-    return _fail(ErrorClass.WRONG_ANSWER, detail)
-
-
-def _fail(error_class: ErrorClass, detail: str) -> VerifierResult:
-    return VerifierResult(Verdict.FAIL, 0.0, error_class, detail)
-
-
-def _row_error(query: Query, problem: str) -> VerifierResult:
-    return VerifierResult(
-        Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, f"query {query.id!r} has bad reasoning_gym criteria: {problem}"
-    )
+    return fail(ErrorClass.WRONG_ANSWER, detail)

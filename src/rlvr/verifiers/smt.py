@@ -33,8 +33,9 @@ from typing import Any
 
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import PooledVerifier, extract_answer
-from rlvr.workers import JobOutcome, StartMethod, WorkerPool
+from rlvr.verifiers.base import answer_or_fail, bad_criteria, fail, parse_criteria
+from rlvr.verifiers.pooled import PooledVerifier, WorkerSettings
+from rlvr.workers import JobOutcome
 
 SMT_JOB = "rlvr.verifiers._smt_worker:judge"
 """By name, so that the trainer's process never imports z3."""
@@ -145,49 +146,33 @@ class SmtVerifier(PooledVerifier):
     """
 
     name = "smt"
+    job = SMT_JOB
+    warmup = WARMUP
+    default_workers = WorkerSettings(kill_after_s=5.0, memory_limit_mb=2048)
+    outcome_words = ("z3 killed", "z3 worker failed", "z3 failed on this answer")
 
-    def __init__(
-        self,
-        *,
-        solver_timeout_ms: int = 1000,
-        kill_after_s: float = 5.0,
-        pool_size: int = 2,
-        start_method: StartMethod = "forkserver",
-        memory_limit_mb: int | None = 2048,
-        unknown_as_fail: bool = False,
-    ) -> None:
+    def __init__(self, *, solver_timeout_ms: int = 1000, unknown_as_fail: bool = False, **workers: Any) -> None:
+        """``workers``: kill_after_s (default 5), pool_size, start_method, memory_limit_mb (2048)."""
+        super().__init__(**workers)
         self.solver_timeout_ms = solver_timeout_ms
         self.unknown_as_fail = unknown_as_fail
-        self.pool = WorkerPool(
-            SMT_JOB,
-            size=pool_size,
-            timeout_s=kill_after_s,
-            start_method=start_method,
-            memory_limit_mb=memory_limit_mb,
-            warmup=WARMUP,
-        )
 
     def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[Any, ...]:
         """A result when z3 is not needed, else the worker job's arguments."""
-        try:
-            criteria = SmtCriteria.from_dict(query.verifier)
-        except ValueError as error:
-            return _row_error(query, str(error))
-        answer = extract_answer(completion)
-        if not answer:
-            return _fail(
-                ErrorClass.NO_ANSWER, "no <answer>...</answer> in completion" if answer is None else "<answer> is empty"
-            )
-        if len(answer) > MAX_ANSWER_CHARS:
-            return _fail(ErrorClass.UNPARSEABLE, f"answer is over {MAX_ANSWER_CHARS} characters")
+        criteria = parse_criteria(query, SmtCriteria.from_dict, "smt")
+        if isinstance(criteria, VerifierResult):
+            return criteria
+        answer = answer_or_fail(completion, max_chars=MAX_ANSWER_CHARS)
+        if isinstance(answer, VerifierResult):
+            return answer
         if criteria.mode == "model":
             assignment = parse_assignment(answer)
             if isinstance(assignment, str):
-                return _fail(ErrorClass.UNPARSEABLE, assignment)
+                return fail(ErrorClass.UNPARSEABLE, assignment)
             return ("model", criteria.declarations, criteria.constraints, assignment, self.solver_timeout_ms)
         problem = check_term(answer)
         if problem:
-            return _fail(ErrorClass.UNPARSEABLE, f"answer is not one SMT-LIB term: {problem}")
+            return fail(ErrorClass.UNPARSEABLE, f"answer is not one SMT-LIB term: {problem}")
         return (
             "equivalent",
             criteria.declarations,
@@ -197,40 +182,20 @@ class SmtVerifier(PooledVerifier):
             self.solver_timeout_ms,
         )
 
-    def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
-        """A worker's outcome as a result: a kill at the deadline is the answer's, a crash is ours."""
-        if outcome.status == "ok":
-            verdict, error_class, detail, tests = outcome.value
-            if verdict == "error":
-                result = _row_error(query, detail)
-            else:
-                outcomes = [TestOutcome(name, passed, test_detail) for name, passed, test_detail in tests]
-                score = 1.0 if verdict == "pass" else 0.0
-                result = VerifierResult(Verdict(verdict), score, ErrorClass(error_class), detail, outcomes)
-                if result.verdict is Verdict.UNKNOWN and self.unknown_as_fail:
-                    result.verdict, result.error_class = Verdict.FAIL, ErrorClass.TIMEOUT
-        elif outcome.status == "timeout":
-            result = _fail(ErrorClass.TIMEOUT, f"z3 killed: {outcome.detail}")
-        elif not outcome.caused_by_job:  # a pool fault, or a SIGKILL from outside
-            detail = f"z3 worker failed: {outcome.detail}"
-            result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-        else:  # "raised" or "died": this answer broke z3, and the pool retired that worker
-            result = _fail(_broken_by_answer(outcome), f"z3 failed on this answer: {outcome.detail}")
-        result.elapsed_s = outcome.elapsed_s
+    def _from_value(self, query: Query, value: Any) -> VerifierResult:
+        """z3's verdict; ``unknown`` is neither pass nor fail, unless ``unknown_as_fail``."""
+        verdict, error_class, detail, tests = value
+        if verdict == "error":
+            return bad_criteria(query, "smt", detail)
+        outcomes = [TestOutcome(name, passed, test_detail) for name, passed, test_detail in tests]
+        score = 1.0 if verdict == "pass" else 0.0
+        result = VerifierResult(Verdict(verdict), score, ErrorClass(error_class), detail, outcomes)
+        if result.verdict is Verdict.UNKNOWN and self.unknown_as_fail:
+            result.verdict, result.error_class = Verdict.FAIL, ErrorClass.TIMEOUT
         return result
 
-
-def _broken_by_answer(outcome: JobOutcome) -> ErrorClass:
-    """``memory`` when z3 ran out of it (the worker raises MemoryError for z3's own "out of
-    memory"; z3 exits with 101 when it cannot raise), else ``runtime_error``."""
-    out_of_memory = outcome.exception == "MemoryError" or outcome.exitcode == Z3_MEMOUT_EXIT
-    return ErrorClass.MEMORY if out_of_memory else ErrorClass.RUNTIME_ERROR
-
-
-def _fail(error_class: ErrorClass, detail: str) -> VerifierResult:
-    return VerifierResult(Verdict.FAIL, 0.0, error_class, detail)
-
-
-def _row_error(query: Query, problem: str) -> VerifierResult:
-    detail = f"query {query.id!r} has bad smt criteria: {problem}"
-    return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+    def _broken_by_answer(self, outcome: JobOutcome) -> ErrorClass:
+        """``memory`` when z3 ran out of it (the worker raises MemoryError for z3's own "out of
+        memory"; z3 exits with 101 when it cannot raise), else ``runtime_error``."""
+        out_of_memory = outcome.exception == "MemoryError" or outcome.exitcode == Z3_MEMOUT_EXIT
+        return ErrorClass.MEMORY if out_of_memory else ErrorClass.RUNTIME_ERROR

@@ -25,12 +25,14 @@ rubric's, not rlvr's: group-normalised advantages (GRPO) are the same as with th
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import PooledVerifier
-from rlvr.workers import JobOutcome, StartMethod, WorkerPool
+from rlvr.verifiers.base import fail, verifier_error
+from rlvr.verifiers.pooled import PooledVerifier, WorkerSettings
+from rlvr.workers import JobOutcome, WorkerPool
 
 VF_JOB = "rlvr.verifiers._vf_worker:score"
 """By name, so that the trainer's process never imports verifiers."""
@@ -49,19 +51,14 @@ class VerifiersRubricVerifier(PooledVerifier):
     """Verifier for ``{"type": "verifiers", ...}`` rows; verifiers runs only in the workers."""
 
     name = "verifiers"
+    job = VF_JOB
+    default_workers = WorkerSettings(kill_after_s=10.0, memory_limit_mb=4096)
+    outcome_words = ("rubric killed", "worker failed", "the rubric failed on this completion")
 
-    def __init__(
-        self,
-        *,
-        kill_after_s: float = 10.0,
-        pool_size: int = 2,
-        start_method: StartMethod = "forkserver",
-        memory_limit_mb: int | None = 4096,
-    ) -> None:
-        self.kill_after_s = kill_after_s
-        self.pool_size = pool_size
-        self.start_method: StartMethod = start_method
-        self.memory_limit_mb = memory_limit_mb
+    def __init__(self, **workers: Any) -> None:
+        """``workers``: kill_after_s (default 10), pool_size, start_method, memory_limit_mb (4096).
+        Instead of ``PooledVerifier``'s one pool, one per environment, started by its first job."""
+        self.workers = replace(self.default_workers, **workers)
         self.pools: dict[str, WorkerPool] = {}
         """One pool per (env, args, path): its workers load that environment while they start."""
 
@@ -72,7 +69,7 @@ class VerifiersRubricVerifier(PooledVerifier):
         if problem:
             return _row_error(query, problem)
         if len(completion) > MAX_COMPLETION_CHARS:
-            return _fail(ErrorClass.UNPARSEABLE, f"completion is over {MAX_COMPLETION_CHARS} characters")
+            return fail(ErrorClass.UNPARSEABLE, f"completion is over {MAX_COMPLETION_CHARS} characters")
         return (criteria["env"], criteria.get("args", {}), criteria.get("path", ""), criteria["row"], completion)
 
     def _run_jobs(self, jobs: list[tuple[Any, ...]]) -> list[JobOutcome]:
@@ -89,35 +86,17 @@ class VerifiersRubricVerifier(PooledVerifier):
 
     def _pool(self, key: str, env: tuple[Any, ...]) -> WorkerPool:
         if key not in self.pools:
-            self.pools[key] = WorkerPool(
-                VF_JOB,
-                size=self.pool_size,
-                timeout_s=self.kill_after_s,
-                startup_timeout_s=LOAD_TIMEOUT_S,
-                start_method=self.start_method,
-                memory_limit_mb=self.memory_limit_mb,
-                warmup=(*env, None, ""),  # loads the environment before the worker reports ready
-            )
+            # the warmup loads the environment before the worker reports ready
+            self.pools[key] = self.workers.pool(self.job, (*env, None, ""), startup_timeout_s=LOAD_TIMEOUT_S)
         return self.pools[key]
 
-    def _from_outcome(self, query: Query, outcome: JobOutcome) -> VerifierResult:
-        if outcome.status == "ok":
-            kind, value = outcome.value
-            if kind == "ok":
-                result = _scored(query, *value)
-            elif kind == "raised":
-                result = _fail(ErrorClass.RUNTIME_ERROR, f"a reward function raised on this completion: {value}")
-            else:  # "row_error" or "bad_score": the row or its environment, not this completion
-                result = _row_error(query, value)
-        elif outcome.status == "timeout":
-            result = _fail(ErrorClass.TIMEOUT, f"rubric killed: {outcome.detail}")
-        elif not outcome.caused_by_job:  # a pool fault (a worker that never loaded), or a SIGKILL from outside
-            result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, f"worker failed: {outcome.detail}")
-        else:  # the worker raised outside the rubric or died on this completion
-            error_class = ErrorClass.MEMORY if outcome.exception == "MemoryError" else ErrorClass.RUNTIME_ERROR
-            result = _fail(error_class, f"the rubric failed on this completion: {outcome.detail}")
-        result.elapsed_s = outcome.elapsed_s
-        return result
+    def _from_value(self, query: Query, value: Any) -> VerifierResult:
+        kind, said = value
+        if kind == "ok":
+            return _scored(query, *said)
+        if kind == "raised":
+            return fail(ErrorClass.RUNTIME_ERROR, f"a reward function raised on this completion: {said}")
+        return _row_error(query, said)  # "row_error" or "bad_score": the row or its environment, not this completion
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -157,10 +136,5 @@ def _with_answer(query: Query, detail: str) -> str:
     return f"{detail}; expected {clip(str(answer))!r}" if answer not in (None, "") else detail
 
 
-def _fail(error_class: ErrorClass, detail: str) -> VerifierResult:
-    return VerifierResult(Verdict.FAIL, 0.0, error_class, detail)
-
-
 def _row_error(query: Query, problem: str) -> VerifierResult:
-    detail = f"query {query.id!r} cannot be scored by its verifiers environment: {problem}"
-    return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+    return verifier_error(f"query {query.id!r} cannot be scored by its verifiers environment: {problem}")
