@@ -22,7 +22,7 @@ from typing import Any
 
 from rlvr.sandbox import SandboxLimits, SandboxUnavailable, bwrap
 from rlvr.types import Query
-from rlvr.verifiers.stdio import MAX_STDOUT_BYTES, TEST_TIMEOUT_S, Program, StdioCriteria, StdioVerifier
+from rlvr.verifiers.stdio import Program, StdioCriteria, StdioVerifier
 
 DEFAULT_LIMITS = SandboxLimits(wall_s=15.0, cpu_s=5, memory_mb=512, processes=16, output_bytes=1 << 20)
 """Per completion, compile and all tests together."""
@@ -71,21 +71,12 @@ class CVerifier(StdioVerifier):
         'printf("%d\\n", 2 * n); return 0; }\n',
     )
 
-    def __init__(
-        self,
-        *,
-        limits: SandboxLimits = DEFAULT_LIMITS,
-        test_timeout_s: float = TEST_TIMEOUT_S,
-        compile_timeout_s: float = COMPILE_TIMEOUT_S,
-        max_stdout_bytes: int = MAX_STDOUT_BYTES,
-        partial_credit: bool = False,
-    ) -> None:
-        super().__init__(
-            limits=limits,
-            test_timeout_s=test_timeout_s,
-            max_stdout_bytes=max_stdout_bytes,
-            partial_credit=partial_credit,
-        )
+    default_limits = DEFAULT_LIMITS
+
+    def __init__(self, *, compile_timeout_s: float = COMPILE_TIMEOUT_S, **stdio: Any) -> None:
+        """``stdio``: `StdioVerifier`'s options: limits (default ``DEFAULT_LIMITS``, compile and all
+        tests together), test_timeout_s, max_stdout_bytes, partial_credit."""
+        super().__init__(**stdio)
         self.compile_timeout_s = compile_timeout_s
 
     def criteria(self, verifier: dict[str, Any]) -> StdioCriteria:

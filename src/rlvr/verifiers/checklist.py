@@ -36,7 +36,7 @@ import regex
 from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
 from rlvr.verifiers._visible_text import BIDI_CONTROLS, ReorderedText, read
-from rlvr.verifiers.base import BaseVerifier, extract_answer
+from rlvr.verifiers.base import BaseVerifier, extract_answer, parse_criteria
 
 MAX_TEXT_CHARS = 20_000
 """Longer answers fail every item (``output_limit``): checks are for answers, not novels."""
@@ -196,11 +196,9 @@ class ChecklistVerifier(BaseVerifier):
         return result
 
     def _verify(self, query: Query, completion: str) -> VerifierResult:
-        try:
-            criteria = ChecklistCriteria.from_dict(query.verifier)
-        except ValueError as error:
-            detail = f"query {query.id!r} has bad checklist criteria: {error}"
-            return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
+        criteria = parse_criteria(query, ChecklistCriteria.from_dict, "checklist")
+        if isinstance(criteria, VerifierResult):
+            return criteria
         answer = extract_answer(completion)
         texts = {"answer": answer, "completion": completion}
         reordered = _bidi_controls(completion)

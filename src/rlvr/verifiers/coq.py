@@ -52,7 +52,7 @@ from rlvr.sandbox import SandboxLimits, SandboxUnavailable
 from rlvr.sandbox.session import SessionEnded
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import extract_answer
+from rlvr.verifiers.base import fail, unavailable, verifier_error
 from rlvr.verifiers.coq_report import errors, exhausted, read_assumptions, sentences_ran
 from rlvr.verifiers.coq_sentences import (
     BANNED_TACTICS,
@@ -64,7 +64,8 @@ from rlvr.verifiers.coq_sentences import (
     split,
 )
 from rlvr.verifiers.coq_session import CoqSession, name
-from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
+from rlvr.verifiers.proof_rows import TheoremCriteria, fenced_proof, read_theorem
+from rlvr.verifiers.sandboxed import SandboxedVerifier
 
 SESSION_LIMITS = SandboxLimits(wall_s=0, cpu_s=900, memory_mb=4096, processes=8, output_bytes=4 << 20)
 """For the whole session: a fresh coqtop holds about 500 MB of address space, and each preamble
@@ -85,27 +86,19 @@ SELF_CHECK_PROOF = "<answer>reflexivity.</answer>"
 
 
 @dataclass(frozen=True)
-class CoqCriteria:
+class CoqCriteria(TheoremCriteria):
     """The ``verifier`` object of a coq row."""
 
-    statement: str
-    name: str
-    preamble: str = ""
     axioms: frozenset[str] = frozenset()
 
     @classmethod
     def from_dict(cls, criteria: dict[str, Any]) -> CoqCriteria:
-        statement = criteria.get("statement")
-        match = _STATEMENT.match(statement) if isinstance(statement, str) else None
-        if match is None or not statement.rstrip().endswith(".") or ":=" in statement:
-            raise ValueError(f'"statement" must be "Theorem NAME : TYPE." without ":=", got {statement!r}')
-        preamble = criteria.get("preamble", "")
-        if not isinstance(preamble, str):
-            raise ValueError(f'"preamble" must be a string of Coq commands, got {preamble!r}')
+        form = "Theorem NAME : TYPE."
+        statement, name, preamble = read_theorem(criteria, _STATEMENT, form, "Coq", name_group=2, ends_with=".")
         axioms = criteria.get("axioms", [])
         if not isinstance(axioms, list) or not all(isinstance(a, str) for a in axioms):
             raise ValueError(f'"axioms" must be a list of axiom names, got {axioms!r}')
-        return cls(statement.strip(), match.group(2), preamble, frozenset(axioms))
+        return cls(statement, name, preamble, frozenset(axioms))
 
 
 @dataclass(frozen=True)
@@ -124,8 +117,7 @@ class Screened:
 
 def extract_proof(completion: str) -> str:
     """The last ```` ```coq ```` block, else the ``<answer>`` content, else ""."""
-    blocks = _FENCE.findall(completion)
-    return blocks[-1].strip() if blocks else (extract_answer(completion) or "").strip()
+    return fenced_proof(completion, _FENCE)
 
 
 def screen(proof: str, tactics: frozenset[str] = frozenset()) -> Screened | str:
@@ -242,8 +234,7 @@ def judge(
 
 
 def _row_error(query: Query, detail: str) -> Outcome:
-    result = VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, f"query {query.id!r}: {clip(detail)}")
-    return Outcome(result, session_suspect=True)
+    return Outcome(verifier_error(f"query {query.id!r}: {clip(detail)}"), session_suspect=True)
 
 
 class CoqVerifier(SandboxedVerifier):
@@ -252,6 +243,7 @@ class CoqVerifier(SandboxedVerifier):
     name = "coq"
     self_check = (SELF_CHECK, SELF_CHECK_PROOF)
     limits = SandboxLimits(wall_s=CHECK_TIMEOUT_S)
+    answer_noun = "proof"
 
     def __init__(
         self, *, check_timeout_s: float = CHECK_TIMEOUT_S, memory_mb: int = SESSION_LIMITS.memory_mb,
@@ -268,19 +260,26 @@ class CoqVerifier(SandboxedVerifier):
         """Checks run again on a fresh session because the used one may have been to blame."""
         self._lock = threading.Lock()  # one coqtop: one check at a time
 
-    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
-        prepared = _prepare(query, completion)
-        return prepared if isinstance(prepared, VerifierResult) else None
+    def _answer(self, completion: str) -> str:
+        return extract_proof(completion)
 
-    def _verify(self, query: Query, completion: str) -> VerifierResult:
-        prepared = _prepare(query, completion)
+    def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[CoqCriteria, Screened]:
+        """A result when the row or the screen decides, with or without Coq; else (criteria, screened)."""
+        prepared = self._criteria_and_answer(query, completion, CoqCriteria.from_dict)
         if isinstance(prepared, VerifierResult):
             return prepared
+        criteria, proof = prepared
+        screened = screen(proof, defined_tactics(criteria.preamble))
+        if isinstance(screened, str):
+            return fail(ErrorClass.PROTOCOL_VIOLATION, clip(screened))
+        return criteria, screened
+
+    def _run_prepared(self, query: Query, prepared: tuple[CoqCriteria, Screened]) -> VerifierResult:
         with self._lock:
             try:
                 return self._run_screened(query, *prepared)
             except SandboxUnavailable as error:
-                return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
+                return unavailable(str(error))
 
     def _run_screened(self, query: Query, criteria: CoqCriteria, screened: Screened) -> VerifierResult:
         """Run a screened proof; again on a fresh session if the first ran on a used one and the
@@ -359,18 +358,3 @@ class CoqVerifier(SandboxedVerifier):
     def close(self) -> None:
         with self._lock:
             self._drop()
-
-
-def _prepare(query: Query, completion: str) -> VerifierResult | tuple[CoqCriteria, Screened]:
-    try:
-        criteria = CoqCriteria.from_dict(query.verifier)
-    except ValueError as error:
-        detail = f"query {query.id!r} has bad coq criteria: {error}"
-        return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-    proof = extract_proof(completion)
-    if not proof:
-        return fail(ErrorClass.NO_ANSWER, "no proof in completion")
-    screened = screen(proof, defined_tactics(criteria.preamble))
-    if isinstance(screened, str):
-        return fail(ErrorClass.PROTOCOL_VIOLATION, clip(screened))
-    return criteria, screened

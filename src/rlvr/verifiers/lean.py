@@ -39,8 +39,9 @@ from typing import Any
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted
 from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.base import extract_answer
-from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
+from rlvr.verifiers.base import fail, unavailable
+from rlvr.verifiers.proof_rows import TheoremCriteria, fenced_proof, read_theorem
+from rlvr.verifiers.sandboxed import SandboxedVerifier
 
 DEFAULT_LIMITS = SandboxLimits(wall_s=30.0, cpu_s=20, memory_mb=8192, processes=16, output_bytes=1 << 20)
 """Lean maps its .olean libraries into memory, hence the large address-space cap."""
@@ -90,25 +91,13 @@ SELF_CHECK_PROOF = "<answer>by decide</answer>"
 
 
 @dataclass(frozen=True)
-class LeanCriteria:
+class LeanCriteria(TheoremCriteria):
     """The ``verifier`` object of a lean row."""
-
-    statement: str
-    name: str
-    """The theorem's name, read from ``statement``."""
-    preamble: str = ""
 
     @classmethod
     def from_dict(cls, criteria: dict[str, Any]) -> LeanCriteria:
         """Validated criteria; a ValueError says which key is wrong."""
-        statement = criteria.get("statement")
-        match = _STATEMENT.match(statement) if isinstance(statement, str) else None
-        if match is None or ":=" in statement:
-            raise ValueError(f'"statement" must be "theorem NAME ... : TYPE" without ":=", got {statement!r}')
-        preamble = criteria.get("preamble", "")
-        if not isinstance(preamble, str):
-            raise ValueError(f'"preamble" must be a string of Lean commands, got {preamble!r}')
-        return cls(statement.strip(), match.group(1), preamble)
+        return cls(*read_theorem(criteria, _STATEMENT, "theorem NAME ... : TYPE", "Lean", name_group=1))
 
 
 def banned_tokens(proof: str) -> list[str]:
@@ -118,10 +107,7 @@ def banned_tokens(proof: str) -> list[str]:
 
 def extract_proof(completion: str) -> str:
     """The last ```` ```lean ```` block, else the ``<answer>`` content, else ""."""
-    blocks = _FENCE.findall(completion)
-    if blocks:
-        return blocks[-1].strip()
-    return extract_answer(completion) or ""
+    return fenced_proof(completion, _FENCE)
 
 
 def find_lean() -> str:
@@ -146,20 +132,27 @@ class LeanVerifier(SandboxedVerifier):
 
     name = "lean"
     self_check = (SELF_CHECK, SELF_CHECK_PROOF)
+    answer_noun = "proof"
 
     def __init__(self, *, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
-    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
-        """Rows and the proof text (banned words, commands, attributes) are judged before any
-        toolchain lookup, so a refused proof fails alike with or without ``lean``."""
-        prepared = _prepare(query, completion)
-        return prepared if isinstance(prepared, VerifierResult) else None
+    def _answer(self, completion: str) -> str:
+        return extract_proof(completion)
 
-    def _verify(self, query: Query, completion: str) -> VerifierResult:
-        prepared = _prepare(query, completion)  # again: the self-check comes here without the screen
+    def _prepare(self, query: Query, completion: str) -> VerifierResult | tuple[LeanCriteria, str]:
+        """A result when the row or the proof text (banned words, commands, attributes) already
+        decides, before any toolchain lookup, so a refused proof fails alike with or without
+        ``lean``; else (criteria, proof)."""
+        prepared = self._criteria_and_answer(query, completion, LeanCriteria.from_dict)
         if isinstance(prepared, VerifierResult):
             return prepared
+        banned = banned_tokens(prepared[1])
+        if banned:
+            return fail(ErrorClass.PROTOCOL_VIOLATION, clip(f"proof uses banned {', '.join(dict.fromkeys(banned))}"))
+        return prepared
+
+    def _run_prepared(self, query: Query, prepared: tuple[LeanCriteria, str]) -> VerifierResult:
         criteria, proof = prepared
         try:
             lean = find_lean()
@@ -172,7 +165,7 @@ class LeanVerifier(SandboxedVerifier):
                 [lean, "/sandbox/Proof.lean"], files={"/sandbox/Proof.lean": source.encode()}, limits=self.limits
             )
         except SandboxUnavailable as error:
-            return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
+            return unavailable(str(error))
         return self._judge(run, f"{namespace}.{criteria.name}")
 
     def _judge(self, run: SandboxRun, qualified_name: str) -> VerifierResult:
@@ -193,19 +186,3 @@ class LeanVerifier(SandboxedVerifier):
         if extra:
             return fail(ErrorClass.WRONG_ANSWER, clip(f"proof depends on non-standard axioms: {', '.join(extra)}"))
         return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, f"proved using {sorted(axioms) or 'no axioms'}")
-
-
-def _prepare(query: Query, completion: str) -> VerifierResult | tuple[LeanCriteria, str]:
-    """A result when the row or the proof text already decides, else (criteria, proof)."""
-    try:
-        criteria = LeanCriteria.from_dict(query.verifier)
-    except ValueError as error:
-        detail = f"query {query.id!r} has bad lean criteria: {error}"
-        return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.INFRASTRUCTURE, detail)
-    proof = extract_proof(completion)
-    if not proof:
-        return fail(ErrorClass.NO_ANSWER, "no proof in completion")
-    banned = banned_tokens(proof)
-    if banned:
-        return fail(ErrorClass.PROTOCOL_VIOLATION, clip(f"proof uses banned {', '.join(dict.fromkeys(banned))}"))
-    return criteria, proof

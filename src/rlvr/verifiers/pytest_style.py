@@ -33,9 +33,10 @@ from importlib import resources
 from typing import Any
 
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
-from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
+from rlvr.types import ErrorClass, Query, TestOutcome, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.sandboxed import SandboxedVerifier, fail, raised_before_tests
+from rlvr.verifiers.base import fail, unavailable
+from rlvr.verifiers.sandboxed import SandboxedVerifier, raised_before_tests, tests_verdict
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("pytest_driver.py").read_bytes()
 
@@ -108,14 +109,10 @@ class PytestVerifier(SandboxedVerifier):
         self.limits = limits
         self.partial_credit = partial_credit
 
-    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
-        prepared = self._criteria_and_code(query, completion, PytestCriteria.from_dict, "python")
-        return prepared if isinstance(prepared, VerifierResult) else None
+    def _prepare(self, query: Query, completion: str) -> tuple[PytestCriteria, str] | VerifierResult:
+        return self._criteria_and_answer(query, completion, PytestCriteria.from_dict)
 
-    def _verify(self, query: Query, completion: str) -> VerifierResult:
-        prepared = self._criteria_and_code(query, completion, PytestCriteria.from_dict, "python")
-        if isinstance(prepared, VerifierResult):
-            return prepared
+    def _run_prepared(self, query: Query, prepared: tuple[PytestCriteria, str]) -> VerifierResult:
         criteria, code = prepared
         nonce = secrets.token_hex(16)
         files = {
@@ -129,20 +126,18 @@ class PytestVerifier(SandboxedVerifier):
                 [sandbox_python(), "-I", "-S", "/sandbox/driver.py"], files=files, limits=self.limits, channel=True
             )
         except SandboxUnavailable as error:
-            return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
+            return unavailable(str(error))
         return self._judge(criteria, run, nonce)
 
     def _judge(self, criteria: PytestCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
-        frame, failure = self._frame_or_failure(run, nonce)
-        if failure is not None:
-            return failure
-        raised = raised_before_tests(frame, ("import_raised", "tests_raised"))
-        if raised is not None:
-            return raised
-        status = frame.get("status")
-        results = frame.get("results")
-        if status != "ok" or not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
-            return fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
+        results = self._test_results(
+            run,
+            nonce,
+            lambda frame: raised_before_tests(frame, ("import_raised", "tests_raised")),
+            lambda results: all(isinstance(result, dict) for result in results),
+        )
+        if isinstance(results, VerifierResult):
+            return results
         ran = [result.get("name") for result in results]
         if sorted(map(str, ran)) != sorted(criteria.test_names) or len(ran) != len(criteria.test_names):
             expected = clip(", ".join(criteria.test_names))
@@ -164,12 +159,5 @@ class PytestVerifier(SandboxedVerifier):
                     if detail == "MemoryError"
                     else _ERROR_CLASSES.get(outcome, ErrorClass.RUNTIME_ERROR)
                 )
-        passed_count = sum(outcome.passed for outcome in outcomes)
-        summary = f"{passed_count}/{len(outcomes)} tests passed"
-        if not classes:
-            return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, summary, outcomes)
-        first_failure = next(outcome for outcome in outcomes if not outcome.passed)
-        detail = f"{summary}; {first_failure.name} {first_failure.detail}"
-        if self.partial_credit and passed_count:
-            return VerifierResult(Verdict.PARTIAL, passed_count / len(outcomes), classes[0], detail, outcomes)
-        return VerifierResult(Verdict.FAIL, 0.0, classes[0], detail, outcomes)
+        first_class = classes[0] if classes else ErrorClass.NONE
+        return tests_verdict(outcomes, first_class, partial_credit=self.partial_credit)

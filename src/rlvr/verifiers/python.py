@@ -29,9 +29,10 @@ from typing import Any, Literal
 
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
 from rlvr.sandbox.pool import PoolJob, SandboxPool
-from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
+from rlvr.types import ErrorClass, Query, TestOutcome, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.sandboxed import SandboxedVerifier, fail, raised_before_tests
+from rlvr.verifiers.base import unavailable
+from rlvr.verifiers.sandboxed import SandboxedVerifier, raised_before_tests, tests_verdict
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("python_driver.py").read_bytes()
 
@@ -132,38 +133,25 @@ class PythonVerifier(SandboxedVerifier):
         if self._pool is not None:
             self._pool.close()
 
-    def _verify(self, query: Query, completion: str) -> VerifierResult:
-        return self._verify_many([(query, completion)])[0]
+    def _run_prepared(self, query: Query, prepared: tuple[PythonCriteria, str, dict[str, str]]) -> VerifierResult:
+        return self._run_many([(query, prepared)])[0]
 
-    def _verify_many(self, items: list[tuple[Query, str]]) -> list[VerifierResult]:
-        results: list[VerifierResult | None] = [None] * len(items)
-        prepared: list[tuple[int, PythonCriteria, str, dict[str, str]]] = []
-        for index, (query, completion) in enumerate(items):
-            job = self._prepare(query, completion)
-            if isinstance(job, VerifierResult):
-                results[index] = job
-            else:
-                prepared.append((index, *job))
+    def _run_many(self, jobs: list[tuple[Query, tuple[PythonCriteria, str, dict[str, str]]]]) -> list[VerifierResult]:
+        """DANGER: every job's code at once, in the pool's slots or one fresh sandbox after another."""
         try:
-            runs = self._run([files for *_, files in prepared])
+            runs = self._run([files for _, (_, _, files) in jobs])
         except SandboxUnavailable as error:
-            unavailable = VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
-            runs = [unavailable] * len(prepared)
-        for (index, criteria, nonce, _), run in zip(prepared, runs):
-            if isinstance(run, VerifierResult):
-                results[index] = VerifierResult(run.verdict, 0.0, run.error_class, run.detail)
-            else:
-                results[index] = self._judge(criteria, run, nonce)
-                results[index].elapsed_s = run.elapsed_s
-        return [result for result in results if result is not None]
-
-    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
-        prepared = self._criteria_and_code(query, completion, PythonCriteria.from_dict, "python")
-        return prepared if isinstance(prepared, VerifierResult) else None
+            return [unavailable(str(error)) for _ in jobs]
+        results = []
+        for (_, (criteria, nonce, _)), run in zip(jobs, runs, strict=True):
+            result = self._judge(criteria, run, nonce)
+            result.elapsed_s = run.elapsed_s
+            results.append(result)
+        return results
 
     def _prepare(self, query: Query, completion: str) -> tuple[PythonCriteria, str, dict[str, str]] | VerifierResult:
         """(criteria, nonce, files for the sandbox), or the result when there is nothing to run."""
-        prepared = self._criteria_and_code(query, completion, PythonCriteria.from_dict, "python")
+        prepared = self._criteria_and_answer(query, completion, PythonCriteria.from_dict)
         if isinstance(prepared, VerifierResult):
             return prepared
         criteria, code = prepared
@@ -196,17 +184,13 @@ class PythonVerifier(SandboxedVerifier):
         return runs
 
     def _judge(self, criteria: PythonCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
-        frame, failure = self._frame_or_failure(run, nonce)
-        if failure is not None:
-            return failure
-        raised = raised_before_tests(frame, ("import_raised", "no_entry_point"))
-        if raised is not None:
-            return raised
-        status = frame.get("status")
-        results = frame.get("results")
-        if status != "ok" or not isinstance(results, list) or len(results) != len(criteria.tests):
-            return fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
-        return self._score(criteria, results)
+        results = self._test_results(
+            run,
+            nonce,
+            lambda frame: raised_before_tests(frame, ("import_raised", "no_entry_point")),
+            lambda results: len(results) == len(criteria.tests),
+        )
+        return results if isinstance(results, VerifierResult) else self._score(criteria, results)
 
     def _score(self, criteria: PythonCriteria, results: list[Any]) -> VerifierResult:
         outcomes, raised = [], []
@@ -228,19 +212,10 @@ class PythonVerifier(SandboxedVerifier):
                     ),
                 )
             outcomes.append(TestOutcome(name, passed, detail))
-        passed_count = sum(outcome.passed for outcome in outcomes)
-        share = passed_count / len(outcomes)
-        summary = f"{passed_count}/{len(outcomes)} tests passed"
-        if passed_count == len(outcomes):
-            return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, summary, outcomes)
         if "MemoryError" in raised:
             error_class = ErrorClass.MEMORY
         elif raised:
             error_class = ErrorClass.RUNTIME_ERROR
         else:
             error_class = ErrorClass.WRONG_ANSWER
-        first_failure = next(outcome for outcome in outcomes if not outcome.passed)
-        detail = f"{summary}; {first_failure.name} {first_failure.detail}"
-        if self.partial_credit and passed_count:
-            return VerifierResult(Verdict.PARTIAL, share, error_class, detail, outcomes)
-        return VerifierResult(Verdict.FAIL, 0.0, error_class, detail, outcomes)
+        return tests_verdict(outcomes, error_class, partial_credit=self.partial_credit)

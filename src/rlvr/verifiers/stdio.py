@@ -32,9 +32,10 @@ from importlib import resources
 from typing import Any
 
 from rlvr.sandbox import SandboxLimits, SandboxRun, SandboxUnavailable, run_untrusted, sandbox_python
-from rlvr.types import ErrorClass, Query, TestOutcome, Verdict, VerifierResult
+from rlvr.types import ErrorClass, Query, TestOutcome, VerifierResult
 from rlvr.verifiers._text import clip
-from rlvr.verifiers.sandboxed import SandboxedVerifier, fail
+from rlvr.verifiers.base import fail, unavailable
+from rlvr.verifiers.sandboxed import SandboxedVerifier, tests_verdict
 
 DRIVER = resources.files("rlvr.sandbox").joinpath("stdio_driver.py").read_bytes()
 
@@ -113,16 +114,18 @@ class StdioVerifier(SandboxedVerifier):
         "print(int(input()) * 2)\n",
     )
     """A known-good answer run once per verifier: if it does not pass, every result is ``error``."""
+    default_limits = DEFAULT_LIMITS
 
     def __init__(
         self,
         *,
-        limits: SandboxLimits = DEFAULT_LIMITS,
+        limits: SandboxLimits | None = None,
         test_timeout_s: float = TEST_TIMEOUT_S,
         max_stdout_bytes: int = MAX_STDOUT_BYTES,
         partial_credit: bool = False,
     ) -> None:
-        self.limits = limits
+        """``limits``: for one completion, all its tests together (default ``default_limits``)."""
+        self.limits = self.default_limits if limits is None else limits
         self.test_timeout_s = test_timeout_s
         self.max_stdout_bytes = max_stdout_bytes
         self.partial_credit = partial_credit
@@ -142,21 +145,17 @@ class StdioVerifier(SandboxedVerifier):
 
     # --- shared ---------------------------------------------------------------------------------
 
-    def _screen(self, query: Query, completion: str) -> VerifierResult | None:
-        prepared = self._criteria_and_code(query, completion, self.criteria, self.language)
-        return prepared if isinstance(prepared, VerifierResult) else None
+    def _prepare(self, query: Query, completion: str) -> tuple[StdioCriteria, str] | VerifierResult:
+        return self._criteria_and_answer(query, completion, self.criteria)
 
-    def _verify(self, query: Query, completion: str) -> VerifierResult:
-        prepared = self._criteria_and_code(query, completion, self.criteria, self.language)
-        if isinstance(prepared, VerifierResult):
-            return prepared
+    def _run_prepared(self, query: Query, prepared: tuple[StdioCriteria, str]) -> VerifierResult:
         criteria, code = prepared
         nonce = secrets.token_hex(16)
         try:
             program = self.program(criteria, code)
             run = self._run(program, criteria, nonce)
         except SandboxUnavailable as error:
-            return VerifierResult(Verdict.UNAVAILABLE, 0.0, ErrorClass.INFRASTRUCTURE, str(error))
+            return unavailable(str(error))
         return self._judge(criteria, run, nonce)
 
     def _run(self, program: Program, criteria: StdioCriteria, nonce: str) -> SandboxRun:
@@ -179,18 +178,8 @@ class StdioVerifier(SandboxedVerifier):
         )
 
     def _judge(self, criteria: StdioCriteria, run: SandboxRun, nonce: str) -> VerifierResult:
-        frame, failure = self._frame_or_failure(run, nonce)
-        if failure is not None:
-            return failure
-        status = frame.get("status")
-        if status == "compile_error":
-            return fail(ErrorClass.COMPILE_ERROR, clip(first_error_line(str(frame.get("stderr", ""))), 200))
-        if status == "compile_timeout":
-            return fail(ErrorClass.TIMEOUT, "the compiler ran out of time")
-        results = frame.get("results")
-        if status != "ok" or not isinstance(results, list) or len(results) != len(criteria.tests):
-            return fail(ErrorClass.PROTOCOL_VIOLATION, "result channel frame is malformed")
-        return self._score(criteria, results)
+        results = self._test_results(run, nonce, _compile_failure, lambda results: len(results) == len(criteria.tests))
+        return results if isinstance(results, VerifierResult) else self._score(criteria, results)
 
     def _score(self, criteria: StdioCriteria, results: list[Any]) -> VerifierResult:
         outcomes, classes = [], []
@@ -201,15 +190,10 @@ class StdioVerifier(SandboxedVerifier):
             elapsed = float(elapsed) if isinstance(elapsed, int | float) else 0.0
             outcomes.append(TestOutcome(name, error_class is ErrorClass.NONE, detail, elapsed))
             classes.append(error_class)
-        passed_count = sum(outcome.passed for outcome in outcomes)
-        summary = f"{passed_count}/{len(outcomes)} tests passed"
-        if passed_count == len(outcomes):
-            return VerifierResult(Verdict.PASS, 1.0, ErrorClass.NONE, summary, outcomes)
-        first = next(i for i, outcome in enumerate(outcomes) if not outcome.passed)
-        detail = f"{summary}; {outcomes[first].name} {outcomes[first].detail}"
-        if self.partial_credit and passed_count:
-            return VerifierResult(Verdict.PARTIAL, passed_count / len(outcomes), classes[first], detail, outcomes)
-        return VerifierResult(Verdict.FAIL, 0.0, classes[first], detail, outcomes)
+        first_class = next(
+            (error_class for error_class in classes if error_class is not ErrorClass.NONE), ErrorClass.NONE
+        )
+        return tests_verdict(outcomes, first_class, partial_credit=self.partial_credit)
 
     def _outcome(self, expected: str, result: Any) -> tuple[ErrorClass, str]:
         """(ErrorClass.NONE, "") if the test passed, else its error class and a few words."""
@@ -237,6 +221,16 @@ class StdioVerifier(SandboxedVerifier):
             return ErrorClass.WRONG_ANSWER, "printed nothing"
         shown = printed.encode("utf-8", "backslashreplace").decode("utf-8")
         return ErrorClass.WRONG_ANSWER, clip(f"printed {json.dumps(shown)}")
+
+
+def _compile_failure(frame: dict[str, Any]) -> VerifierResult | None:
+    """The fail of code that did not compile (c), or whose compiler ran out of time; else None."""
+    status = frame.get("status")
+    if status == "compile_error":
+        return fail(ErrorClass.COMPILE_ERROR, clip(first_error_line(str(frame.get("stderr", ""))), 200))
+    if status == "compile_timeout":
+        return fail(ErrorClass.TIMEOUT, "the compiler ran out of time")
+    return None
 
 
 def _exit_class(status: int, stderr_tail: str) -> tuple[ErrorClass, str]:
