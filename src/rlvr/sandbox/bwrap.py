@@ -296,6 +296,26 @@ def namespace_argv(
     return argv
 
 
+def start_bwrap(argv: list[str], *, pass_fds: list[int], stdin: int, stderr: int) -> subprocess.Popen:
+    """DANGER: start ``argv`` (bubblewrap, then the untrusted command) in a process group of its
+    own, handing it ``pass_fds``, with stdout piped back; SandboxUnavailable if it cannot start."""
+    try:
+        return subprocess.Popen(
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, pass_fds=pass_fds, start_new_session=True
+        )
+    except OSError as error:
+        raise SandboxUnavailable(f"cannot start bubblewrap: {error}; {INSTALL_HINT}") from error
+
+
+def read_init_pidfd(info_r: int) -> int | None:
+    """Read bwrap's ``--info-fd`` JSON to its end (bwrap closes it once the namespace's init runs)
+    and open a pidfd for that init; None if bwrap failed first. ``info_r`` stays open."""
+    info = bytearray()
+    while chunk := os.read(info_r, 4096):
+        info += chunk
+    return _open_init_pidfd(bytes(info))
+
+
 def memfd(name: str, data: bytes) -> int:
     fd = os.memfd_create(name, 0)
     os.write(fd, data)
@@ -342,17 +362,7 @@ def run_untrusted(
         argv = _bwrap_argv(host, limits, file_fds, BwrapFds(info_w, seccomp_fd), uid, extra_env, own_proc=True)
         argv += list(command)
         started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=pass_fds,
-                start_new_session=True,
-            )
-        except OSError as error:
-            raise SandboxUnavailable(f"cannot start bubblewrap: {error}; {INSTALL_HINT}") from error
+        proc = start_bwrap(argv, pass_fds=pass_fds, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for fd in pass_fds:  # the child holds them now; our copies would keep pipes from closing
             os.close(fd)
             opened.remove(fd)
@@ -402,12 +412,7 @@ def _watch(proc: subprocess.Popen, streams: dict[int, str], limits: SandboxLimit
         returncode = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         reason = reason or "wall-clock timeout"
-        kill_tree(proc, init_pidfd)
-        try:
-            returncode = proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:  # bwrap itself stuck: take its whole process group down
-            os.killpg(proc.pid, signal.SIGKILL)
-            returncode = proc.wait()
+        returncode = kill_and_reap(proc, init_pidfd)
     if init_pidfd is not None:
         os.close(init_pidfd)
     proc.stdout.close()
@@ -453,6 +458,31 @@ def kill_tree(proc: subprocess.Popen, init_pidfd: int | None) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def kill_and_reap(proc: subprocess.Popen, init_pidfd: int | None) -> int:
+    """``kill_tree``, then wait for bwrap; one stuck past 5 s loses its whole process group. Returns
+    bwrap's exit status."""
+    kill_tree(proc, init_pidfd)
+    try:
+        return proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:  # bwrap itself stuck: take its whole process group down
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait()
+
+
+def stop(proc: subprocess.Popen, init_pidfd: int | None) -> None:
+    """End a long-lived sandbox (a session, a pool slot): ``kill_and_reap``, then close its pipes
+    and the pidfd."""
+    kill_and_reap(proc, init_pidfd)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    if init_pidfd is not None:
+        os.close(init_pidfd)
 
 
 def _raise_if_bwrap_failed(run: SandboxRun) -> None:

@@ -46,10 +46,12 @@ from rlvr.sandbox.bwrap import (
     SandboxRun,
     SandboxUnavailable,
     find_host,
-    kill_tree,
     memfd,
     namespace_argv,
     open_seccomp_filter,
+    read_init_pidfd,
+    start_bwrap,
+    stop,
 )
 from rlvr.sandbox.seccomp import job_filter
 
@@ -171,21 +173,11 @@ class SandboxPool:
             for cap in SUPERVISOR_CAPS:
                 argv += ["--cap-add", cap]
             argv += ["--", host.python, "-I", "-S", f"{WORKDIR}/pool_worker.py"]
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    pass_fds=[script, info_w, seccomp_fd, *zygote_sockets],
-                    start_new_session=True,
-                )
-            except OSError as error:
-                raise SandboxUnavailable(f"cannot start bubblewrap: {error}; {INSTALL_HINT}") from error
+            passed = [script, info_w, seccomp_fd, *zygote_sockets]
+            proc = start_bwrap(argv, pass_fds=passed, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
             os.close(info_w)
             opened.remove(info_w)
-            info = _read_info(info_r)
-            slot = _Slot(proc, _pidfd(info))
+            slot = _Slot(proc, read_init_pidfd(info_r))
             for fd in zygote_sockets:  # the slot holds them now
                 os.close(fd)
                 opened.remove(fd)
@@ -390,37 +382,7 @@ def _receive(slot: _Slot, deadline: float) -> object | None:
     return frame
 
 
-def _read_info(info_r: int) -> dict:
-    """bwrap's --info-fd JSON (it holds the pid of the namespace's init); {} if bwrap failed."""
-    data = bytearray()
-    while chunk := os.read(info_r, 4096):
-        data += chunk
-    try:
-        return json.loads(bytes(data) or b"{}")
-    except ValueError:
-        return {}
-
-
-def _pidfd(info: dict) -> int | None:
-    try:
-        return os.pidfd_open(int(info["child-pid"]))
-    except (KeyError, ValueError, OSError):
-        return None
-
-
 def _stop(slot: _Slot) -> None:
     """Kill the slot's namespace (every process in it) and wait for bwrap."""
-    kill_tree(slot.proc, slot.init_pidfd)
-    try:
-        slot.proc.wait(timeout=5.0)
-    except subprocess.TimeoutExpired:
-        os.killpg(slot.proc.pid, 9)
-        slot.proc.wait()
-    for stream in (slot.proc.stdin, slot.proc.stdout, slot.proc.stderr):
-        try:
-            stream.close()
-        except OSError:
-            pass
-    if slot.init_pidfd is not None:
-        os.close(slot.init_pidfd)
-        slot.init_pidfd = None
+    stop(slot.proc, slot.init_pidfd)
+    slot.init_pidfd = None

@@ -25,17 +25,17 @@ import subprocess
 import time
 
 from rlvr.sandbox.bwrap import (
-    INSTALL_HINT,
     SANDBOX_UIDS,
     BwrapFds,
     SandboxLimits,
     SandboxUnavailable,
     _bwrap_argv,
-    _open_init_pidfd,
     find_host,
-    kill_tree,
     memfd,
     open_seccomp_filter,
+    read_init_pidfd,
+    start_bwrap,
+    stop,
 )
 
 
@@ -70,25 +70,15 @@ class SandboxSession:
         argv = _bwrap_argv(host, limits, file_fds, fds, uid, dict(env or {})) + list(command)
         passed = [*file_fds.values(), info_w, seccomp_fd]
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                pass_fds=passed,
-                start_new_session=True,
-            )
-        except OSError as error:
+            self.proc = start_bwrap(argv, pass_fds=passed, stdin=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except SandboxUnavailable:
             os.close(info_r)
-            raise SandboxUnavailable(f"cannot start bubblewrap: {error}; {INSTALL_HINT}") from error
+            raise
         finally:
             for fd in passed:
                 os.close(fd)
-        info = bytearray()
-        while chunk := os.read(info_r, 4096):  # bwrap closes it once the namespace's init runs
-            info += chunk
+        self.init_pidfd = read_init_pidfd(info_r)
         os.close(info_r)
-        self.init_pidfd = _open_init_pidfd(bytes(info))
         if self.init_pidfd is None:
             output = self.proc.stdout.read() if self.proc.stdout else b""
             self.proc.wait()
@@ -136,16 +126,4 @@ class SandboxSession:
         if not self.alive:
             return
         self.alive = False
-        kill_tree(self.proc, self.init_pidfd)
-        try:
-            self.proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, 9)
-            self.proc.wait()
-        if self.init_pidfd is not None:
-            os.close(self.init_pidfd)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        stop(self.proc, self.init_pidfd)
