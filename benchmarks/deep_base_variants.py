@@ -41,6 +41,7 @@ def _measure(name: str, out: str) -> dict:
     torch.set_num_threads(1)
     from rlvr.bases import tiny_arith_deep
     from rlvr.bases.store import built_from
+    from rlvr.config import TaskConfig
     from rlvr.studies.passk_eval import evaluate_passk
 
     change = VARIANTS[name]
@@ -52,8 +53,10 @@ def _measure(name: str, out: str) -> dict:
     elif not built_from(path, tiny_arith_deep.recipe(share, task)):
         tiny_arith_deep.build(path, share=share, task=task)
     report = evaluate_passk(
-        str(path), base=None, task="arith", n=256, ks=[1, 256], num_queries=100, temperature=1.0, seed=0,
-        out=Path(out) / name / "eval", progress=False, spec=task, max_new_tokens=80,
+        str(path), base=None, n=256, ks=[1, 256], num_queries=100, temperature=1.0, seed=0,
+        out=Path(out) / name / "eval", progress=False, max_new_tokens=80,
+        task=TaskConfig(operands=task.operands, digits=task.digits, max_value=task.max_value,
+                        min_operand=task.min_operand),
     )  # fmt: skip
     model = report["models"]["model"]
     return {"variant": name, "change": change, "pass@k": model["pass@k"], "cot_pass@k": model["cot_pass@k"]}

@@ -65,6 +65,9 @@ def test_eval_writes_json_and_png(base_model_dir, tmp_path):
         (["--set", "algo.beta=0.1"], "rlvr eval takes only task.operands"),
         (["--set", "task.operands=zero"], "task.operands"),
         (["--set", "task.operands=1"], "task.operands"),
+        (["--task", "nope"], "argument --task: invalid choice: 'nope' (choose from 'arith', 'jsonl', 'hf'"),
+        (["--task", "funcsynth", "--set", "task.operands=5"], "rlvr eval takes only task.data_seed"),
+        (["--task", "jsonl"], "task.name=jsonl needs task.train_path and task.eval_path"),
     ],
 )
 def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, base_model_dir, tmp_path, cli):
@@ -81,6 +84,7 @@ def test_missing_model_dir_is_a_user_error(tmp_path, cli):
 
 def test_set_evaluates_another_held_out_spec(tmp_path, cli):
     """--set task.operands=5: the held-out queries are the trainer's for that spec (longer chains)."""
+    from rlvr.config import TaskConfig
     from rlvr.studies.passk_eval import evaluate_passk
     from rlvr.tasks.arith import ArithSpec, make_queries
 
@@ -92,7 +96,21 @@ def test_set_evaluates_another_held_out_spec(tmp_path, cli):
     assert report["spec"]["operands"] == 5 and report["max_new_tokens"] == 64
     expected = make_queries(3, split="heldout", seed=0, spec=ArithSpec(operands=5))
     assert all(q.prompt.count("(") == 3 for q in expected)  # 5 operands: 4 operations, 3 parentheses
-    direct = evaluate_passk("tiny-arith", base=None, task="arith", n=2, ks=[1, 2], num_queries=3, temperature=1.0,
-                            seed=0, out=tmp_path / "direct", progress=False, spec=ArithSpec(operands=5),
+    direct = evaluate_passk("tiny-arith", base=None, task=TaskConfig(operands=5), n=2, ks=[1, 2], num_queries=3,
+                            temperature=1.0, seed=0, out=tmp_path / "direct", progress=False,
                             max_new_tokens=64)  # fmt: skip
     assert direct["models"]["model"]["per_query"] == report["models"]["model"]["per_query"]
+
+
+def test_any_registered_task_is_evaluated_and_cot_pass_at_k_is_unavailable_without_a_checker(tmp_path, cli):
+    """funcsynth has no reasoning checker: its CoT-pass@k is null and the table says n/a, never 0."""
+    out = tmp_path / "ev"
+    done = cli("eval", "--task", "funcsynth", "--model", "tiny-arith", "--base", "tiny-arith", "--n", "2",
+               "--k", "1,2", "--num-queries", "3", "--set", "task.data_seed=1", "--out", str(out), "--quiet")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "held-out funcsynth queries" in done.stdout and "n/a" in done.stdout
+    assert "CoT-pass@k: unavailable for task 'funcsynth' (no reasoning checker)" in done.stdout
+    report = json.loads((out / "eval.json").read_text())
+    assert report["task"] == "funcsynth" and report["spec"] == {"data_seed": 1} and report["num_queries"] == 3
+    assert all(m["cot_pass@k"] is None and len(m["pass@k"]) == 2 for m in report["models"].values())
+    assert report["crossing"]["cot_pass@k"] is None

@@ -92,7 +92,7 @@ def test_a_run_is_evaluated_on_its_own_held_out_task_against_its_own_base(tmp_pa
     monkeypatch.setattr(runner, "evaluate_passk", lambda model, **kwargs: asked.update(model=model, **kwargs))
     runner.evaluate(spec)
     assert asked["model"] == str(run_dir / "final") and asked["base"] == "tiny-arith-deep"
-    assert (asked["spec"].operands, asked["spec"].max_value, asked["max_new_tokens"]) == (5, 999, 80)
+    assert (asked["task"].operands, asked["task"].max_value, asked["max_new_tokens"]) == (5, 999, 80)
     assert asked["prompt_format"].style == cfg.task.prompt_format and asked["ks"] == list(PASSK)
 
 

@@ -15,13 +15,15 @@ from rlvr.cli.common import (
     quiet_hugging_face,
     run_options,
 )
-from rlvr.config import EVAL_FIELDS, load_config
+from rlvr.config import EVAL_FIELDS, TaskConfig, eval_fields, load_config
+from rlvr.tasks.registry import task_names
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     shared = run_options(
         overrides=f"the held-out task and sampling length, as `rlvr train` takes them: {', '.join(EVAL_FIELDS)} "
-        "(e.g. --set task.operands=5 to evaluate longer chains than training saw)",
+        "(e.g. --set task.operands=5 to evaluate longer chains than training saw); another --task takes the "
+        "fields that decide its held-out split instead of task.operands ... task.min_operand",
         seed=Flag("sampling seed, the same for both models (default 0)", default=0),
         out=Flag("folder for eval.json and passk.png (default ./eval)", default="eval"),
     )
@@ -37,7 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--model", required=True, help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)"
     )
     p.add_argument("--base", help="a second model to compare against, usually the one training started from")
-    p.add_argument("--task", default="arith", choices=["arith"], help="task whose held-out split is used")
+    p.add_argument(
+        "--task",
+        default=TaskConfig.name,
+        choices=task_names(),
+        help=f"registered task whose held-out split is used (default {TaskConfig.name}); CoT-pass@k needs its "
+        "reasoning checker and is reported n/a without one",
+    )
     p.add_argument("--n", type=int_at_least(1), default=16, help="samples per query (default 16); every k must be <= n")
     p.add_argument(
         "--k",
@@ -56,11 +64,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def eval_set_problem(overrides: list[str]) -> str | None:
-    """The message for the first `rlvr eval --set` key eval does not take, or None."""
+def eval_set_problem(overrides: list[str], task: str) -> str | None:
+    """The message for the first `rlvr eval --task TASK --set` key eval does not take, or None."""
+    fields = eval_fields(task)
     for item in overrides:
-        if item.split("=", 1)[0].strip() not in EVAL_FIELDS:
-            return f"--set {item}: rlvr eval takes only {', '.join(EVAL_FIELDS)}"
+        if item.split("=", 1)[0].strip() not in fields:
+            return f"--set {item}: rlvr eval takes only {', '.join(fields)}"
     return None
 
 
@@ -82,14 +91,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--k {ks[-1]} exceeds --n {args.n}: pass@k needs at least k samples per query; raise --n or drop that k"
         )
-    outside = eval_set_problem(args.overrides)
+    outside = eval_set_problem(args.overrides, args.task)
     if outside:
         raise UsageError(outside)
-    cfg = load_config(None, args.overrides)  # the trainer's own validation of each value
+    cfg = load_config(None, [f"task.name={args.task}", *args.overrides])  # the trainer's own validation
     _check_models(("--model", args.model), ("--base", args.base))
     from rlvr.rollout.prompts import PromptFormat
     from rlvr.studies.passk_eval import evaluate_passk
-    from rlvr.tasks import arith_spec
 
     quiet_hugging_face()
     out = Path(args.out)
@@ -100,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     report = evaluate_passk(
         args.model,
         base=args.base,
-        task=args.task,
+        task=cfg.task,
         n=args.n,
         ks=ks,
         num_queries=args.num_queries,
@@ -108,8 +116,6 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         out=out,
         progress=not args.quiet,
-        spec=arith_spec(cfg.task),
-        data_seed=cfg.task.data_seed,
         max_new_tokens=cfg.rollout.max_new_tokens,
         prompt_format=PromptFormat.of(cfg.task),
         rollout=cfg.rollout,

@@ -7,6 +7,7 @@ and `eval/` stays pure math (DESIGN.md, "Imports flow one way").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -15,17 +16,16 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rlvr.config import RolloutConfig
+from rlvr.bases import resolve_model_path
+from rlvr.config import RolloutConfig, TaskConfig
 from rlvr.eval.cot import ReasoningChecker
 from rlvr.eval.curves import QueryCounts, crossing_k, curves
-from rlvr.bases import resolve_model_path
 from rlvr.eval.plots import plot_passk
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse
-from rlvr.tasks.arith import ArithSpec, make_queries
-from rlvr.tasks.registry import reasoning_checker
+from rlvr.tasks.registry import get_task, load_heldout
 from rlvr.types import Query
 from rlvr.verifiers import RewardFunction
 
@@ -132,7 +132,7 @@ def evaluate_passk(
     model: str,
     *,
     base: str | None,
-    task: str,
+    task: TaskConfig,
     n: int,
     ks: list[int],
     num_queries: int,
@@ -140,61 +140,51 @@ def evaluate_passk(
     seed: int,
     out: Path,
     progress: bool = True,
-    spec: ArithSpec = ArithSpec(),
-    data_seed: int = 0,
     max_new_tokens: int = RolloutConfig.max_new_tokens,
     prompt_format: PromptFormat = PromptFormat(),
     rollout: RolloutConfig | None = None,
 ) -> dict:
-    """Evaluate `model` (and `base`) on `num_queries` held-out queries of the arith task `spec`
-    (the trainer's held-out split for that spec and `data_seed`), prompts laid out by
-    `prompt_format`; write out/eval.json and out/passk.png and return the report (the eval.json object)."""
-    queries = make_queries(num_queries, split="heldout", seed=data_seed, spec=spec)
-    checker = reasoning_checker(task)
+    """Evaluate `model` (and `base`) on `num_queries` held-out queries of the registered task
+    `task.name`, set up as `task` (the trainer's held-out split for those settings, with
+    task.num_eval = num_queries), prompts laid out by `prompt_format`. CoT-pass@k needs the task's
+    reasoning checker; without one it is reported unavailable (null), never 0. Writes out/eval.json
+    and out/passk.png and returns the report (the eval.json object)."""
+    registered = get_task(task.name)
+    queries = load_heldout(dataclasses.replace(task, num_eval=num_queries))[:num_queries]
+    rollout = rollout or RolloutConfig()
     named = {"model": model, **({"base": base} if base else {})}
+    sampling = {"n": n, "ks": ks, "temperature": temperature, "seed": seed, "progress": progress,
+                "max_new_tokens": max_new_tokens, "prompt_format": prompt_format, "rollout": rollout}  # fmt: skip
     models = {
-        label: _evaluate_model(
-            path,
-            queries,
-            checker,
-            n=n,
-            ks=ks,
-            temperature=temperature,
-            seed=seed,
-            progress=progress,
-            label=label,
-            max_new_tokens=max_new_tokens,
-            prompt_format=prompt_format,
-            rollout=rollout or RolloutConfig(),
-        )
+        label: _evaluate_model(path, queries, registered.reasoning_checker, label=label, **sampling)
         for label, path in named.items()
     }
-    crossing = {"pass@k": None, "cot_pass@k": None}
-    if base:
-        for key in crossing:
-            if models["base"][key] is not None:
-                crossing[key] = crossing_k(ks, models["base"][key], models["model"][key])
     report = {
-        "task": task,
+        "task": task.name,
         "n": n,
         "k": ks,
-        "num_queries": num_queries,
+        "num_queries": len(queries),
         "temperature": temperature,
         "seed": seed,
         "max_new_tokens": max_new_tokens,
-        "tools": (rollout or RolloutConfig()).tools,
+        "tools": rollout.tools,
         "prompt_format": {"style": prompt_format.style, "system_prompt": prompt_format.system_prompt},
-        "spec": {
-            "operands": spec.operands,
-            "digits": spec.digits,
-            "max_value": spec.max_value,
-            "min_operand": spec.min_operand,
-            "data_seed": data_seed,
-        },  # fmt: skip
+        "spec": {**{name: getattr(task, name) for name in registered.heldout_fields}, "data_seed": task.data_seed},
         "models": models,
-        "crossing": crossing,
+        "crossing": _crossings(ks, models),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "eval.json").write_text(json.dumps(report, indent=1) + "\n")
     plot_passk(report, out / "passk.png")
     return report
+
+
+def _crossings(ks: list[int], models: dict[str, dict]) -> dict[str, int | None]:
+    """Where the base's pass@k and CoT-pass@k curves catch up with the model's (None without a base,
+    or where a curve is unavailable)."""
+    crossing: dict[str, int | None] = {"pass@k": None, "cot_pass@k": None}
+    if "base" in models:
+        for key in crossing:
+            if models["base"][key] is not None:
+                crossing[key] = crossing_k(ks, models["base"][key], models["model"][key])
+    return crossing

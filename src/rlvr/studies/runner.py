@@ -29,13 +29,12 @@ import torch
 from tqdm import tqdm
 from transformers.utils import logging as hf_logging
 
-from rlvr.config import EVAL_FIELDS, RunConfig, config_from_dict, load_config
+from rlvr.config import RunConfig, config_from_dict, eval_fields, load_config
 from rlvr.engine.loop import train
 from rlvr.errors import UserError
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rundir import final_dir, find_checkpoint, is_finished, is_run_dir, read_config
 from rlvr.studies.passk_eval import evaluate_passk
-from rlvr.tasks import arith_spec
 from rlvr.verifiers.registry import close_verifiers
 
 EVAL_REPORT = "eval.json"
@@ -126,7 +125,7 @@ def evaluate(spec: PasskSpec) -> dict[str, Any]:
     return evaluate_passk(
         str(final_dir(spec.run_dir)),
         base=str(saved["model"]["name"]),
-        task=str(saved["task"]["name"]),
+        task=cfg.task,
         n=spec.n,
         ks=list(spec.ks),
         num_queries=spec.num_queries,
@@ -134,8 +133,6 @@ def evaluate(spec: PasskSpec) -> dict[str, Any]:
         seed=spec.seed,
         out=Path(spec.out),
         progress=spec.progress,
-        spec=arith_spec(cfg.task),
-        data_seed=cfg.task.data_seed,
         max_new_tokens=cfg.rollout.max_new_tokens,
         prompt_format=PromptFormat.of(cfg.task),
         rollout=cfg.rollout,
@@ -143,11 +140,13 @@ def evaluate(spec: PasskSpec) -> dict[str, Any]:
 
 
 def held_out_config(run_dir: str | Path) -> RunConfig:
-    """What decides a run's held-out evaluation: the defaults with the run's own EVAL_FIELDS (chain
-    length, values, sampling length), as `rlvr eval --set` sets them."""
+    """What decides a run's held-out evaluation: the defaults with the run's task and its own
+    eval_fields (for arith: chain length, values, sampling length), as `rlvr eval --task --set` sets them."""
     saved = read_config(run_dir)
-    fields = [name.split(".", 1) for name in EVAL_FIELDS]
-    return load_config(None, [f"{section}.{key}={saved[section][key]}" for section, key in fields])
+    data: dict[str, dict[str, Any]] = {"task": {"name": saved["task"]["name"]}}
+    for section, key in (name.split(".", 1) for name in eval_fields(saved["task"]["name"])):
+        data.setdefault(section, {})[key] = saved[section][key]
+    return config_from_dict(data)
 
 
 JOBS: dict[str, tuple[type, Callable[[Any], dict[str, Any]]]] = {
