@@ -2,7 +2,7 @@
 `load_task(task section)` returns (train queries, held-out queries).
 
 Importing this package is cheap (no torch): `load_task` and the registry load a task's modules
-when it is first used; `DatasetError` and `arith_spec` load on first access.
+when it is first used; `DatasetError` loads on first access.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from rlvr.tasks.registry import get_task, load_heldout, load_task, task_names
 
-__all__ = ["DatasetError", "arith_spec", "get_task", "load_heldout", "load_task", "task_names"]
+__all__ = ["DatasetError", "get_task", "load_heldout", "load_task", "task_names"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,8 +19,4 @@ def __getattr__(name: str) -> Any:
         from rlvr.tasks.dataset import DatasetError
 
         return DatasetError
-    if name == "arith_spec":
-        from rlvr.tasks.arith import spec_of
-
-        return spec_of
     raise AttributeError(f"module 'rlvr.tasks' has no attribute {name!r}")
