@@ -5,13 +5,15 @@ tiny-arith-deep start from it."""
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 
-from rlvr.bases.store import Base, ReportFor, save_built_model
+from rlvr.bases.store import Base, ReportFor
 from rlvr.bases.tiny import TinyArch, build_tiny_llama
-from rlvr.bases.warmup import WarmupSpec, warm_up
+from rlvr.bases.warmup import WarmupSpec, warm_up_and_save
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
+from rlvr.types import Query
 
 NAME = "tiny-arith"
 BASE_FORMAT_VERSION = 1
@@ -28,6 +30,15 @@ def recipe() -> dict:
     }
 
 
+def arith_queries(data: dict, spec: ArithSpec | None = None) -> tuple[list[Query], list[Query]]:
+    """An arith recipe's warm-up queries (data["num_train"] of the train split) and 200 held-out
+    ones, drawn with data["data_seed"] from `spec` (default: the one the data section records)."""
+    if spec is None:
+        spec = ArithSpec(**{k: data[k] for k in ("operands", "digits", "max_value", "operators")})
+    queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=spec)
+    return queries, make_queries(200, split="heldout", seed=data["data_seed"], spec=spec)
+
+
 def build(path: Path, *, report: ReportFor | None = None) -> Path:
     """Warm up the tiny Llama on arith and save it (model + tokenizer) atomically at `path`;
     `report(tokenizer, heldout)`, if given, makes the progress line warm_up prints."""
@@ -35,19 +46,12 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     spec = WarmupSpec(**spec_recipe["warmup"])
     tokenizer = build_char_tokenizer()
     model = build_tiny_llama(tokenizer, TinyArch(**spec_recipe["arch"]), seed=spec.seed)
-    data = spec_recipe["data"]
-    arith = ArithSpec(**{k: data[k] for k in ("operands", "digits", "max_value", "operators")})
-    queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=arith)
-    heldout = make_queries(200, split="heldout", seed=data["data_seed"], spec=arith)
-    warm_up(
-        model,
-        tokenizer,
-        queries,
-        lambda q, rng: worked_solution(q, rng=rng, error_rate=spec.error_rate),
-        spec,
-        report=report(tokenizer, heldout) if report else None,
-    )
-    return save_built_model(model, tokenizer, spec_recipe, path)
+
+    def solution(query: Query, rng: random.Random) -> str:
+        return worked_solution(query, rng=rng, error_rate=spec.error_rate)
+
+    data = arith_queries(spec_recipe["data"])
+    return warm_up_and_save(path, spec_recipe, model, tokenizer, data, solution, spec, report=report)
 
 
 BASE = Base(

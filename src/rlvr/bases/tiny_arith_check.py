@@ -10,13 +10,16 @@ is what `rlvr reproduce self-verification` measures (docs/reproduce.md).
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 
-from rlvr.bases.store import Base, ReportFor, recipe_digest, save_built_model
+from rlvr.bases.store import Base, ReportFor, recipe_digest
 from rlvr.bases.tiny_arith import BASE as TINY_ARITH
-from rlvr.bases.warmup import WarmupSpec, warm_up
+from rlvr.bases.tiny_arith import arith_queries
+from rlvr.bases.warmup import WarmupSpec, warm_up_and_save
 from rlvr.models.loading import load_pretrained
-from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
+from rlvr.tasks.arith import ArithSpec, worked_solution
+from rlvr.types import Query
 
 NAME = "tiny-arith-check"
 FORMAT_VERSION = 1
@@ -45,21 +48,15 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     """Warm tiny-arith up on solutions with checks and save it (model + tokenizer) atomically at
     `path`; `report(tokenizer, heldout)`, if given, makes the progress line warm_up prints."""
     spec_recipe = recipe()
-    data = spec_recipe["data"]
-    arith = ArithSpec(**{k: data[k] for k in ("operands", "digits", "max_value", "operators")})
     model, tokenizer = load_pretrained(TINY_ARITH.path())  # the same char tokenizer and architecture
-    queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=arith)
-    heldout = make_queries(200, split="heldout", seed=data["data_seed"], spec=arith)
-    warm_up(
-        model,
-        tokenizer,
-        queries,
-        lambda q, rng: worked_solution(q, rng=rng, error_rate=WARMUP.error_rate, check_rate=CHECK_RATE),
-        WARMUP,
-        report=report(tokenizer, heldout) if report else None,
-        report_every=100,
+
+    def solution(query: Query, rng: random.Random) -> str:
+        return worked_solution(query, rng=rng, error_rate=WARMUP.error_rate, check_rate=CHECK_RATE)
+
+    data = arith_queries(spec_recipe["data"])
+    return warm_up_and_save(
+        path, spec_recipe, model, tokenizer, data, solution, WARMUP, report=report, report_every=100
     )
-    return save_built_model(model, tokenizer, spec_recipe, path)
 
 
 BASE = Base(NAME, recipe, build)

@@ -20,11 +20,12 @@ The recipe, and why (docs/reproduce.md has the measurements behind it):
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 
-from rlvr.bases.store import Base, ReportFor, save_built_model
+from rlvr.bases.store import Base, ReportFor
 from rlvr.bases.tiny import TinyArch, build_tiny_llama
-from rlvr.bases.warmup import WarmupSpec, warm_up
+from rlvr.bases.warmup import WarmupSpec, warm_up_and_save
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 from rlvr.types import Query
@@ -95,16 +96,12 @@ def build(
     `report(tokenizer, heldout)`, if given, makes the progress line warm_up prints."""
     tokenizer = build_char_tokenizer()
     model = build_tiny_llama(tokenizer, ARCH, seed=WARMUP.seed)
-    heldout = make_queries(200, split="heldout", seed=0, spec=task)
-    warm_up(
-        model,
-        tokenizer,
-        warmup_queries(share, task),
-        lambda q, rng: worked_solution(q, rng=rng, error_rate=WARMUP.error_rate),
-        WARMUP,
-        report=report(tokenizer, heldout) if report else None,
-    )
-    return save_built_model(model, tokenizer, recipe(share, task), path)
+
+    def solution(query: Query, rng: random.Random) -> str:
+        return worked_solution(query, rng=rng, error_rate=WARMUP.error_rate)
+
+    data = warmup_queries(share, task), make_queries(200, split="heldout", seed=0, spec=task)
+    return warm_up_and_save(path, recipe(share, task), model, tokenizer, data, solution, WARMUP, report=report)
 
 
 BASE = Base(NAME, recipe, build)

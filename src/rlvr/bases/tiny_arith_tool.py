@@ -18,13 +18,14 @@ import dataclasses
 import random
 from pathlib import Path
 
-from rlvr.bases.store import Base, ReportFor, recipe_digest, save_built_model
+from rlvr.bases.store import Base, ReportFor, recipe_digest
 from rlvr.bases.tiny_arith import BASE as TINY_ARITH
-from rlvr.bases.warmup import WarmupSpec, warm_up
+from rlvr.bases.tiny_arith import arith_queries
+from rlvr.bases.warmup import WarmupSpec, warm_up_and_save
 from rlvr.models.loading import load_pretrained
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.sandbox.tool import FORMATS, TOOL_TAGS
-from rlvr.tasks.arith import ArithSpec, expression, make_queries, worked_solution
+from rlvr.tasks.arith import ArithSpec, expression, worked_solution
 from rlvr.types import Query
 
 NAME = "tiny-arith-tool"
@@ -72,22 +73,11 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     save it (model + tokenizer) atomically at `path`; `report(tokenizer, heldout)`, if given, makes
     the progress line warm_up prints."""
     spec = recipe()
-    data = spec["data"]
     model, _ = load_pretrained(TINY_ARITH.path())
     tokenizer = build_char_tokenizer(tuple(TOOL_TAGS))  # tiny-arith's ids, then the four tags
     model.resize_token_embeddings(len(tokenizer), mean_resizing=True)
-    queries = make_queries(data["num_train"], split="train", seed=data["data_seed"], spec=TASK)
-    heldout = make_queries(200, split="heldout", seed=data["data_seed"], spec=TASK)
-    warm_up(
-        model,
-        tokenizer,
-        queries,
-        tool_solution,
-        WARMUP,
-        report=report(tokenizer, heldout) if report else None,
-        report_every=200,
-    )
-    return save_built_model(model, tokenizer, spec, path)
+    data = arith_queries(spec["data"], TASK)
+    return warm_up_and_save(path, spec, model, tokenizer, data, tool_solution, WARMUP, report=report, report_every=200)
 
 
 BASE = Base(NAME, recipe, build)

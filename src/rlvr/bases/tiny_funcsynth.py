@@ -10,13 +10,15 @@ has the measured runs.
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 
-from rlvr.bases.store import Base, ReportFor, recipe_digest, save_built_model
+from rlvr.bases.store import Base, ReportFor, recipe_digest
 from rlvr.bases.tiny_arith import BASE as TINY_ARITH
-from rlvr.bases.warmup import WarmupSpec, warm_up
+from rlvr.bases.warmup import WarmupSpec, warm_up_and_save
 from rlvr.models.loading import load_pretrained
 from rlvr.tasks.funcsynth import FuncSynthSpec, WarmupMix, all_queries, warmup_completion
+from rlvr.types import Query
 
 NAME = "tiny-funcsynth"
 FORMAT_VERSION = 1
@@ -46,18 +48,12 @@ def build(path: Path, *, report: ReportFor | None = None) -> Path:
     spec = WarmupSpec(**spec_recipe["warmup"])
     mix = WarmupMix(**spec_recipe["mix"])
     model, tokenizer = load_pretrained(TINY_ARITH.path())  # tiny-arith: the same char tokenizer and architecture
-    queries = all_queries(split="train", seed=0)
-    heldout = all_queries(split="heldout", seed=0)[:32]
-    warm_up(
-        model,
-        tokenizer,
-        queries,
-        lambda q, rng: warmup_completion(q, rng=rng, mix=mix),
-        spec,
-        report=report(tokenizer, heldout) if report else None,
-        report_every=200,
-    )
-    return save_built_model(model, tokenizer, spec_recipe, path)
+
+    def solution(query: Query, rng: random.Random) -> str:
+        return warmup_completion(query, rng=rng, mix=mix)
+
+    data = all_queries(split="train", seed=0), all_queries(split="heldout", seed=0)[:32]
+    return warm_up_and_save(path, spec_recipe, model, tokenizer, data, solution, spec, report=report, report_every=200)
 
 
 BASE = Base(NAME, recipe, build)

@@ -11,11 +11,13 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr.bases.store import ReportFor, save_built_model
 from rlvr.types import Query
 
 
@@ -95,3 +97,24 @@ def warm_up(
             model.train()
     model.eval()
     return model
+
+
+def warm_up_and_save(
+    path: Path,
+    recipe: dict,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    data: tuple[list[Query], list[Query]],
+    solution: Callable[[Query, random.Random], Completion],
+    spec: WarmupSpec,
+    *,
+    report: ReportFor | None = None,
+    report_every: int = 250,
+) -> Path:
+    """The end of every base's build: warm `model` up on the warm-up queries of `data` (warm-up,
+    held-out) and save it with its tokenizer and `recipe` atomically at `path`; `report(tokenizer,
+    held-out queries)`, if given, makes the progress line printed every `report_every` steps."""
+    queries, heldout = data
+    progress = report(tokenizer, heldout) if report else None
+    warm_up(model, tokenizer, queries, solution, spec, report=progress, report_every=report_every)
+    return save_built_model(model, tokenizer, recipe, path)
