@@ -61,7 +61,7 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded, lo
     from rlvr.config import ModelConfig
     from rlvr.diagnostics.memory_estimate import activation_bytes
     from rlvr.diagnostics.memory_model import spec_from_config
-    from rlvr.models.lean import use_forward
+    from rlvr.models.forward import forward_for
     from rlvr.models.logprobs import token_logprobs
     from rlvr.models.lora import add_lora
 
@@ -76,9 +76,9 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded, lo
     )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to(dtype)
-    use_forward(model, "hf")  # the formula is HF's forward; rlvr.models.lean shares prompts
     if lora_rank:
         model = add_lora(model, ModelConfig(lora_rank=lora_rank))
+    policy = forward_for(model, "hf")  # the formula is HF's forward; the fused forward shares prompts
     n, prompt_len, completion_len = 3, 5, 7
     prompt_ids, completion_ids = torch.randint(3, 50, (n, prompt_len)), torch.randint(3, 50, (n, completion_len))
     prompt_mask, completion_mask = torch.ones_like(prompt_ids), torch.ones_like(completion_ids)
@@ -88,7 +88,7 @@ def test_activation_formula_is_exact_for_a_grouped_query_llama(dtype, padded, lo
     counter = SavedTensorCounter(model, exclude)
     with counter.counting():
         token_logprobs(
-            model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0, with_entropy=True
+            policy, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0, with_entropy=True
         )
     expected = activation_bytes(
         spec_from_config(config.to_dict(), "gqa"),
@@ -115,7 +115,7 @@ SMALL = [
 
 def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="hf", lora_rank=0):
     # The estimator describes HF's forward (model.forward=hf, the default on GPUs); on the CPU the
-    # default lean forward (rlvr.models.lean) runs each distinct prompt once and holds less.
+    # default fused forward (models/fast_llama.py) runs each distinct prompt once and holds less.
     cfg = load_config(
         None,
         [

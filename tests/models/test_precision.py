@@ -13,7 +13,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from rlvr.config import ModelConfig
 from rlvr.models import load_policy
-from rlvr.models.lean import supports, use_forward
+from rlvr.models.forward import forward_for
 from rlvr.models.loading import checkpointed_layers
 from rlvr.models.logprobs import token_logprobs
 from rlvr.models.lora import add_lora
@@ -97,10 +97,12 @@ def test_checkpointing_leaves_the_policy_in_eval_mode_and_skips_no_grad_passes(q
 
 def test_a_checkpointed_llama_takes_hf_forward_on_the_cpu(random_model_dir):
     model, _ = load_policy(str(random_model_dir))
-    assert supports(model)  # a plain Llama on the CPU: the lean forward, which cannot recompute layers
+    assert (
+        forward_for(model).fused is not None
+    )  # a plain Llama on the CPU: the fused forward, which cannot recompute layers
     checkpointed, _ = load_policy(str(random_model_dir), gradient_checkpointing=True)
-    use_forward(checkpointed, "auto")
-    assert not supports(checkpointed) and not supports(copy.deepcopy(checkpointed))  # the reference copy too
+    assert forward_for(checkpointed).fused is None
+    assert forward_for(copy.deepcopy(checkpointed)).fused is None  # the reference copy too
 
 
 def test_bfloat16_loads_the_weights_in_bf16_and_lora_keeps_its_adapters_in_float32(qwen_dir):

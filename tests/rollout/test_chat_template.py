@@ -13,7 +13,7 @@ from rlvr.bases import resolve_model_path
 from rlvr.bases.tiny import TinyArch, build_tiny_llama
 from rlvr.config import RolloutConfig, TaskConfig
 from rlvr.models import load_policy
-from rlvr.models.lean import use_forward
+from rlvr.models.forward import forward_for
 from rlvr.models.logprobs import token_logprobs
 from rlvr.models.tokenizer import CHATML
 from rlvr.models.tokenizer import build_chat_tokenizer as chat_tokenizer
@@ -70,11 +70,11 @@ def test_a_template_that_writes_its_bos_gets_one_bos_not_two():
 @pytest.mark.parametrize("forward", ["lean", "hf"])
 def test_sampling_prompts_with_the_rendered_ids_and_the_trainer_scores_them(chat_model_dir, forward):
     model, tok = load_policy(str(chat_model_dir))
-    use_forward(model, forward)
+    policy = forward_for(model, forward)
     fmt = PromptFormat("chat", system_prompt="Be brief.")
     queries = make_queries(4, split="heldout", seed=0)
     torch.manual_seed(0)
-    batch = sample_completions(model, tok, queries, group_size=8, max_new_tokens=40, prompt_format=fmt)
+    batch = sample_completions(policy, tok, queries, group_size=8, max_new_tokens=40, prompt_format=fmt)
     rendered = [render_prompt(tok, q.prompt, fmt) for q in queries for _ in range(8)]
     # no BOS in front: load_policy made BOS = EOS = <|im_end|> for a tokenizer without one
     assert unpadded(batch.prompt_ids, batch.prompt_mask) == [
@@ -85,7 +85,7 @@ def test_sampling_prompts_with_the_rendered_ids_and_the_trainer_scores_them(chat
     )
     # the trainer's forward pass on those ids gives the sampler's log-probs back: ratio 1 at the start
     logp, _ = token_logprobs(
-        model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
+        policy, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
     )
     assert torch.allclose(logp, batch.old_logp, atol=1e-4)
     # the assistant turn ends at <|im_end|> (the tokenizer's EOS), and the text verifiers see lacks it

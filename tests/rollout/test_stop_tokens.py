@@ -11,8 +11,10 @@ import pytest
 import torch
 
 from rlvr.bases.tiny import TinyArch, build_tiny_llama
-from rlvr.models.lean import LeanLlama, use_forward
+from rlvr.models.fast_llama import FastLlama
+from rlvr.models.forward import forward_for
 from rlvr.models.tokenizer import CHATML, build_chat_tokenizer
+from rlvr.rollout.fast_decode import sample
 from rlvr.rollout.hf import encode_prompts, package_samples, sample_completions
 from rlvr.rollout.prompts import PromptFormat, end_of_turn_id, prompt_token_ids, stop_token_ids
 from rlvr.rollout.vllm import assemble_batch
@@ -135,16 +137,15 @@ def turn_ending_policy():
 def test_the_trained_model_runs_past_its_turn_when_only_eos_stops_it(turn_ending_policy):
     model, tok = turn_ending_policy
     prompt_ids, prompt_mask = encode_prompts(tok, ["(2*8)+1"], fmt=CHAT)
-    ids, _ = LeanLlama(model).sample(prompt_ids, prompt_mask, group_size=1, max_new_tokens=12, temperature=1.0,
-                                     top_p=1.0, greedy=True, stop_ids=[tok.eos_token_id], pad_id=tok.pad_token_id)  # fmt: skip
+    ids, _ = sample(FastLlama(model), prompt_ids, prompt_mask, group_size=1, max_new_tokens=12, temperature=1.0,
+                    top_p=1.0, greedy=True, stop_ids=[tok.eos_token_id], pad_id=tok.pad_token_id)  # fmt: skip
     assert tok.decode(ids[0]).startswith("17<|im_end|>\n<|im_start|>user")  # the bug this file guards
 
 
 @pytest.mark.parametrize("forward", ["lean", "hf"])
 def test_a_chat_completion_stops_at_the_end_of_turn(turn_ending_policy, forward):
     policy, tok = turn_ending_policy
-    model = copy.deepcopy(policy)
-    use_forward(model, forward)
+    model = forward_for(copy.deepcopy(policy), forward)
     queries = [Query("q0", "(2*8)+1", {})]
     batch = sample_completions(model, tok, queries, group_size=1, max_new_tokens=12, greedy=True, prompt_format=CHAT)
     end = tok.convert_tokens_to_ids("<|im_end|>")
@@ -159,8 +160,7 @@ def test_a_chat_completion_stops_at_the_end_of_turn(turn_ending_policy, forward)
 def test_lean_and_hf_sample_the_same_chat_completions(turn_ending_policy):
     """Greedy, on the trained prompt and an untrained one: the same stops, ids, masks and log-probs."""
     policy, tok = turn_ending_policy
-    hf = copy.deepcopy(policy)
-    use_forward(hf, "hf")
+    hf = forward_for(copy.deepcopy(policy), "hf")
     queries = [Query("q0", "(2*8)+1", {}), Query("q1", "(1+2)*3", {})]
     batches = []
     for model in (policy, hf):

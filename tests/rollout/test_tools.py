@@ -17,6 +17,7 @@ from rlvr.bases.tiny import TinyArch, build_tiny_llama
 from rlvr.bases.warmup import WarmupSpec, warm_up
 from rlvr.errors import UserError
 from rlvr.models import load_policy
+from rlvr.models.forward import forward_for
 from rlvr.models.logprobs import token_logprobs
 from rlvr.models.tokenizer import CHATML_TOOLS, build_chat_tokenizer
 from rlvr.rollout.hf import sample_completions
@@ -53,13 +54,13 @@ def _called(batch) -> list[int]:
 
 def test_a_tool_rollout_is_scored_on_exactly_the_tokens_it_sampled(tool_policy, tags):
     model, tok = tool_policy
-    for forward in ("lean", "hf"):  # the lean sampler and transformers' generate
-        model.rlvr_forward = forward
-        batch = _tool_batch(model, tok, tags)
+    for forward in ("lean", "hf"):  # the fused sampler and transformers' generate
+        policy = forward_for(model, forward)
+        batch = _tool_batch(policy, tok, tags)
         called = _called(batch)
         assert called, "the tool base calls the tool on about a fifth of its samples"
         logp, _ = token_logprobs(
-            model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
+            policy, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
         )  # [N, T] the trainer's view of the whole trajectory
         policy = batch.policy_mask.bool()
         assert torch.allclose(logp.detach()[policy], batch.old_logp[policy], atol=1e-4), forward
@@ -78,7 +79,6 @@ def test_a_tool_rollout_is_scored_on_exactly_the_tokens_it_sampled(tool_policy, 
                 assert call["error"] == "" and call["output"] == query.verifier["answer"] + "\n"
             # what the verifier reads is the policy's own text: the observation is not in it
             assert "<tool_response>" not in batch.texts[i] and "<tool_call>" in batch.texts[i]
-    model.rlvr_forward = "auto"
 
 
 def _bpe_tokenizer(corpus: list[str]) -> PreTrainedTokenizerFast:
@@ -299,11 +299,9 @@ def test_both_samplers_cut_and_mask_a_trajectory_by_the_same_rules(greedy_caller
     queries = make_queries(16, split="heldout", seed=1, spec=TASK)
     batches = {}
     for forward in ("lean", "hf"):
-        model.rlvr_forward = forward
         batches[forward] = sample_completions(
-            model, tok, queries, group_size=1, max_new_tokens=max_new_tokens, greedy=True, tools=tags
+            forward_for(model, forward), tok, queries, group_size=1, max_new_tokens=max_new_tokens, greedy=True, tools=tags
         )
-    model.rlvr_forward = "auto"
     lean, hf = batches["lean"], batches["hf"]
     dropped = [i for i, t in enumerate(lean.turns) if t[-1].get("dropped")]
     assert (len(_called(lean)) if max_new_tokens == 48 else len(dropped)) >= len(queries) // 2  # calls, run or dropped

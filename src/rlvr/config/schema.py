@@ -81,7 +81,7 @@ class ModelConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where to train and sample; 'auto' picks CUDA when present."""
     forward: Literal["auto", "lean", "hf"] = "auto"
-    """lean: plain Llama policies sample and score through rlvr.models.lean (HF's math, each distinct prompt run once; faster on CPU); hf: transformers' forward and generate; auto: lean on CPU, hf on GPU."""
+    """lean: plain Llama policies sample and score through rlvr's fused Llama forward, models/fast_llama.py (HF's math, each distinct prompt run once; faster on CPU); hf: transformers' forward and generate; auto: lean on CPU, hf on GPU."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Precision of the policy's weights: bfloat16 halves the base weights' memory and runs the forward in bf16, for LoRA only (model.lora_rank > 0): the adapters, all that trains, stay float32, with float32 gradients and AdamW states (`rlvr memory --precision bf16-mixed`); sample with it at rollout.dtype=bfloat16."""
     gradient_checkpointing: bool = False

@@ -75,11 +75,11 @@ def prompt_gradients(
     ctx: StepContext, inputs: LossInputs, reader: GradientReader, ref_logp: torch.Tensor | None
 ) -> tuple[float, torch.Tensor]:
     """(mean_b |G_b|², mean_b G_b [D]) over the batch's prompts, one backward per prompt."""
-    cfg, policy, batch = ctx.cfg, ctx.policy, inputs.batch
+    cfg, policy, batch = ctx.cfg, ctx.forward, inputs.batch
     sq_total, total = 0.0, None
     for b in range(len(batch.queries)):
         rows = slice(b * batch.group_size, (b + 1) * batch.group_size)
-        policy.zero_grad(set_to_none=True)
+        ctx.policy.zero_grad(set_to_none=True)
         accumulate_run_gradient(
             cfg,
             policy,
@@ -91,7 +91,7 @@ def prompt_gradients(
         gradient = reader.read().double()  # [D]
         sq_total += reader.sq_norm(gradient)
         total = gradient if total is None else total + gradient
-    policy.zero_grad(set_to_none=True)
+    ctx.policy.zero_grad(set_to_none=True)
     count = len(batch.queries)
     return sq_total / count, total / count
 
@@ -108,7 +108,7 @@ def measure_group_size(context: StepContext, group_size: int, batches: int) -> G
         timer = Timer()
         rollouts = collect_rollouts(ctx, index, queries, timer)
         ref_logp = reference_logp(ctx, rollouts.batch, timer)  # [N, T] or None
-        inputs = policy_gradient_inputs(ctx.cfg, ctx.policy, rollouts, ref_logp, timer)
+        inputs = policy_gradient_inputs(ctx.cfg, ctx.forward, rollouts, ref_logp, timer)
         small_sq, mean_gradient = prompt_gradients(ctx, inputs, reader, ref_logp)
         found = estimate_noise(small_sq, reader.sq_norm(mean_gradient), 1, len(inputs.batch.queries))
         traces.append(found.trace)

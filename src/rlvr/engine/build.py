@@ -35,7 +35,7 @@ from rlvr.errors import UserError
 from rlvr.meters.hacking import HackingMonitor
 from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
-from rlvr.models.lean import use_forward
+from rlvr.models.forward import Forward, forward_for
 from rlvr.models.lora import add_lora, checkpoint_mismatch, load_adapter
 from rlvr.rollout.backends import Sampler, make_sampler
 from rlvr.rollout.prompts import PromptFormat, resolve_style
@@ -108,8 +108,9 @@ def build_reward(cfg: RunConfig) -> tuple[RewardFunction, HackingMonitor | None]
 
 def build_policy(
     cfg: RunConfig, device: str, checkpoint: Path | None
-) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, ReferencePolicy | None]:
-    """π_θ (model.*, with LoRA adapters if model.lora_rank), its tokenizer, and the frozen reference
+) -> tuple[Forward, PreTrainedTokenizerBase, ReferencePolicy | None]:
+    """π_θ (model.*, with LoRA adapters if model.lora_rank) with the forward pass it runs
+    (model.forward, chosen here once: models/forward.py), its tokenizer, and the frozen reference
     when the algorithm holds one (none at β = 0: it would only cost memory; DPO always does)."""
     if checkpoint is not None and (mismatch := checkpoint_mismatch(checkpoint, cfg.model)):
         raise UserError(f"cannot resume from {checkpoint}: it {mismatch}; keep the run's model.lora_* settings")
@@ -123,18 +124,17 @@ def build_policy(
     if not holds_reference:
         reference = None
     elif full_resume:  # the reference is the initial policy, not the checkpoint's
-        reference = reference_for(load_policy(resolve_model_path(cfg.model.name), device, **precision)[0])
+        initial, _ = load_policy(resolve_model_path(cfg.model.name), device, **precision)
+        reference = reference_for(initial, cfg.model.forward)
     else:
-        reference = reference_for(policy)
+        reference = reference_for(policy, cfg.model.forward)
     if checkpoint is not None and cfg.model.lora_rank:
         load_adapter(policy, checkpoint)  # the checkpoint holds the adapters; the base is model.name
-    for model in (policy, reference.held_copy if reference else None):
-        use_forward(model, cfg.model.forward)
-    return policy, tokenizer, reference
+    return forward_for(policy, cfg.model.forward), tokenizer, reference
 
 
 def build_sampler(
-    cfg: RunConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
+    cfg: RunConfig, policy: Forward, tokenizer: PreTrainedTokenizerBase
 ) -> tuple[Sampler, PromptFormat, ToolUse | None]:
     """The rollout backend (rollout.backend), the prompt format it encodes with (checked against the
     tokenizer before any sampling), and the tool pool when rollout.tools is set."""
@@ -142,7 +142,13 @@ def build_sampler(
     resolve_style(tokenizer, prompt_format, cfg.model.name)
     tools = ToolUse.of(cfg.rollout)
     sampler = make_sampler(
-        cfg.rollout, policy, tokenizer, seed=cfg.train.seed, prompt_format=prompt_format, tools=tools
+        cfg.rollout,
+        policy.model,
+        tokenizer,
+        seed=cfg.train.seed,
+        prompt_format=prompt_format,
+        tools=tools,
+        forward=policy,
     )
     return sampler, prompt_format, tools
 
@@ -156,17 +162,20 @@ def build_optimizer(cfg: RunConfig, policy: PreTrainedModel) -> torch.optim.Opti
 
 def build_memory(
     cfg: RunConfig,
-    policy: PreTrainedModel,
+    policy: Forward,
     reference: ReferencePolicy | None,
     optimizer: torch.optim.Optimizer,
     critic: Critic | None,
 ) -> MemoryMeter:
-    """The memory meter (train.memory_metrics), told which tensors belong to which component."""
-    models = {"policy": policy, "reference": reference.held_copy if reference else None}
+    """The memory meter (train.memory_metrics), told which tensors belong to which component and
+    hooked to the policy's Forward, whose fused forward no module hook sees."""
+    models = {"policy": policy.model, "reference": reference.held_copy if reference else None}
     optimizers = {"policy": optimizer}
     if critic is not None:
         models["critic"], optimizers["critic"] = critic.model, critic.optimizer
-    return MemoryMeter(enabled=cfg.train.memory_metrics, policy=policy, models=models, optimizers=optimizers)
+    return MemoryMeter(
+        enabled=cfg.train.memory_metrics, policy=policy.model, models=models, optimizers=optimizers, hooks=policy.hooks
+    )
 
 
 def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
@@ -175,13 +184,13 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
     device, dist = build_place(cfg)
     train_queries, eval_queries = load_task(cfg.task)
     reward_fn, hacking = build_reward(cfg)
-    policy, tokenizer, reference = build_policy(cfg, device, checkpoint)
-    critic = Critic(policy, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
-    sampler, prompt_format, tools = build_sampler(cfg, policy, tokenizer)
-    optimizer = build_optimizer(cfg, policy)
+    forward, tokenizer, reference = build_policy(cfg, device, checkpoint)
+    critic = Critic(forward.model, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
+    sampler, prompt_format, tools = build_sampler(cfg, forward, tokenizer)
+    optimizer = build_optimizer(cfg, forward.model)
     context = StepContext(
         cfg=cfg,
-        policy=policy,
+        forward=forward,
         tokenizer=tokenizer,
         optimizer=optimizer,
         reference=reference,
@@ -191,7 +200,7 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
         train_queries=train_queries,
         hacking=hacking,
         exploration=ExplorationTracker(),
-        memory=build_memory(cfg, policy, reference, optimizer, critic),
+        memory=build_memory(cfg, forward, reference, optimizer, critic),
         dist=dist,
     )
     return RunParts(context, eval_queries, prompt_format, tools, device)

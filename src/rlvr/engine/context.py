@@ -20,6 +20,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.config import OptimConfig, RunConfig
+from rlvr.models.forward import Forward
 from rlvr.types import Query, RolloutBatch
 
 if TYPE_CHECKING:  # for annotations only: none of these modules is imported at run time from here
@@ -39,7 +40,9 @@ class StepContext:
     """Everything a step touches. Built once by the trainer; a tool builds one the same way."""
 
     cfg: RunConfig
-    policy: PreTrainedModel
+    forward: Forward
+    """π_θ and the forward pass it runs (model.forward, chosen once in engine/build.py): what scoring,
+    sampling and the memory meter are handed."""
     tokenizer: PreTrainedTokenizerBase
     optimizer: torch.optim.Optimizer
     reference: ReferencePolicy | None
@@ -53,6 +56,11 @@ class StepContext:
     exploration: ExplorationTracker
     memory: MemoryMeter
     dist: World
+
+    @property
+    def policy(self) -> PreTrainedModel:
+        """π_θ itself: what the optimizer steps, the sampler syncs from and checkpoints save."""
+        return self.forward.model
 
 
 @dataclass

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from transformers import PreTrainedModel
 
 from rlvr.algos import ALGORITHMS, sequence_logprobs
 from rlvr.config import AlgoConfig
@@ -22,6 +21,7 @@ from rlvr.engine.context import Rollouts, StepContext, StepObserver, Timer
 from rlvr.engine.optimize import optimize
 from rlvr.engine.reference import ReferencePolicy
 from rlvr.engine.update import PartLoss, backward_in_parts, micro_batch_logprobs, micro_batches
+from rlvr.models.forward import Runnable
 from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
@@ -47,7 +47,7 @@ class DpoUpdate:
 
 
 def accumulate_dpo_gradient(
-    policy: PreTrainedModel,
+    policy: Runnable,
     batch: RolloutBatch,
     chosen: torch.Tensor,
     rejected: torch.Tensor,
@@ -126,7 +126,7 @@ def preference_update(
 
         def accumulate() -> DpoUpdate:
             return accumulate_dpo_gradient(
-                ctx.policy,
+                ctx.forward,
                 batch,
                 chosen,
                 rejected,

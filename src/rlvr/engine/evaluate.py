@@ -6,9 +6,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from rlvr.eval.passk import mean_pass_at_k
+from rlvr.models.forward import Runnable
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse, calls_run
@@ -83,7 +84,7 @@ class GoldCheck:
 
 
 def _correct_counts(
-    model: PreTrainedModel,
+    model: Runnable,
     tokenizer: PreTrainedTokenizerBase,
     queries: list[Query],
     reward_fn: RewardFunction,
@@ -116,7 +117,7 @@ def _correct_counts(
 
 
 def evaluate_heldout(
-    model: PreTrainedModel,
+    model: Runnable,
     tokenizer: PreTrainedTokenizerBase,
     queries: list[Query],
     reward_fn: RewardFunction,

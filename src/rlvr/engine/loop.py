@@ -55,7 +55,7 @@ class Trainer:
     def evaluate(self) -> HeldoutResult:
         r, parts = self.cfg.rollout, self.parts
         return evaluate_heldout(
-            self.context.policy,
+            self.context.forward,
             self.context.tokenizer,
             parts.eval_queries,
             self.context.reward_fn,

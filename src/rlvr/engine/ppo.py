@@ -46,7 +46,7 @@ def actor_critic_update(
 
     def accumulate() -> UpdateResult:
         return accumulate_run_gradient(
-            cfg, ctx.policy, batch, advantages, ref_logp, loss_mask=mask, on_micro_batch=observer.micro_batch
+            cfg, ctx.forward, batch, advantages, ref_logp, loss_mask=mask, on_micro_batch=observer.micro_batch
         )
 
     def step_critic() -> dict[str, float]:

@@ -16,6 +16,7 @@ import torch
 from transformers import PreTrainedModel
 
 from rlvr.engine.update import reference_logprobs
+from rlvr.models.forward import Forward, forward_for
 from rlvr.models.lora import is_lora
 from rlvr.types import RolloutBatch
 
@@ -24,10 +25,14 @@ from rlvr.types import RolloutBatch
 class ReferencePolicy:
     """log π_ref of sampled tokens, by either route; build it with `reference_for`."""
 
-    model: PreTrainedModel
-    """The frozen copy, or (adapters_off) the policy itself."""
+    forward: Forward
+    """The frozen copy, or (adapters_off) the policy itself, with the forward pass it runs."""
     adapters_off: bool = False
     """Run `model` with its LoRA adapters disabled: the base weights, which never train."""
+
+    @property
+    def model(self) -> PreTrainedModel:
+        return self.forward.model
 
     @property
     def held_copy(self) -> PreTrainedModel | None:
@@ -38,14 +43,15 @@ class ReferencePolicy:
         """log π_ref of every sampled token, [N, T] (0 on padding), without gradients."""
         with self.model.disable_adapter() if self.adapters_off else nullcontext():
             return reference_logprobs(
-                self.model, batch, temperature=temperature, micro_batch_size=micro_batch_size
+                self.forward, batch, temperature=temperature, micro_batch_size=micro_batch_size
             )  # [N, T]
 
 
-def reference_for(policy: PreTrainedModel) -> ReferencePolicy:
-    """The reference of a run starting from `policy` (call it before the first update)."""
+def reference_for(policy: PreTrainedModel, forward: str = "auto") -> ReferencePolicy:
+    """The reference of a run starting from `policy` (call it before the first update), run with
+    the forward pass model.forward=`forward` chooses for it (models/forward.py)."""
     if is_lora(policy):
-        return ReferencePolicy(policy, adapters_off=True)
+        return ReferencePolicy(forward_for(policy, forward), adapters_off=True)
     frozen = copy.deepcopy(policy).eval()
     frozen.requires_grad_(False)
-    return ReferencePolicy(frozen)
+    return ReferencePolicy(forward_for(frozen, forward))

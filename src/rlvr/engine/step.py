@@ -37,9 +37,8 @@ from rlvr.types import RolloutBatch
 from rlvr.verifiers import ScoredCompletion
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
     from rlvr.config import RunConfig
+    from rlvr.models.forward import Runnable
 
 Update = Callable[[StepContext, Rollouts, "torch.Tensor | None", Timer, StepObserver], dict[str, float]]
 """fn(ctx, rollouts, ref_logp [N, T] or None, timer, observer) -> the update's metrics."""
@@ -98,7 +97,7 @@ class LossInputs:
 
 
 def policy_gradient_inputs(
-    cfg: RunConfig, policy: PreTrainedModel, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer
+    cfg: RunConfig, policy: Runnable, rollouts: Rollouts, ref_logp: torch.Tensor | None, timer: Timer
 ) -> LossInputs:
     """Advantages from the algorithm's estimator, the KL in the reward if so placed, TIS weights
     (a no-grad forward of `policy`), and the loss mask: everything the policy loss takes besides the
@@ -121,7 +120,7 @@ def policy_gradient_update(
 ) -> dict[str, float]:
     """The clipped policy loss and AdamW for each of algo.num_iterations; returns the update's metrics."""
     cfg = ctx.cfg
-    inputs = policy_gradient_inputs(cfg, ctx.policy, rollouts, ref_logp, timer)
+    inputs = policy_gradient_inputs(cfg, ctx.forward, rollouts, ref_logp, timer)
     batch = inputs.batch
     observer.advantages(
         batch, inputs.advantages, batch.policy_mask if inputs.mask is None else inputs.mask, inputs.stats
@@ -132,7 +131,7 @@ def policy_gradient_update(
         noises.append(MicroBatchNoise(ctx.policy))  # grad/variance, grad/noise_scale from the micro-batches
         return accumulate_run_gradient(
             cfg,
-            ctx.policy,
+            ctx.forward,
             batch,
             inputs.advantages,
             ref_logp,
@@ -198,7 +197,6 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
         "completions/clipped_ratio": batch.finish_reasons.count("length") / len(batch.finish_reasons),
         "verifier/unscorable": int((~valid).sum()),
     }
-
 
 
 def measure_hacking(

@@ -19,13 +19,12 @@ from rlvr.engine.update import reference_logprobs
 from rlvr.types import RolloutBatch
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
     from rlvr.config import RunConfig
+    from rlvr.models.forward import Runnable
 
 
 def tis_correction(
-    cfg: RunConfig, policy: PreTrainedModel, batch: RolloutBatch, advantages: torch.Tensor, timer: Timer
+    cfg: RunConfig, policy: Runnable, batch: RolloutBatch, advantages: torch.Tensor, timer: Timer
 ) -> tuple[RolloutBatch, torch.Tensor, dict[str, float]]:
     """(batch with old_logp = log π_θ_old, advantages [N, T] weighted by w, sampling/* metrics);
     the inputs unchanged and no metrics when algo.tis_cap = 0."""

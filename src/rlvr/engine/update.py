@@ -18,6 +18,7 @@ from transformers import PreTrainedModel
 from rlvr.algos import ALGORITHMS, entropy_bonus_loss
 from rlvr.algos.gspo import SEQUENCE_STATS
 from rlvr.config import AlgoConfig, RunConfig
+from rlvr.models.forward import Runnable
 from rlvr.models.logprobs import token_logprobs
 from rlvr.types import RolloutBatch
 
@@ -76,7 +77,7 @@ def _trim(batch: RolloutBatch, rows: torch.Tensor) -> MicroBatch:
 
 
 def micro_batch_logprobs(
-    model: PreTrainedModel,
+    model: Runnable,
     mb: MicroBatch,
     *,
     temperature: float,
@@ -97,7 +98,7 @@ def micro_batch_logprobs(
 
 @torch.no_grad()
 def reference_logprobs(
-    reference: PreTrainedModel, batch: RolloutBatch, *, temperature: float, micro_batch_size: int = 0
+    reference: Runnable, batch: RolloutBatch, *, temperature: float, micro_batch_size: int = 0
 ) -> torch.Tensor:
     """log π_ref of every sampled token, [N, T] (0 on padding), computed micro-batch by micro-batch."""
     ref_logp = torch.zeros_like(batch.old_logp)  # [N, T]
@@ -134,7 +135,7 @@ def backward_in_parts(parts: Iterable[P], loss_of: Callable[[P], PartLoss]) -> U
 
 
 def accumulate_policy_gradient(
-    policy: PreTrainedModel,
+    policy: Runnable,
     batch: RolloutBatch,
     advantages: torch.Tensor,  # [N] or [N, T]
     ref_logp: torch.Tensor | None,  # [N, T]
@@ -171,7 +172,7 @@ def accumulate_policy_gradient(
 
 def accumulate_run_gradient(
     cfg: RunConfig,
-    policy: PreTrainedModel,
+    policy: Runnable,
     batch: RolloutBatch,
     advantages: torch.Tensor,  # [N] or [N, T]
     ref_logp: torch.Tensor | None,  # [N, T]
@@ -206,7 +207,7 @@ class PolicyLoss:
     temperature: float
     on_micro_batch: Callable[[MicroBatch, torch.Tensor], None] | None = None
 
-    def of(self, policy: PreTrainedModel, mb: MicroBatch) -> PartLoss:
+    def of(self, policy: Runnable, mb: MicroBatch) -> PartLoss:
         algo, rows, width = self.algo, mb.rows, mb.width
         logp, entropy = micro_batch_logprobs(
             policy, mb, temperature=self.temperature, with_entropy=True, entropy_grad=algo.entropy_coef > 0

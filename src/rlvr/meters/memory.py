@@ -5,6 +5,8 @@ Activations are what autograd saves for the backward pass: a saved-tensor hook s
 saved during a micro-batch's forward and loss, and the largest micro-batch total is the peak (the
 backward starts with all of them alive). Parameters that autograd saves are not counted again.
 The rollout KV cache is read from the `cache` each forward call returns during generation.
+The fused Llama forward (models/fast_llama.py) never calls the model, so no module hook sees it:
+it reports through the hooks of the policy's Forward (models/forward.py) instead.
 On CUDA the allocator's own peak (`torch.cuda.max_memory_allocated`) is logged beside them.
 
 The names match rlvr.diagnostics.memory_estimate, so a run's `memory/*` metrics and `rlvr memory`
@@ -19,7 +21,7 @@ from typing import Any
 
 import torch
 
-from rlvr.models import lean
+from rlvr.models.forward import ForwardHooks
 from rlvr.models.lora import base_model
 
 
@@ -60,10 +62,12 @@ def cache_bytes(cache: Any) -> int:
 
 
 class SavedTensorCounter:
-    """Counts bytes autograd saves, per micro-batch: a new micro-batch starts at each forward of `model`."""
+    """Counts bytes autograd saves, per micro-batch: a new micro-batch starts at each forward of
+    `model`, or at each scoring pass of its fused forward (`hooks`: its Forward's)."""
 
-    def __init__(self, model: torch.nn.Module, exclude: set[tuple[str, int]]):
+    def __init__(self, model: torch.nn.Module, exclude: set[tuple[str, int]], hooks: ForwardHooks | None = None):
         self.model, self.exclude = model, exclude
+        self.hooks = hooks if hooks is not None else ForwardHooks()
         self.current: dict[tuple[str, int], int] = {}
         self.peak = 0
 
@@ -80,13 +84,14 @@ class SavedTensorCounter:
     @contextmanager
     def counting(self) -> Iterator[SavedTensorCounter]:
         handle = self.model.register_forward_pre_hook(self._new_micro_batch)
-        lean.FORWARD_LISTENERS.append(self._new_micro_batch)  # the lean forward never calls model()
         try:
-            with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda tensor: tensor):
+            with (
+                self.hooks.observing(on_scoring=self._new_micro_batch),
+                torch.autograd.graph.saved_tensors_hooks(self._pack, lambda tensor: tensor),
+            ):
                 yield self
         finally:
             handle.remove()
-            lean.FORWARD_LISTENERS.remove(self._new_micro_batch)
             self._new_micro_batch()
             self.current = {}
 
@@ -107,7 +112,8 @@ class MemoryMeter:
 
     models: name -> module whose weights are held (policy, reference, critic); optimizers: name ->
     optimizer of a trained model, whose gradients (just before its step) and states (just after)
-    are counted through the optimizer's own step hooks.
+    are counted through the optimizer's own step hooks; hooks: those of the policy's Forward
+    (models/forward.py), through which its fused forward reports.
     """
 
     def __init__(
@@ -117,8 +123,10 @@ class MemoryMeter:
         models: dict[str, torch.nn.Module | None],
         optimizers: dict[str, torch.optim.Optimizer],
         policy: torch.nn.Module,
+        hooks: ForwardHooks | None = None,
     ):
         self.enabled, self.policy, self.models = enabled, policy, dict(models)
+        self.hooks = hooks if hooks is not None else ForwardHooks()
         self.on_cuda = enabled and next(policy.parameters()).is_cuda
         self.values: dict[str, float] = {}
         if enabled:
@@ -149,7 +157,7 @@ class MemoryMeter:
     @contextmanager
     def _activations(self) -> Iterator[None]:
         exclude = {_storage_key(p) for m in self.models.values() if m is not None for p in m.parameters()}
-        counter = SavedTensorCounter(self.policy, exclude)
+        counter = SavedTensorCounter(self.policy, exclude, self.hooks)
         with counter.counting():
             yield
         self._record("activations", counter.peak)
@@ -164,17 +172,16 @@ class MemoryMeter:
             cache = output.get("cache") if hasattr(output, "get") else None  # transformers >= 5 name
             self._record("kv_cache", cache_bytes(cache))
 
-        def lean_cache(size: int) -> None:  # rlvr.models.lean allocates its cache up front
+        def fused_cache(size: int) -> None:  # the fused sampler allocates its cache up front
             self._record("kv_cache", size)
 
         # generate calls the transformers model's forward; a LoRA policy's own forward is not called
         handle = base_model(self.policy).register_forward_hook(after_forward)
-        lean.CACHE_LISTENERS.append(lean_cache)
         try:
-            yield
+            with self.hooks.observing(on_cache=fused_cache):
+                yield
         finally:
             handle.remove()
-            lean.CACHE_LISTENERS.remove(lean_cache)
 
     def step_metrics(self) -> dict[str, float]:
         """The `memory/*` metrics of the step since start_step (docs/metrics.md)."""

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import torch
-from transformers import PreTrainedModel
 
-from rlvr.models import lean
+from rlvr.models.forward import Runnable, as_forward
 from rlvr.models.numerics import upcast
 
 
 def completion_logits(
-    model: PreTrainedModel,
+    model: Runnable,
     prompt_ids: torch.Tensor,  # [N, P] left-padded
     prompt_mask: torch.Tensor,  # [N, P]
     completion_ids: torch.Tensor,  # [N, T] right-padded
@@ -18,11 +17,15 @@ def completion_logits(
 ) -> torch.Tensor:
     """Raw logits [N, T, V] of the model's prediction of each completion token.
 
-    Plain Llama policies go through rlvr.models.lean (the same math with each distinct prompt run
-    once); any other model through its own HF forward over prompt + completion.
+    `model` is a Forward (models/forward.py) or a bare model, run as model.forward=auto decides.
+    The fused Llama forward (models/fast_llama.py) computes the same math with each distinct prompt
+    run once; otherwise the model's own HF forward runs over prompt + completion.
     """
-    if lean.supports(model):
-        return lean.LeanLlama(model).completion_logits(prompt_ids, prompt_mask, completion_ids)
+    forward = as_forward(model)
+    if forward.fused is not None:
+        forward.hooks.scoring()  # the fused forward never calls model(), so no module hook fires
+        return forward.fused.completion_logits(prompt_ids, prompt_mask, completion_ids)
+    model = forward.model
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # [N, P+T]
     attention = torch.cat([prompt_mask, completion_mask], dim=1)  # [N, P+T]
     positions = (attention.cumsum(dim=1) - 1).clamp(min=0)  # [N, P+T]
@@ -32,7 +35,7 @@ def completion_logits(
 
 
 def token_logprobs(
-    model: PreTrainedModel,
+    model: Runnable,
     prompt_ids: torch.Tensor,  # [N, P] left-padded
     prompt_mask: torch.Tensor,  # [N, P]
     completion_ids: torch.Tensor,  # [N, T] right-padded

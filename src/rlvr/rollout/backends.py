@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from rlvr.config import RolloutConfig
+    from rlvr.models.forward import Forward
     from rlvr.rollout.tools import ToolUse
     from rlvr.types import Query, RolloutBatch
 
@@ -41,10 +42,11 @@ class Sampler(Protocol):
 
 
 class HFSampler:
-    """transformers `generate` (rollout/hf.py). In the policy's own precision (float32, or bfloat16
-    with model.dtype=bfloat16) it samples with the policy itself, so there is nothing to sync; in
-    bfloat16 from a float32 policy with a bf16 copy, re-synced after every update: the same contract
-    as vLLM's, and a real sampler/trainer mismatch on a CPU."""
+    """transformers `generate`, or the fused sampler (rollout/hf.py). In the policy's own precision
+    (float32, or bfloat16 with model.dtype=bfloat16) it samples with the policy itself, so there is
+    nothing to sync; in bfloat16 from a float32 policy with a bf16 copy, re-synced after every
+    update: the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU. `forward`
+    is the policy's Forward (models/forward.py): the copy runs the same choice, with the same hooks."""
 
     def __init__(
         self,
@@ -55,8 +57,11 @@ class HFSampler:
         seed: int,
         prompt_format: PromptFormat = PromptFormat(),
         tools: ToolUse | None = None,
+        forward: Forward | None = None,
     ):
         import torch
+
+        from rlvr.models.forward import forward_for
 
         self.tokenizer = tokenizer
         self.prompt_format = prompt_format
@@ -69,12 +74,13 @@ class HFSampler:
         if getattr(torch, rollout.dtype) != policy.dtype:  # a bf16 policy (model.dtype) samples itself
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()
             self.model.requires_grad_(False)
+        self.forward = forward_for(self.model) if forward is None else forward.of(self.model)
 
     def sample(self, queries: list[Query], **sampling) -> RolloutBatch:
         from rlvr.rollout.hf import sample_completions
 
         return sample_completions(
-            self.model, self.tokenizer, queries, prompt_format=self.prompt_format, tools=self.tools, **sampling
+            self.forward, self.tokenizer, queries, prompt_format=self.prompt_format, tools=self.tools, **sampling
         )
 
     def sync_weights(self, policy: PreTrainedModel) -> None:
@@ -88,7 +94,7 @@ class HFSampler:
 
         with torch.no_grad():
             logp, _ = token_logprobs(
-                self.model,
+                self.forward,
                 batch.prompt_ids,
                 batch.prompt_mask,
                 batch.completion_ids,
@@ -106,6 +112,7 @@ def _vllm_sampler(
     seed: int,
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
+    forward: Forward | None = None,
 ) -> Sampler:
     from rlvr.rollout.vllm import VLLMSampler
 
@@ -113,8 +120,9 @@ def _vllm_sampler(
 
 
 SAMPLERS: dict[str, Callable[..., Sampler]] = {"hf": HFSampler, "vllm": _vllm_sampler}
-"""rollout.backend → fn(rollout_config, policy, tokenizer, *, seed, prompt_format, tools) -> Sampler;
-tools (rollout.tools) run on hf only (config/checks.py refuses vllm with tools)."""
+"""rollout.backend → fn(rollout_config, policy, tokenizer, *, seed, prompt_format, tools, forward) -> Sampler;
+tools (rollout.tools) run on hf only (config/checks.py refuses vllm with tools); forward, the policy's
+Forward (models/forward.py), matters to hf only (vLLM runs its own kernels)."""
 
 
 def make_sampler(
@@ -125,8 +133,12 @@ def make_sampler(
     seed: int,
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
+    forward: Forward | None = None,
 ) -> Sampler:
     """The configured sampler, already holding the policy's current weights; `prompt_format` is
     task.prompt_format and task.system_prompt (rollout/prompts.py); `tools` the rollout's tool use
-    (rollout/tools.py), None for single-turn completions."""
-    return SAMPLERS[rollout.backend](rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format, tools=tools)
+    (rollout/tools.py), None for single-turn completions; `forward` the policy's Forward (None:
+    model.forward=auto)."""
+    return SAMPLERS[rollout.backend](
+        rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format, tools=tools, forward=forward
+    )

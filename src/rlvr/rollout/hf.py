@@ -1,8 +1,9 @@
 """Sampling on the trainer's own model: the CPU path (and a GPU path for small models).
 
-Plain Llama policies on the CPU sample through rlvr.models.lean (each distinct prompt prefilled
-once for its G samples, a preallocated cache, finished rows dropped); others, and model.forward=hf,
-through Hugging Face `generate`. Both return the same RolloutBatch, and both stop a completion at
+A policy whose Forward has the fused Llama forward (models/forward.py: plain Llamas on the CPU by
+default) samples through rollout/fast_decode.py (each distinct prompt prefilled once for its G
+samples, a preallocated cache, finished rows dropped); others, and model.forward=hf, through
+Hugging Face `generate`. Both return the same RolloutBatch, and both stop a completion at
 the first of the same stop tokens (rollout/prompts.py `stop_token_ids`: EOS, and a chat template's
 end of turn).
 
@@ -19,14 +20,14 @@ import torch
 from transformers import (
     LogitsProcessor,
     LogitsProcessorList,
-    PreTrainedModel,
     PreTrainedTokenizerBase,
     StoppingCriteria,
     StoppingCriteriaList,
 )
 
-from rlvr.models import lean
+from rlvr.models.forward import Forward, Runnable, as_forward
 from rlvr.models.numerics import upcast
+from rlvr.rollout import fast_decode
 from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, resolve_style, stop_token_ids
 from rlvr.rollout.tools import ToolUse, package_turns, sample_turns
 from rlvr.types import Query, RolloutBatch
@@ -71,7 +72,7 @@ def is_stop_token(token_ids: torch.Tensor, stop_ids: list[int] | torch.Tensor) -
 
 @torch.no_grad()
 def sample_completions(
-    model: PreTrainedModel,
+    model: Runnable,
     tokenizer: PreTrainedTokenizerBase,
     queries: list[Query],
     *,
@@ -86,17 +87,20 @@ def sample_completions(
     """Sample `group_size` completions for each query (query-major order), with their log-probs;
     `prompt_format` says how each prompt is laid out and so which tokens end a completion
     (rollout/prompts.py; auto by default). With `tools` (rollout.tools), each completion is a
-    multi-turn trajectory of turns and tool observations (rollout/tools.py)."""
+    multi-turn trajectory of turns and tool observations (rollout/tools.py). `model` is a Forward
+    (models/forward.py) or a bare model, run as model.forward=auto decides."""
+    forward = as_forward(model)
+    model = forward.model
     device = next(model.parameters()).device
     stop_ids = stop_token_ids(tokenizer, prompt_format, model)
     sampling = dict(temperature=temperature, top_p=top_p, greedy=greedy)
     if tools is not None:
         return _sample_with_tools(
-            model, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling
+            forward, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling
         )
-    if lean.supports(model):
-        return _sample_lean(
-            model,
+    if forward.fused is not None:
+        return _sample_fused(
+            forward,
             tokenizer,
             queries,
             group_size=group_size,
@@ -156,18 +160,18 @@ class _StopWhen(StoppingCriteria):
 
 
 def _sample_with_tools(
-    model, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling
+    forward: Forward, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling
 ) -> RolloutBatch:
     """Multi-turn trajectories (rollout/tools.py), each turn sampled from the exact ids so far by
-    the lean sampler or `generate`."""
+    the fused sampler (rollout/fast_decode.py) or `generate`."""
     tools.check(tokenizer, resolve_style(tokenizer, prompt_format))
     prompts = [prompt_token_ids(tokenizer, q.prompt, prompt_format) for q in queries]
-    use_lean = lean.supports(model)
 
     def generate(prefixes, g, budget, watcher):
         ids, mask = left_pad(prefixes, tokenizer.pad_token_id, device)  # [u, p]
-        if use_lean:
-            return lean.LeanLlama(model).sample(
+        if forward.fused is not None:
+            return fast_decode.sample(
+                forward.fused,
                 ids,
                 mask,
                 group_size=g,
@@ -175,11 +179,12 @@ def _sample_with_tools(
                 stop_ids=stop_ids,
                 pad_id=tokenizer.pad_token_id,
                 stop_when=watcher,
+                on_cache=forward.hooks.cache,
                 **sampling,
             )
         ids, mask = ids.repeat_interleave(g, dim=0), mask.repeat_interleave(g, dim=0)  # [n, p]
         return _generate(
-            model, tokenizer, ids, mask, max_new_tokens=budget, stop_ids=stop_ids, stop_when=watcher, **sampling
+            forward.model, tokenizer, ids, mask, max_new_tokens=budget, stop_ids=stop_ids, stop_when=watcher, **sampling
         )
 
     rows = sample_turns(
@@ -221,17 +226,19 @@ class SampledLogProbs(LogitsProcessor):
         return torch.stack([*self.steps, self.previous.gather(-1, last_tokens[:, None])[:, 0]], dim=1)
 
 
-def _sample_lean(model, tokenizer, queries, *, group_size, device, prompt_format, stop_ids, **sampling):
-    """rlvr.models.lean's sampler: each distinct prompt prefilled once for its G samples; `sampling`
-    is max_new_tokens, temperature, top_p and greedy."""
+def _sample_fused(forward: Forward, tokenizer, queries, *, group_size, device, prompt_format, stop_ids, **sampling):
+    """The fused sampler (rollout/fast_decode.py): each distinct prompt prefilled once for its G
+    samples; `sampling` is max_new_tokens, temperature, top_p and greedy."""
     prompts = [q.prompt for q in queries]
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, device, prompt_format)  # [B, P]
-    completion_ids, old_logp = lean.LeanLlama(model).sample(
+    completion_ids, old_logp = fast_decode.sample(
+        forward.fused,
         prompt_ids,
         prompt_mask,
         group_size=group_size,
         stop_ids=stop_ids,
         pad_id=tokenizer.pad_token_id,
+        on_cache=forward.hooks.cache,
         **sampling,
     )  # [N, T] each
     prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # [N, P]

@@ -1,4 +1,5 @@
-"""A lean forward pass for plain Llama policies, shaped for what RL does with a policy.
+"""A fused forward pass for plain Llama policies (the tiny built-in bases and any model of the same
+architecture), shaped for what RL does with a policy.
 
 The math is transformers' LlamaForCausalLM, op for op (RMSNorm in float32 or wider, RoPE from
 the model's own rotary module, scaled-dot-product causal attention, SwiGLU MLP, tied or untied
@@ -11,19 +12,18 @@ work, because RL scores and samples G completions of each prompt:
   through the gather). When all G = 8 completions of a prompt share a micro-batch, that removes
   7/8 of its prompt tokens' compute from the reference pass and the policy's forward/backward.
   The last completion token predicts nothing that is scored, so it is not fed.
-- Sampling (`sample`): each distinct prompt is prefilled once and its cache shared by its G
-  samples; decoding writes into a preallocated cache, attends with plain matmuls for the single
-  new query, and stops computing rows that have finished (no cache objects, logits processors or
-  per-step mask building as in HF `generate`). benchmarks/README.md has the measured effect.
+- Sampling: `prefix` runs each distinct prompt once, and `decode` runs one new token per row
+  against a cache the caller preallocated, attending with plain matmuls for the single new query.
+  The loop around them (shared prefixes, finished rows dropped, drawing tokens) is
+  rollout/fast_decode.py; benchmarks/README.md has the measured effect.
 
-Only plain Llama configs take this path (`supports`); anything else, or `model.forward: hf`,
-uses HF's forward and `generate`. tests/models/test_lean.py checks logits, log-probs, gradients
-and samples against HF's own forward.
+Only plain Llama configs fit (`fits`); models/forward.py decides, once per model, whether a model
+runs here or through HF's forward and `generate` (model.forward). tests/models/test_fast_llama.py
+checks logits, log-probs, gradients and samples against HF's own forward.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -32,33 +32,13 @@ from transformers import PreTrainedModel
 
 from rlvr.models.loading import checkpointed_layers
 from rlvr.models.lora import is_lora
-from rlvr.models.numerics import upcast
-
-FORWARD_ATTR = "rlvr_forward"
-"""Model attribute holding config model.forward: "auto" (the default), "lean" or "hf"."""
-
-CACHE_LISTENERS: list[Callable[[int], None]] = []
-"""Called with the KV cache's size in bytes whenever `sample` allocates one (meters/memory.py)."""
-FORWARD_LISTENERS: list[Callable[[], None]] = []
-"""Called at the start of each scoring pass, where HF's forward pre-hooks would fire (meters/memory.py)."""
 
 
-def use_forward(model: PreTrainedModel | None, forward: str) -> None:
-    """Choose this module ("lean"), HF's own forward ("hf") or "auto" for `model` (model.forward)."""
-    if model is not None:
-        setattr(model, FORWARD_ATTR, forward)
-
-
-def supports(model: PreTrainedModel) -> bool:
-    """True when `model` should take this path: a plain Llama whose forward this module reproduces
-    exactly, set to "lean", or left at "auto" and on the CPU (on a GPU, HF's forward with its fused
-    attention kernels is the better default, and the one `rlvr memory` describes)."""
-    choice = getattr(model, FORWARD_ATTR, "auto")
-    if is_lora(model):  # this module reads the base weights only, so it cannot see adapters
-        return False
-    if checkpointed_layers(model):  # model.gradient_checkpointing: recomputing layers is HF's forward's work
-        return False
-    if choice == "hf" or (choice == "auto" and model.device.type != "cpu"):
+def fits(model: PreTrainedModel) -> bool:
+    """True when this module reproduces `model`'s forward exactly: a plain Llama, without LoRA
+    adapters (this module reads the base weights only, so it cannot see them) and without
+    checkpointed layers (model.gradient_checkpointing: recomputing layers is HF's forward's work)."""
+    if is_lora(model) or checkpointed_layers(model):
         return False
     c = model.config
     rope = getattr(c, "rope_parameters", None) or {"rope_type": "default"}
@@ -83,7 +63,7 @@ class Prefix:
     last_hidden: torch.Tensor  # [u, hidden] before the final norm
 
 
-class LeanLlama:
+class FastLlama:
     """Functional view of an HF LlamaForCausalLM's parameters."""
 
     def __init__(self, model: PreTrainedModel):
@@ -182,8 +162,6 @@ class LeanLlama:
         self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor
     ) -> torch.Tensor:
         """Logits [n, T, V] predicting each completion token, prompts shared across their rows."""
-        for listener in FORWARD_LISTENERS:
-            listener()
         rows = torch.cat([prompt_ids, prompt_mask], dim=1)  # [n, 2p] a prompt and its padding
         distinct, owner = torch.unique(rows, dim=0, return_inverse=True)  # [u, 2p], [n]
         p = prompt_ids.shape[1]
@@ -215,136 +193,25 @@ class LeanLlama:
 
     # ------------------------------------------------------------------ sampling
 
-    @torch.no_grad()
-    def sample(
+    def decode(
         self,
-        prompt_ids: torch.Tensor,
-        prompt_mask: torch.Tensor,
-        *,
-        group_size: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float,
-        greedy: bool,
-        stop_ids: list[int] | torch.Tensor,
-        pad_id: int,
-        stop_when: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """G completions of each distinct prompt [B, p]: token ids [B*G, T] (pad after the first
-        of `stop_ids`: EOS, a chat template's end of turn) and log-probs [B*G, T] of the sampled
-        tokens under the tempered, untruncated policy.
-
-        `stop_when(rows [m], tokens [m]) -> [m] bool`, if given, sees each step's tokens of the rows
-        still being written (output row indices) and ends those it says are done, after that token:
-        how a tool rollout stops at the end of a call (rollout/tools.py). Nothing after it is written.
-
-        Rows that have emitted a stop token stop costing compute: once at least half of the rows
-        still being decoded are finished, they are dropped from the caches (rows of one step are
-        independent, so this changes no number).
-        """
-        pre = self.prefix(prompt_ids, prompt_mask)
-        g, (b, p), t_max = group_size, prompt_ids.shape, max_new_tokens
-        n, device = b * g, prompt_ids.device
-        stop = torch.as_tensor(stop_ids, dtype=torch.long, device=device)  # [k]
-        state = _DecodeState(
-            rows=torch.arange(n, device=device),
-            caches=[self._cache(k, g, t_max) for k in pre.keys],
-            value_caches=[self._cache(v, g, t_max) for v in pre.values],
-            visible=torch.zeros(n, 1, 1, p + t_max, dtype=torch.bool, device=device),
-            position=prompt_mask.sum(dim=1).repeat_interleave(g)[:, None],  # [n, 1]
-            hidden=pre.last_hidden.repeat_interleave(g, dim=0),  # [n, hidden]
-            done=torch.zeros(n, dtype=torch.bool, device=device),
-        )
-        state.visible[:, 0, 0, :p] = prompt_mask.bool().repeat_interleave(g, dim=0)
-        for listener in CACHE_LISTENERS:
-            listener(sum(c.numel() * c.element_size() for c in state.caches + state.value_caches))
-        tokens = torch.full((n, t_max), pad_id, dtype=torch.long, device=device)  # [n, T]
-        logps = torch.zeros(
-            n, t_max, dtype=torch.promote_types(pre.last_hidden.dtype, torch.float32), device=device
-        )  # [n, T]
-        width = t_max
-        for step in range(t_max):
-            token, logp = _draw(upcast(self.logits(state.hidden)), temperature, top_p, greedy)  # [m]
-            live = ~state.done  # rows finished earlier are decoded on until dropped, never written out
-            tokens[state.rows[live], step] = token[live]
-            logps[state.rows[live], step] = logp[live]
-            state.done = state.done | torch.isin(token, stop)  # [m]
-            if stop_when is not None and bool(live.any()):
-                state.done[live] |= stop_when(state.rows[live], token[live])
-            if bool(state.done.all()) or step == t_max - 1:
-                width = step + 1
-                break
-            token = token.masked_fill(state.done, pad_id)
-            if 2 * int(state.done.sum()) >= len(token):
-                alive = ~state.done
-                state, token = state.keep(alive), token[alive]
-            column = p + step
-            state.visible[:, 0, 0, column] = True
-            state.hidden = self._decode(token, state.position + step, column, state, state.visible[..., : column + 1])
-        return tokens[:, :width], logps[:, :width]
-
-    def _cache(self, prefix: torch.Tensor, group_size: int, max_new_tokens: int) -> torch.Tensor:
-        """A prompt's keys or values [u, kv, p, d], repeated for its samples, with room for T more."""
-        u, kv, p, d = prefix.shape
-        cache = prefix.new_zeros(u * group_size, kv, p + max_new_tokens, d)  # [n, kv, p + T, d]
-        cache[:, :, :p] = prefix.repeat_interleave(group_size, dim=0)
-        return cache
-
-    def _decode(self, token, positions, column, state, visible) -> torch.Tensor:
-        """One token per row through every layer, its k/v written at `column`; returns [m, hidden]."""
+        token: torch.Tensor,
+        positions: torch.Tensor,
+        column: int,
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        visible: torch.Tensor,
+    ) -> torch.Tensor:
+        """One token per row [m] at `positions` [m, 1] through every layer, its keys and values written
+        into the caches (per layer [m, kv, S, d]) at `column`; `visible` [m, 1, 1, column + 1] says
+        which cache columns each row attends to. Returns the hidden state [m, hidden] that predicts
+        the next token."""
         x = self.base.embed_tokens(token)[:, None]  # [m, 1, hidden]
         cos, sin = self._rope(x, positions)
-        for layer, cache_k, cache_v in zip(self.base.layers, state.caches, state.value_caches):
+        for layer, cache_k, cache_v in zip(self.base.layers, keys, values):
             q, k, v = self._qkv(layer, self._norm(x, layer.input_layernorm.weight), cos, sin)
             cache_k[:, :, column] = k[:, :, 0]
             cache_v[:, :, column] = v[:, :, 0]
             x = x + self._attend_one(layer, q, cache_k[:, :, : column + 1], cache_v[:, :, : column + 1], visible)
             x = x + self._mlp(layer, self._norm(x, layer.post_attention_layernorm.weight))
         return x[:, 0]
-
-
-@dataclass
-class _DecodeState:
-    """The rows still being decoded: their output rows, caches, key visibility and positions."""
-
-    rows: torch.Tensor  # [m] output row of each decoded row
-    caches: list[torch.Tensor]  # per layer [m, kv, p + T, d] keys
-    value_caches: list[torch.Tensor]  # per layer [m, kv, p + T, d] values
-    visible: torch.Tensor  # [m, 1, 1, p + T] which cache columns each row attends to
-    position: torch.Tensor  # [m, 1] position of the first completion token
-    hidden: torch.Tensor  # [m, hidden] the state that predicts the next token
-    done: torch.Tensor  # [m] the row has emitted a stop token
-
-    def keep(self, alive: torch.Tensor) -> _DecodeState:
-        return _DecodeState(
-            self.rows[alive],
-            [c[alive] for c in self.caches],
-            [c[alive] for c in self.value_caches],
-            self.visible[alive],
-            self.position[alive],
-            self.hidden[alive],
-            self.done[alive],
-        )
-
-
-def _draw(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool):
-    """Next tokens [n] and their log-probs [n] under softmax(logits / T), untruncated: the trainer's
-    π_θ is the tempered policy (rollout/hf.py). Greedy takes the argmax at T = 1, as generate does."""
-    if greedy:
-        token = logits.argmax(dim=-1)  # [n]
-        return token, torch.log_softmax(logits, dim=-1).gather(-1, token[:, None])[:, 0]
-    scaled = logits / temperature  # [n, V]
-    probs = top_p_filter(scaled, top_p).softmax(dim=-1)  # [n, V]
-    token = torch.multinomial(probs, num_samples=1)[:, 0]  # [n]
-    return token, torch.log_softmax(scaled, dim=-1).gather(-1, token[:, None])[:, 0]
-
-
-def top_p_filter(scaled: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Nucleus sampling's cut (Holtzman et al. 2020) with transformers' TopPLogitsWarper rule: drop
-    the least likely tokens whose cumulative mass is at most 1 - top_p, never the most likely one."""
-    if top_p >= 1.0:
-        return scaled
-    sorted_logits, order = scaled.sort(dim=-1)  # [n, V] ascending
-    drop = sorted_logits.softmax(dim=-1).cumsum(dim=-1) <= 1 - top_p  # [n, V]
-    drop[:, -1] = False
-    return scaled.masked_fill(drop.scatter(1, order, drop), float("-inf"))

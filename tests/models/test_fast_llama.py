@@ -1,4 +1,5 @@
-"""rlvr.models.lean against transformers' own LlamaForCausalLM: same logits, gradients and samples."""
+"""The fused Llama forward (models/fast_llama.py) and its sampler (rollout/fast_decode.py) against
+transformers' own LlamaForCausalLM: same logits, gradients and samples."""
 
 from __future__ import annotations
 
@@ -9,17 +10,22 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 from transformers.generation.logits_process import TopPLogitsWarper
 
-from rlvr.models.lean import LeanLlama, supports, top_p_filter, use_forward
+from rlvr.models.fast_llama import FastLlama
+from rlvr.models.forward import forward_for
 from rlvr.models.logprobs import token_logprobs
+from rlvr.rollout.fast_decode import sample, top_p_filter
 from rlvr.rollout.hf import encode_prompts, sample_completions
 from rlvr.tasks.arith import make_queries
 
 
 def hf_twin(model):
-    """The same weights forced through HF's forward and generate."""
-    twin = copy.deepcopy(model)
-    use_forward(twin, "hf")
-    return twin
+    """The same weights forced through HF's forward and generate (model.forward=hf)."""
+    return forward_for(copy.deepcopy(model), "hf")
+
+
+def fused(model, setting: str = "auto") -> bool:
+    """Whether `model` runs the fused forward under model.forward=`setting`."""
+    return forward_for(model, setting).fused is not None
 
 
 def ragged_batch(tok, queries, group_size: int, seed: int):
@@ -37,7 +43,7 @@ def ragged_batch(tok, queries, group_size: int, seed: int):
 @pytest.mark.parametrize("policy", ["random_policy", "base_policy"])
 def test_logprobs_and_entropy_equal_hf_forward(policy, request):
     model, tok = request.getfixturevalue(policy)
-    assert supports(model)
+    assert fused(model)
     batch = ragged_batch(tok, make_queries(5, split="train", seed=3), group_size=3, seed=0)
     lean_logp, lean_entropy = token_logprobs(model, *batch, temperature=0.7, with_entropy=True)
     hf_logp, hf_entropy = token_logprobs(hf_twin(model), *batch, temperature=0.7, with_entropy=True)
@@ -65,7 +71,7 @@ def test_gradients_equal_hf_backward_with_shared_prompts(base_policy):
     for m in (model, twin):
         logp, _ = token_logprobs(m, *batch, temperature=1.0)
         (logp * weights).sum().backward()
-    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+    for (name, p), q in zip(model.named_parameters(), twin.model.parameters()):
         assert p.grad is not None and torch.allclose(p.grad, q.grad, atol=1e-4, rtol=1e-4), name
 
 
@@ -117,7 +123,7 @@ def test_top_p_sampling_never_leaves_the_nucleus(base_policy):
     batch = sample_completions(
         model, tok, make_queries(4, split="train", seed=0), group_size=8, max_new_tokens=40, temperature=1.0, top_p=0.5
     )
-    logits = LeanLlama(model).completion_logits(batch.prompt_ids, batch.prompt_mask, batch.completion_ids)
+    logits = FastLlama(model).completion_logits(batch.prompt_ids, batch.prompt_mask, batch.completion_ids)
     kept = ~top_p_filter(logits.reshape(-1, logits.shape[-1]), 0.5).isinf()  # [N*T, V]
     chosen = kept.gather(1, batch.completion_ids.reshape(-1, 1))[:, 0].view_as(batch.completion_mask)
     assert chosen[batch.completion_mask == 1].all()
@@ -125,7 +131,7 @@ def test_top_p_sampling_never_leaves_the_nucleus(base_policy):
 
 def test_other_architectures_and_the_hf_setting_take_hf_forward(base_policy):
     model, _ = base_policy
-    assert supports(model) and not supports(hf_twin(model))
+    assert fused(model) and fused(model, "lean") and not fused(model, "hf")
     qwen = Qwen2ForCausalLM(
         Qwen2Config(
             vocab_size=50,
@@ -136,7 +142,7 @@ def test_other_architectures_and_the_hf_setting_take_hf_forward(base_policy):
             num_key_value_heads=1,
         )
     )
-    assert not supports(qwen)  # q/k/v biases: not this module's math
+    assert not fused(qwen, "lean")  # q/k/v biases: not this module's math
     scaled = LlamaForCausalLM(
         LlamaConfig(
             vocab_size=50,
@@ -147,7 +153,7 @@ def test_other_architectures_and_the_hf_setting_take_hf_forward(base_policy):
             rope_scaling={"rope_type": "linear", "factor": 2.0},
         )
     )
-    assert not supports(scaled)
+    assert not fused(scaled, "lean")
 
 
 def test_grouped_query_attention_matches_hf():
@@ -165,7 +171,7 @@ def test_grouped_query_attention_matches_hf():
             pad_token_id=0,
         )
     ).eval()
-    assert supports(model)
+    assert fused(model)
     prompt_ids = torch.tensor([[0, 0, 1, 5, 6], [1, 7, 8, 9, 10]])
     prompt_mask = (prompt_ids != 0).long()
     completion_ids = torch.tensor([[11, 12, 2, 0], [13, 14, 15, 16]])
@@ -174,7 +180,8 @@ def test_grouped_query_attention_matches_hf():
     lean_logp, _ = token_logprobs(model, *args, temperature=1.0)
     hf_logp, _ = token_logprobs(hf_twin(model), *args, temperature=1.0)
     assert torch.allclose(lean_logp, hf_logp, atol=2e-5)
-    ids, logp = LeanLlama(model).sample(
+    ids, logp = sample(
+        FastLlama(model),
         prompt_ids,
         prompt_mask,
         group_size=2,
@@ -185,7 +192,7 @@ def test_grouped_query_attention_matches_hf():
         stop_ids=[2],
         pad_id=0,
     )
-    out = hf_twin(model).generate(
+    out = hf_twin(model).model.generate(
         input_ids=prompt_ids,
         attention_mask=prompt_mask,
         do_sample=False,
