@@ -7,7 +7,7 @@ The embedded tiny-arith base has only ever seen bare expressions such as "(3*9)-
 chain_sum asks in English ("State the final answer to the following arithmetic problem: 4 - 1 - 7
 ="), and tiny-arith scores 0 on it. So the base for this run is tiny-arith after a short supervised
 warm-up on chain_sum's own training questions, with worked solutions whose steps are wrong with
-probability 0.35 (models/warmup.py, the recipe every embedded base uses): it knows the format and
+probability 0.35 (bases/warmup.py, the recipe every embedded base uses): it knows the format and
 often the answer, not reliably. It is built once into OUT/base (about 5 minutes on 2 cores).
 
 Then `rlvr train` runs GRPO (100 steps, lr 1e-4 after 10 warm-up steps) on task.name=reasoning_gym, task.rg_dataset=chain_sum (2-3 one-digit

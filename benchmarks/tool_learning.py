@@ -6,7 +6,7 @@
 Each seed is one real `rlvr train --config configs/arith-tool.yaml --seed S`: GRPO on three-operand
 arithmetic with two-digit operands (task.digits=2, values up to 9999), rollouts with the python
 tool (rollout.tools=python, tags, 2 turns), a correct-answer reward. The base (shipped,
-models/tool_base.py) calls the tool on about a fifth of its samples and is right on nearly all of
+bases/tiny_arith_tool.py) calls the tool on about a fifth of its samples and is right on nearly all of
 them, and on few of the rest (printed first, from 800 held-out samples). Printed per seed: held-out pass@1 (4 samples at T=1), greedy and the
 share of samples that ran a tool call, base and final, and the wall time; then the means and
 standard deviations. OUT/results.json keeps every run's summary.
