@@ -299,8 +299,9 @@ def test_both_samplers_cut_and_mask_a_trajectory_by_the_same_rules(greedy_caller
     queries = make_queries(16, split="heldout", seed=1, spec=TASK)
     batches = {}
     for forward in ("lean", "hf"):
+        policy = forward_for(model, forward)
         batches[forward] = sample_completions(
-            forward_for(model, forward), tok, queries, group_size=1, max_new_tokens=max_new_tokens, greedy=True, tools=tags
+            policy, tok, queries, group_size=1, max_new_tokens=max_new_tokens, greedy=True, tools=tags
         )
     lean, hf = batches["lean"], batches["hf"]
     dropped = [i for i, t in enumerate(lean.turns) if t[-1].get("dropped")]
