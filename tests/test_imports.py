@@ -29,7 +29,7 @@ LAYERS: dict[str, int] = {
     "rollout": 4,
     "meters": 4,
     "engine": 5,
-    "bases": 5,  # resolves model.name for the engine's builders; its warm-up reports use engine/evaluate.py
+    "bases": 5,  # resolves model.name for the engine's builders; its warm-up reports use rollout/heldout.py
     "integrations": 5,
     "diagnostics": 6,
     "studies": 6,
@@ -155,6 +155,18 @@ def test_packages_import_only_their_own_layer_and_below() -> None:
             if LAYERS[destination] > LAYERS[source] or (source, destination) in SAME_LAYER_FORBIDDEN:
                 upward.append(f"{module} -> {target}")
     assert sorted(upward) == []
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """Within one layer too: a package that imports another which imports it back is one package
+    split in two (a picture of the packages would draw an arrow back up)."""
+    edges = {
+        (package_of(module), package_of(target))
+        for module, targets in import_graph().items()
+        for target in targets
+        if package_of(module) != package_of(target)
+    }
+    assert sorted((a, b) for a, b in edges if (b, a) in edges and a < b) == []
 
 
 def test_the_checker_sees_deferred_and_type_checking_imports(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rlvr.engine.evaluate import evaluate_heldout
+from rlvr.rollout.heldout import evaluate_heldout
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.tools import ToolUse
 from rlvr.sandbox.tool import FORMATS

@@ -28,7 +28,6 @@ from rlvr.engine.checkpoint import load_state, set_rng_state
 from rlvr.engine.context import StepContext
 from rlvr.engine.critic import Critic
 from rlvr.engine.distributed import World, world
-from rlvr.engine.evaluate import HeldoutResult
 from rlvr.engine.exploration import ExplorationTracker
 from rlvr.engine.reference import ReferencePolicy, reference_for
 from rlvr.errors import UserError
@@ -38,6 +37,7 @@ from rlvr.models import load_policy
 from rlvr.models.forward import Forward, forward_for
 from rlvr.models.lora import add_lora, checkpoint_mismatch, load_adapter
 from rlvr.rollout.backends import Sampler, make_sampler
+from rlvr.rollout.heldout import HeldoutResult
 from rlvr.rollout.prompts import PromptFormat, resolve_style
 from rlvr.rollout.tools import ToolUse
 from rlvr.tasks import load_task

@@ -21,10 +21,10 @@ from rlvr.engine.build import build_run, restore
 from rlvr.engine.checkpoint import save_checkpoint
 from rlvr.engine.context import StepObserver
 from rlvr.engine.distributed import NullLog, world
-from rlvr.engine.evaluate import HeldoutResult, evaluate_heldout
 from rlvr.engine.metrics import MetricsLog
 from rlvr.engine.step import run_step
 from rlvr.models.lora import is_lora, save_merged
+from rlvr.rollout.heldout import HeldoutResult, evaluate_heldout
 
 
 class Trainer:

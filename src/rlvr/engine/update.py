@@ -166,6 +166,7 @@ def accumulate_policy_gradient(
     counts = dict(num_sequences=batch.num_completions, num_tokens=int(loss_mask.sum()), max_tokens=max_new_tokens)
     if global_counts is not None:
         counts = global_counts(counts)
+    advantages = advantages.to(loss_mask.device)  # computed from the rewards on the CPU; rows index on the device
     loss = PolicyLoss(batch, advantages, ref_logp, loss_mask, algo, counts, temperature, on_micro_batch)
     return backward_in_parts(micro_batches(batch, micro_batch_size), lambda mb: loss.of(policy, mb))
 
