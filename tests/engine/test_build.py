@@ -3,6 +3,9 @@ and its frozen reference is the initial policy, never the checkpoint's weights."
 
 from __future__ import annotations
 
+import sys
+import types
+
 import torch
 
 from rlvr.config import load_config
@@ -64,3 +67,21 @@ def test_a_resumed_reference_is_the_initial_policy_not_the_checkpoint(tmp_path, 
     finally:
         resumed.close()
         fresh.close()
+
+
+def test_a_checkpoint_written_before_a_module_moved_still_loads(tmp_path, monkeypatch):
+    from rlvr.engine.checkpoint import load_state
+    from rlvr.rollout.heldout import HeldoutResult
+
+    state_dir = tmp_path / "checkpoint"
+    state_dir.mkdir()
+    result = HeldoutResult(pass_at_1=0.5, greedy=1.0, n=2, num_queries=8, unscorable=0)
+    old = types.ModuleType("rlvr.train.evaluate")  # where it lived before issue 28
+    old.HeldoutResult = HeldoutResult
+    monkeypatch.setitem(sys.modules, "rlvr.train.evaluate", old)
+    monkeypatch.setattr(HeldoutResult, "__module__", "rlvr.train.evaluate")
+    torch.save({"step": 3, "base_eval": result}, state_dir / "trainer_state.pt")
+    monkeypatch.undo()
+    assert b"rlvr.train.evaluate" in (state_dir / "trainer_state.pt").read_bytes()
+    loaded = load_state(state_dir)["base_eval"]
+    assert isinstance(loaded, HeldoutResult) and loaded.pass_at_1 == 0.5

@@ -7,6 +7,7 @@ or the new one, never half of one.
 
 from __future__ import annotations
 
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -57,5 +58,22 @@ def save_checkpoint(
     return final
 
 
+MOVED = {"rlvr.train.evaluate": "rlvr.rollout.heldout", "rlvr.engine.evaluate": "rlvr.rollout.heldout"}
+"""Modules whose classes a checkpoint may hold (the base model's HeldoutResult), under the names
+they had when the checkpoint was written: a run saved before a move still resumes."""
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED.get(module, module), name)
+
+
+class _MovedModules:
+    """The pickle module torch.load is given: the standard one, reading old module names as new."""
+
+    Unpickler = _Unpickler
+    load = staticmethod(pickle.load)
+
+
 def load_state(path: Path) -> dict[str, Any]:
-    return torch.load(path / STATE_FILE, weights_only=False)
+    return torch.load(path / STATE_FILE, weights_only=False, pickle_module=_MovedModules)
