@@ -20,6 +20,7 @@ from rlvr.models.tokenizer import build_chat_tokenizer as chat_tokenizer
 from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.hf import encode_prompts, package_samples, sample_completions
 from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, render_prompt, resolve_style, stop_token_ids
+from rlvr.rollout.sampler import SamplerSetup
 from rlvr.tasks.arith import make_queries
 from rlvr.types import Query
 
@@ -101,7 +102,7 @@ def test_the_trainers_sampler_takes_the_configured_system_prompt(chat_model_dir)
     model, tok = load_policy(str(chat_model_dir))
     fmt = PromptFormat.of(TaskConfig(prompt_format="chat", system_prompt="Be brief."))
     queries = make_queries(2, split="heldout", seed=0)
-    batch = make_sampler(RolloutConfig(), model, tok, seed=0, prompt_format=fmt).sample(
+    batch = make_sampler(RolloutConfig(), model, SamplerSetup(tok, 0, prompt_format=fmt)).sample(
         queries, group_size=2, max_new_tokens=4, temperature=1.0, top_p=1.0
     )
     first = tok.decode(unpadded(batch.prompt_ids, batch.prompt_mask)[0])

@@ -36,9 +36,10 @@ from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
 from rlvr.models.forward import Forward, forward_for
 from rlvr.models.lora import add_lora, checkpoint_mismatch, load_adapter
-from rlvr.rollout.backends import Sampler, make_sampler
+from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.heldout import HeldoutResult
 from rlvr.rollout.prompts import PromptFormat, resolve_style
+from rlvr.rollout.sampler import Sampler, SamplerSetup
 from rlvr.rollout.tools import ToolUse
 from rlvr.tasks import load_task
 from rlvr.types import Query
@@ -141,15 +142,8 @@ def build_sampler(
     prompt_format = PromptFormat.of(cfg.task)
     resolve_style(tokenizer, prompt_format, cfg.model.name)
     tools = ToolUse.of(cfg.rollout)
-    sampler = make_sampler(
-        cfg.rollout,
-        policy.model,
-        tokenizer,
-        seed=cfg.train.seed,
-        prompt_format=prompt_format,
-        tools=tools,
-        forward=policy,
-    )
+    setup = SamplerSetup(tokenizer, cfg.train.seed, prompt_format=prompt_format, tools=tools, forward=policy)
+    sampler = make_sampler(cfg.rollout, policy.model, setup)
     return sampler, prompt_format, tools
 
 

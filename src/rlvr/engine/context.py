@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # for annotations only: none of these modules is imported at 
     from rlvr.engine.update import MicroBatch
     from rlvr.meters.hacking import HackingMonitor
     from rlvr.meters.memory import MemoryMeter
-    from rlvr.rollout.backends import Sampler
+    from rlvr.rollout.sampler import Sampler
     from rlvr.verifiers import RewardFunction, ScoredCompletion
 
 

@@ -14,67 +14,40 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from rlvr.rollout.prompts import PromptFormat
+from rlvr.rollout.sampler import Sampler, SamplerSetup
 
 if TYPE_CHECKING:
     import torch
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel
 
     from rlvr.config import RolloutConfig
-    from rlvr.models.forward import Forward
-    from rlvr.rollout.tools import ToolUse
     from rlvr.types import Query, RolloutBatch
-
-
-class Sampler(Protocol):
-    def sample(
-        self, queries: list[Query], *, group_size: int, max_new_tokens: int, temperature: float, top_p: float
-    ) -> RolloutBatch:
-        """G completions per query, query-major, with the sampler's log-probs in `old_logp`."""
-
-    def sync_weights(self, policy: PreTrainedModel) -> None:
-        """Load the policy's current weights; the next `sample` uses them."""
-
-    def score(self, batch: RolloutBatch) -> torch.Tensor:
-        """The sampler's log-probs [N, T] of a batch's completion tokens at temperature 1 (0 on padding)."""
 
 
 class HFSampler:
     """transformers `generate`, or the fused sampler (rollout/hf.py). In the policy's own precision
     (float32, or bfloat16 with model.dtype=bfloat16) it samples with the policy itself, so there is
     nothing to sync; in bfloat16 from a float32 policy with a bf16 copy, re-synced after every
-    update: the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU. `forward`
-    is the policy's Forward (models/forward.py): the copy runs the same choice, with the same hooks."""
+    update: the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU. The copy
+    runs the policy's Forward choice, with the same hooks."""
 
-    def __init__(
-        self,
-        rollout: RolloutConfig,
-        policy: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        *,
-        seed: int,
-        prompt_format: PromptFormat = PromptFormat(),
-        tools: ToolUse | None = None,
-        forward: Forward | None = None,
-    ):
+    def __init__(self, rollout: RolloutConfig, policy: PreTrainedModel, setup: SamplerSetup):
         import torch
 
         from rlvr.models.forward import forward_for
 
-        self.tokenizer = tokenizer
-        self.prompt_format = prompt_format
-        self.tools = tools
-        if tools is not None:  # before any model work: the chat format needs a template with tool calls
+        self.tokenizer, self.prompt_format, self.tools = setup.tokenizer, setup.prompt_format, setup.tools
+        if self.tools is not None:  # before any model work: the chat format needs a template with tool calls
             from rlvr.rollout.prompts import resolve_style
 
-            tools.check(tokenizer, resolve_style(tokenizer, prompt_format))
+            self.tools.check(self.tokenizer, resolve_style(self.tokenizer, self.prompt_format))
         self.model = policy
         if getattr(torch, rollout.dtype) != policy.dtype:  # a bf16 policy (model.dtype) samples itself
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()
             self.model.requires_grad_(False)
-        self.forward = forward_for(self.model) if forward is None else forward.of(self.model)
+        self.forward = forward_for(self.model) if setup.forward is None else setup.forward.of(self.model)
 
     def sample(self, queries: list[Query], **sampling) -> RolloutBatch:
         from rlvr.rollout.hf import sample_completions
@@ -104,41 +77,19 @@ class HFSampler:
         return logp
 
 
-def _vllm_sampler(
-    rollout: RolloutConfig,
-    policy: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    *,
-    seed: int,
-    prompt_format: PromptFormat = PromptFormat(),
-    tools: ToolUse | None = None,
-    forward: Forward | None = None,
-) -> Sampler:
+def _vllm_sampler(rollout: RolloutConfig, policy: PreTrainedModel, setup: SamplerSetup) -> Sampler:
     from rlvr.rollout.vllm import VLLMSampler
 
-    return VLLMSampler(rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format)
+    return VLLMSampler(rollout, policy, setup)
 
 
-SAMPLERS: dict[str, Callable[..., Sampler]] = {"hf": HFSampler, "vllm": _vllm_sampler}
-"""rollout.backend → fn(rollout_config, policy, tokenizer, *, seed, prompt_format, tools, forward) -> Sampler;
-tools (rollout.tools) run on hf only (config/checks.py refuses vllm with tools); forward, the policy's
-Forward (models/forward.py), matters to hf only (vLLM runs its own kernels)."""
+SAMPLERS: dict[str, Callable[[RolloutConfig, PreTrainedModel, SamplerSetup], Sampler]] = {
+    "hf": HFSampler,
+    "vllm": _vllm_sampler,
+}
+"""rollout.backend → fn(rollout config, policy, setup) -> Sampler."""
 
 
-def make_sampler(
-    rollout: RolloutConfig,
-    policy: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    *,
-    seed: int,
-    prompt_format: PromptFormat = PromptFormat(),
-    tools: ToolUse | None = None,
-    forward: Forward | None = None,
-) -> Sampler:
-    """The configured sampler, already holding the policy's current weights; `prompt_format` is
-    task.prompt_format and task.system_prompt (rollout/prompts.py); `tools` the rollout's tool use
-    (rollout/tools.py), None for single-turn completions; `forward` the policy's Forward (None:
-    model.forward=auto)."""
-    return SAMPLERS[rollout.backend](
-        rollout, policy, tokenizer, seed=seed, prompt_format=prompt_format, tools=tools, forward=forward
-    )
+def make_sampler(rollout: RolloutConfig, policy: PreTrainedModel, setup: SamplerSetup) -> Sampler:
+    """The configured sampler (rollout.backend), already holding the policy's current weights."""
+    return SAMPLERS[rollout.backend](rollout, policy, setup)

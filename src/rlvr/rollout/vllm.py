@@ -36,13 +36,14 @@ import torch
 from rlvr.errors import UserError
 from rlvr.models.lora import is_lora
 from rlvr.rollout.hf import encode_prompts, package_samples
-from rlvr.rollout.prompts import PromptFormat, stop_token_ids
+from rlvr.rollout.prompts import stop_token_ids
 from rlvr.types import Query, RolloutBatch
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from rlvr.config import RolloutConfig
+    from rlvr.rollout.sampler import SamplerSetup
 
 
 def assemble_batch(
@@ -100,15 +101,8 @@ def _single_process_env() -> None:
 class VLLMSampler:
     """A colocated vLLM engine holding a copy of the policy's weights (see the module docstring)."""
 
-    def __init__(
-        self,
-        rollout: RolloutConfig,
-        policy: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        *,
-        seed: int,
-        prompt_format: PromptFormat = PromptFormat(),
-    ):
+    def __init__(self, rollout: RolloutConfig, policy: PreTrainedModel, setup: SamplerSetup):
+        """`setup`'s tokenizer, seed and prompt format (its tools and forward are the hf sampler's)."""
         from vllm import LLM
 
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -117,9 +111,9 @@ class VLLMSampler:
                 "accelerate/torchrun, or use rollout.backend=hf"
             )
         _single_process_env()
+        tokenizer, seed, self.prompt_format = setup.tokenizer, setup.seed, setup.prompt_format
         self.tokenizer, self.device = tokenizer, next(policy.parameters()).device
-        self.prompt_format = prompt_format
-        self.stop_ids = stop_token_ids(tokenizer, prompt_format, policy)
+        self.stop_ids = stop_token_ids(tokenizer, self.prompt_format, policy)
         self.engine_finish_reasons: list[str] = []
         self.llm = LLM(
             model=str(policy.name_or_path),
