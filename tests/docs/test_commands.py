@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.cli import build_parser, main
-from rlvr.cli.evaluate import eval_set_problem
-from rlvr.config import RunConfig, apply_mapping, load_config, parse_override
+from rlvr.config import RunConfig, apply_mapping, eval_set_problem, load_config, parse_override
 from rlvr.errors import UserError
 from rlvr.studies.sweep import parse_grid, plan
 

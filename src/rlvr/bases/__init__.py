@@ -22,6 +22,7 @@ __all__ = [
     "Base",
     "ModelNotFoundError",
     "cache_root",
+    "check_model",
     "resolve_model_path",
 ]
 
@@ -48,13 +49,27 @@ class ModelNotFoundError(UserError):
     """model.name is neither a built-in base nor a local Hugging Face model directory."""
 
 
+def _is_model_dir(name: str) -> bool:
+    return (Path(name).expanduser() / "config.json").is_file()
+
+
+def check_model(name: str, label: str) -> None:
+    """Refuse a `name` that `resolve_model_path` would not find, without building or loading
+    anything; `label` (the flag or field that gave it) starts the message."""
+    if name not in BASES and not _is_model_dir(name):
+        raise ModelNotFoundError(
+            f"{label} {name}: neither a built-in base ({', '.join(BASE_NAMES)}) nor a directory with a "
+            "Hugging Face config.json"
+        )
+
+
 def resolve_model_path(name: str) -> Path:
     """The directory `name` (model.name) stands for: a built-in base's (building it first if it is
     neither shipped nor cached), or `name` itself when it holds a Hugging Face config.json."""
     if name in BASES:
         return BASES[name].path()
     path = Path(name).expanduser()
-    if not (path / "config.json").is_file():
+    if not _is_model_dir(name):
         others = ", ".join(n for n in BASE_NAMES if n != EMBEDDED)
         raise ModelNotFoundError(
             f"model.name={name!r} is neither '{EMBEDDED}' nor a directory with a Hugging Face "

@@ -15,7 +15,7 @@ from rlvr.cli.common import (
     quiet_hugging_face,
     run_options,
 )
-from rlvr.config import EVAL_FIELDS, TaskConfig, eval_fields, load_config
+from rlvr.config import EVAL_FIELDS, TaskConfig, eval_set_problem, load_config
 from rlvr.tasks.registry import task_names
 
 
@@ -64,27 +64,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def eval_set_problem(overrides: list[str], task: str) -> str | None:
-    """The message for the first `rlvr eval --task TASK --set` key eval does not take, or None."""
-    fields = eval_fields(task)
-    for item in overrides:
-        if item.split("=", 1)[0].strip() not in fields:
-            return f"--set {item}: rlvr eval takes only {', '.join(fields)}"
-    return None
-
-
-def _check_models(*named: tuple[str, str | None]) -> None:
-    """Each (flag, name) is a built-in base or a directory with a Hugging Face config.json."""
-    from rlvr.bases import BASE_NAMES
-
-    for flag, name in named:
-        if name and name not in BASE_NAMES and not (Path(name).expanduser() / "config.json").is_file():
-            raise UsageError(
-                f"{flag} {name}: neither a built-in base ({', '.join(BASE_NAMES)}) nor a directory with a "
-                "Hugging Face config.json"
-            )
-
-
 def run(args: argparse.Namespace) -> int:
     ks = sorted(set(args.k))
     if ks[-1] > args.n:
@@ -95,10 +74,13 @@ def run(args: argparse.Namespace) -> int:
     if outside:
         raise UsageError(outside)
     cfg = load_config(None, [f"task.name={args.task}", *args.overrides])  # the trainer's own validation
-    _check_models(("--model", args.model), ("--base", args.base))
+    from rlvr.bases import check_model  # torch and the models load once the flags are known to be good
     from rlvr.rollout.prompts import PromptFormat
-    from rlvr.studies.passk_eval import evaluate_passk
+    from rlvr.studies.passk_eval import evaluate_passk, format_eval_table
 
+    check_model(args.model, "--model")
+    if args.base:
+        check_model(args.base, "--base")
     quiet_hugging_face()
     out = Path(args.out)
     print(
@@ -123,31 +105,3 @@ def run(args: argparse.Namespace) -> int:
     print(format_eval_table(report))
     print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")
     return 0
-
-
-def format_eval_table(report: dict) -> str:
-    """The printed table: one row per k, pass@k and CoT-pass@k in percent for each model."""
-
-    def pct(values: list[float] | None, i: int) -> str:
-        return "n/a" if values is None else f"{100 * values[i]:.1f}%"
-
-    models = report["models"]
-    header = "   k" + "".join(f"  {label + ' pass@k':>14}  {label + ' CoT-pass@k':>18}" for label in models)
-    rows = [header]
-    for i, k in enumerate(report["k"]):
-        rows.append(
-            f"{k:>4}" + "".join(f"  {pct(m['pass@k'], i):>14}  {pct(m['cot_pass@k'], i):>18}" for m in models.values())
-        )
-    if "base" in models:
-        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
-            k = report["crossing"][key]
-            if models["base"][key] is None:
-                rows.append(f"{name}: unavailable for task '{report['task']}' (no reasoning checker)")
-            elif k is None:
-                rows.append(f"{name}: the curves do not cross (base never catches up from below at these k)")
-            else:
-                rows.append(f"{name}: base catches up with the trained model at k={k}")
-    unscorable = {label: m["unscorable"] for label, m in models.items() if m["unscorable"]}
-    if unscorable:
-        rows.append(f"unscorable samples (kept out of n): {unscorable}")
-    return "\n".join(rows)

@@ -29,6 +29,7 @@ from rlvr.config.schema import (
     TaskConfig,
     TrainConfig,
     eval_fields,
+    eval_set_problem,
     sections,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "config_from_dict",
     "describe_fields",
     "eval_fields",
+    "eval_set_problem",
     "field_docs",
     "load_config",
     "parse_override",

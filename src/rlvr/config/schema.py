@@ -358,6 +358,15 @@ def eval_fields(task: str) -> tuple[str, ...]:
     return (*(f"task.{name}" for name in get_task(task).heldout_fields), *_EVAL_SHARED)
 
 
+def eval_set_problem(overrides: list[str], task: str) -> str | None:
+    """The message for the first `rlvr eval --task TASK --set` key eval does not take, or None."""
+    fields = eval_fields(task)
+    for item in overrides:
+        if item.split("=", 1)[0].strip() not in fields:
+            return f"--set {item}: rlvr eval takes only {', '.join(fields)}"
+    return None
+
+
 EVAL_FIELDS = eval_fields(TaskConfig.name)
 """The fields that decide a held-out evaluation of the default task: what `rlvr reproduce` passes
 `rlvr eval` from a trained run's config."""

@@ -179,6 +179,34 @@ def evaluate_passk(
     return report
 
 
+def format_eval_table(report: dict) -> str:
+    """The printed table: one row per k, pass@k and CoT-pass@k in percent for each model."""
+
+    def pct(values: list[float] | None, i: int) -> str:
+        return "n/a" if values is None else f"{100 * values[i]:.1f}%"
+
+    models = report["models"]
+    header = "   k" + "".join(f"  {label + ' pass@k':>14}  {label + ' CoT-pass@k':>18}" for label in models)
+    rows = [header]
+    for i, k in enumerate(report["k"]):
+        rows.append(
+            f"{k:>4}" + "".join(f"  {pct(m['pass@k'], i):>14}  {pct(m['cot_pass@k'], i):>18}" for m in models.values())
+        )
+    if "base" in models:
+        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
+            k = report["crossing"][key]
+            if models["base"][key] is None:
+                rows.append(f"{name}: unavailable for task '{report['task']}' (no reasoning checker)")
+            elif k is None:
+                rows.append(f"{name}: the curves do not cross (base never catches up from below at these k)")
+            else:
+                rows.append(f"{name}: base catches up with the trained model at k={k}")
+    unscorable = {label: m["unscorable"] for label, m in models.items() if m["unscorable"]}
+    if unscorable:
+        rows.append(f"unscorable samples (kept out of n): {unscorable}")
+    return "\n".join(rows)
+
+
 def _crossings(ks: list[int], models: dict[str, dict]) -> dict[str, int | None]:
     """Where the base's pass@k and CoT-pass@k curves catch up with the model's (None without a base,
     or where a curve is unavailable)."""
