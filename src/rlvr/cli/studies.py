@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from rlvr.cli.common import (
@@ -146,12 +145,12 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_compare(args: argparse.Namespace) -> int:
     from rlvr.eval.compare import format_table
-    from rlvr.studies.compare import check_budget, compare_algorithms, resolve_algorithms
+    from rlvr.studies.compare import check_budget, compare_algorithms, default_out, passk_ks, resolve_algorithms
 
     algorithms, skipped = resolve_algorithms(args.algorithms)
-    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= args.n]
-    check_budget(args.seeds, args.steps, args.n, ks or [args.n + 1])
-    out = Path(args.out) if args.out else Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}"
+    ks = passk_ks(args.n)
+    check_budget(args.seeds, args.steps, args.n, ks)  # refused before anything is printed
+    out = Path(args.out) if args.out else default_out()
     quiet_hugging_face()
     if skipped:
         print(f"rlvr compare: not in this build, skipped: {', '.join(skipped)}")
@@ -195,13 +194,10 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_reproduce(args: argparse.Namespace) -> int:
-    from rlvr.studies.reproduce import STUDIES, reproduce
+    from rlvr.studies.reproduce import STUDIES, card_lines, reproduce, study_list
 
     if args.list:
-        for study in STUDIES.values():
-            arms = ", ".join(arm.value for arm in study.arms)
-            print(f"{study.name:<12} {study.title}\n{'':<12} arms: {arms}; {study.steps} steps; about "
-                  f"{study.minutes} min on 2 cores with seeds 0,1,2")  # fmt: skip
+        print("\n".join(study_list()))
         return 0
     if not args.name:
         raise UsageError(f"name a study: rlvr reproduce NAME, one of {', '.join(STUDIES)} (or --list)")
@@ -215,10 +211,6 @@ def run_reproduce(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         command=_command_line("reproduce"),
     )
-    print(f"{card['title']} ({len(card['seeds'])} seeds x {card['steps']} steps, {card['wall_s']:.0f} s)")
-    for claim in card["claims"]:
-        print(f"  claimed, {claim['source']}: {claim['text']}")
-    for line in card["measured"]:
-        print(f"  measured here: {line}")
+    print("\n".join(card_lines(card)))
     print(f"card: {out / 'reproduce.json'}, {out / 'reproduce.png'}")
     return 0

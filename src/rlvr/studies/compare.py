@@ -70,6 +70,16 @@ def resolve_algorithms(requested: list[str] | None) -> tuple[list[str], list[str
     return list(requested), []
 
 
+def passk_ks(n: int) -> list[int]:
+    """The k of the held-out pass@k curves with n samples per query: powers of two up to n (and 64)."""
+    return [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= n]
+
+
+def default_out(root: str | Path = "runs") -> Path:
+    """Where a comparison goes when no folder is named: <root>/compare-<YYYYmmdd-HHMMSS>."""
+    return Path(root) / f"compare-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
 def check_budget(seeds: list[int], steps: int, n: int, ks: list[int]) -> None:
     """Refuse a budget too small to say anything, naming what is missing."""
     if len(set(seeds)) != len(seeds):
@@ -127,7 +137,7 @@ def compare_algorithms(
     progress: bool = True,
 ) -> dict:
     """Train every algorithm with every seed, evaluate, and write out/compare.json and .png."""
-    ks = ks or [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= n]
+    ks = ks or passk_ks(n)
     check_budget(seeds, steps, n, ks)
     sets = {(a, s): _run_sets(overrides, a, s, steps) for a in algorithms for s in seeds}
     configs = {key: load_config(config, value) for key, value in sets.items()}  # all valid before any run

@@ -163,6 +163,23 @@ STUDIES: dict[str, Study] = {
 }  # fmt: skip
 
 
+def study_list() -> list[str]:
+    """What `rlvr reproduce --list` prints: each study's name and title, then its arms, steps and time."""
+    lines = []
+    for study in STUDIES.values():
+        arms = ", ".join(arm.value for arm in study.arms)
+        lines.append(f"{study.name:<12} {study.title}\n{'':<12} arms: {arms}; {study.steps} steps; about "
+                     f"{study.minutes} min on 2 cores with seeds 0,1,2")  # fmt: skip
+    return lines
+
+
+def card_lines(card: dict[str, Any]) -> list[str]:
+    """A study's card as `rlvr reproduce` prints it: the title, each claim, each measured line."""
+    lines = [f"{card['title']} ({len(card['seeds'])} seeds x {card['steps']} steps, {card['wall_s']:.0f} s)"]
+    lines += [f"  claimed, {claim['source']}: {claim['text']}" for claim in card["claims"]]
+    return lines + [f"  measured here: {line}" for line in card["measured"]]
+
+
 # ---------------------------------------------------------------------------------------------
 # Running a study
 
