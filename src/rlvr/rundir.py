@@ -119,3 +119,28 @@ def read_summary(run_dir: str | Path) -> dict[str, Any] | None:
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> None:
     summary_path(run_dir).write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def summary_lines(summary: dict[str, Any], *, temperature: float, fidelity: str, tools: str) -> list[str]:
+    """The held-out results before and after training, as `rlvr train` prints them; `temperature`,
+    `fidelity` and `tools` are the run's rollout.temperature, reward.fidelity and rollout.tools."""
+    base, final = summary["base"], summary["final"]
+    lines = [
+        f"held-out pass@1 (n={final['n']}, T={temperature}): "
+        f"{base['pass@1']:.3f} -> {final['pass@1']:.3f} ({100 * (final['pass@1'] - base['pass@1']):+.1f} points); "
+        f"greedy {base['greedy']:.3f} -> {final['greedy']:.3f}; "
+        f"{summary['steps']} steps in {summary['wall_s']:.0f} s"
+    ]
+    if fidelity != "gold":
+        lines.append(
+            f"gold verifier (reward.fidelity={fidelity} trained): held-out gold pass@1 "
+            f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}, greedy {base['gold_greedy']:.3f} -> "
+            f"{final['gold_greedy']:.3f}; hacking rate "
+            f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)"
+        )
+    if "tool_use_rate" in final:
+        lines.append(
+            f"tool use (rollout.tools={tools}): share of held-out samples that ran a call "
+            f"{base['tool_use_rate']:.3f} -> {final['tool_use_rate']:.3f} (docs/tools.md)"
+        )
+    return lines

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from rlvr.cli.common import Flag, UsageError, add_quiet, int_at_least, int_list, quiet_hugging_face, run_options
 from rlvr.config import load_config
@@ -48,8 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "train.batch_queries must be >= 2: the estimate compares one prompt's gradient with the batch's"
         )
-    from rlvr.diagnostics.capture import to_json
-    from rlvr.diagnostics.group_size import format_table, measure_group_sizes
+    from rlvr.diagnostics.group_size import format_table, measure_group_sizes, write_report
 
     quiet_hugging_face()
     print(
@@ -58,12 +55,6 @@ def run(args: argparse.Namespace) -> int:
     )
     rows = measure_group_sizes(cfg, sizes, args.batches, progress=not args.quiet)
     print(format_table(rows))
-    report = {
-        "model": cfg.model.name,
-        "algorithm": cfg.algo.algorithm,
-        "config": cfg.to_dict(),
-        "rows": [r.to_dict() for r in rows],
-    }
-    Path(args.out).write_text(json.dumps(to_json(report), indent=2) + "\n")  # NaN -> null
+    write_report(cfg, rows, args.out)
     print(f"saved: {args.out}")
     return 0

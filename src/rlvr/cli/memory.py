@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from rlvr.cli.common import UsageError
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -92,37 +90,10 @@ def _rollout_flags(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rlvr.algos import ALGORITHMS
-    from rlvr.diagnostics.memory_estimate import SHARDING_STAGES, TrainingSetup, estimate, format_table
+    from rlvr.diagnostics.memory_estimate import estimate, format_table
     from rlvr.diagnostics.memory_model import load_model_spec
+    from rlvr.diagnostics.memory_setup import setup_from_flags
 
-    if args.algorithm not in ALGORITHMS:
-        raise UsageError(f"--algorithm {args.algorithm}: unknown; pick one of {', '.join(ALGORITHMS)}")
-    if args.sharding not in SHARDING_STAGES:
-        raise UsageError(f"--sharding {args.sharding}: unknown; pick one of {', '.join(SHARDING_STAGES)}")
-    default_group = 8 if args.online_pairs else ALGORITHMS[args.algorithm].memory_group_size
-    setup = TrainingSetup(
-        algorithm=args.algorithm,
-        precision=args.precision,
-        optimizer=args.optimizer,
-        lora_rank=args.lora_rank,
-        zero_stage=SHARDING_STAGES[args.sharding],
-        gpus=args.gpus,
-        prompt_len=args.prompt_len,
-        completion_len=args.completion_len,
-        batch=args.batch,
-        micro_batch=args.micro_batch,
-        group=args.group if args.group is not None else default_group,
-        grad_checkpointing=args.grad_checkpointing,
-        padding_free=args.padding_free,
-        beta=args.beta,
-        reward_model=args.reward_model,
-        online_pairs=args.online_pairs,
-        rollout_backend=args.rollout_backend,
-        rollout_dtype=args.rollout_dtype,
-        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        gpu_memory_gib=args.gpu_memory,
-    )
-    result = estimate(load_model_spec(args.model), setup)
+    result = estimate(load_model_spec(args.model), setup_from_flags(vars(args)))
     print(json.dumps(result.to_dict(), indent=2) if args.json else format_table(result))
     return 0

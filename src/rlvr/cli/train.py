@@ -74,30 +74,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         close_verifiers()  # worker pools and the coq session end with the command, also when run in-process
     if summary:  # empty on a process other than rank 0 under accelerate/torchrun: rank 0 reports
-        print("\n".join(summary_lines(cfg, summary)))
+        lines = rundir.summary_lines(
+            summary, temperature=cfg.rollout.temperature, fidelity=cfg.reward.fidelity, tools=cfg.rollout.tools
+        )
+        print("\n".join(lines))
         print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
     return 0
-
-
-def summary_lines(cfg: RunConfig, summary: dict) -> list[str]:
-    """The held-out results before and after training, as `rlvr train` prints them."""
-    base, final = summary["base"], summary["final"]
-    lines = [
-        f"held-out pass@1 (n={final['n']}, T={cfg.rollout.temperature}): "
-        f"{base['pass@1']:.3f} -> {final['pass@1']:.3f} ({100 * (final['pass@1'] - base['pass@1']):+.1f} points); "
-        f"greedy {base['greedy']:.3f} -> {final['greedy']:.3f}; "
-        f"{summary['steps']} steps in {summary['wall_s']:.0f} s"
-    ]
-    if cfg.reward.fidelity != "gold":
-        lines.append(
-            f"gold verifier (reward.fidelity={cfg.reward.fidelity} trained): held-out gold pass@1 "
-            f"{base['gold_pass@1']:.3f} -> {final['gold_pass@1']:.3f}, greedy {base['gold_greedy']:.3f} -> "
-            f"{final['gold_greedy']:.3f}; hacking rate "
-            f"{base['hacking_rate']:.3f} -> {final['hacking_rate']:.3f} (docs/hacking.md)"
-        )
-    if "tool_use_rate" in final:
-        lines.append(
-            f"tool use (rollout.tools={cfg.rollout.tools}): share of held-out samples that ran a call "
-            f"{base['tool_use_rate']:.3f} -> {final['tool_use_rate']:.3f} (docs/tools.md)"
-        )
-    return lines

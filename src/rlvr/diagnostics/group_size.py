@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -28,6 +30,7 @@ import torch
 from tqdm import tqdm
 
 from rlvr.config import RunConfig
+from rlvr.diagnostics.capture import to_json
 from rlvr.engine.build import build_run
 from rlvr.engine.context import StepContext, Timer, batch_queries
 from rlvr.engine.rollouts import collect_rollouts
@@ -132,6 +135,18 @@ def measure_group_sizes(
         ]
     finally:
         parts.close()
+
+
+def write_report(cfg: RunConfig, rows: list[GroupSizeRow], path: str | Path) -> None:
+    """The JSON report of `rlvr grad-variance`: the model, algorithm, whole config and one row per G
+    (a NaN, e.g. B_simple with |G|^2 = 0, is written as null)."""
+    report = {
+        "model": cfg.model.name,
+        "algorithm": cfg.algo.algorithm,
+        "config": cfg.to_dict(),
+        "rows": [row.to_dict() for row in rows],
+    }
+    Path(path).write_text(json.dumps(to_json(report), indent=2) + "\n")
 
 
 def format_table(rows: list[GroupSizeRow]) -> str:

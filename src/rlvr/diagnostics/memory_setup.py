@@ -1,12 +1,15 @@
 """What `rlvr train` runs, as `rlvr memory` sees it: a run config's TrainingSetup, and the command
-line that prints its estimate. benchmarks/gpu_check.py prints both beside what a GPU measured;
+line that prints its estimate; and the TrainingSetup that `rlvr memory`'s flags describe. benchmarks/gpu_check.py prints both beside what a GPU measured;
 docs/gpu.md shows them for the GPU recipe."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from rlvr.diagnostics.memory_estimate import TrainingSetup
+from rlvr.algos import ALGORITHMS
+from rlvr.diagnostics.memory_estimate import SHARDING_STAGES, TrainingSetup
 from rlvr.errors import UserError
 
 if TYPE_CHECKING:
@@ -64,3 +67,25 @@ def memory_command(model: str, setup: TrainingSetup) -> str:
     if setup.grad_checkpointing:
         words.append("--grad-checkpointing")
     return " ".join(words)
+
+
+def default_group(algorithm: str, online_pairs: int = 0) -> int:
+    """G when `rlvr memory --group` is not given: 8 completions per query when DPO forms its pairs
+    online, else the algorithm's registry value (`memory_group_size`; offline DPO: 2)."""
+    return 8 if online_pairs else ALGORITHMS[algorithm].memory_group_size
+
+
+def setup_from_flags(flags: Mapping[str, Any]) -> TrainingSetup:
+    """The TrainingSetup of `rlvr memory`'s flags, by their argparse names (`vars(args)`): each field
+    from the flag of its name, zero_stage from --sharding, gpu_memory_gib from --gpu-memory, and G
+    from `default_group` when --group is not given. An unknown algorithm or sharding is refused."""
+    algorithm, sharding = flags["algorithm"], flags["sharding"]
+    if algorithm not in ALGORITHMS:
+        raise UserError(f"--algorithm {algorithm}: unknown; pick one of {', '.join(ALGORITHMS)}")
+    if sharding not in SHARDING_STAGES:
+        raise UserError(f"--sharding {sharding}: unknown; pick one of {', '.join(SHARDING_STAGES)}")
+    values = {field.name: flags[field.name] for field in dataclasses.fields(TrainingSetup) if field.name in flags}
+    if flags["group"] is None:
+        values["group"] = default_group(algorithm, flags["online_pairs"])
+    values |= {"zero_stage": SHARDING_STAGES[sharding], "gpu_memory_gib": flags["gpu_memory"]}
+    return TrainingSetup(**values)

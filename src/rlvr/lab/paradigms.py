@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from rlvr.algos import ALGORITHMS
 from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec
+from rlvr.diagnostics.memory_setup import default_group
 from rlvr.eval.compare import NOT_MEASURED, table_rows
 
 COMPARE_COMMAND = "rlvr compare --seeds 0,1 --steps 8 --out runs/compare"
@@ -71,7 +71,7 @@ def measured_memory_frame(report: dict[str, Any]) -> pd.DataFrame:
 
 def estimate_setup(algorithm: str) -> TrainingSetup:
     """`rlvr memory`'s defaults for one algorithm, G included (the registry's `memory_group_size`)."""
-    return TrainingSetup(algorithm=algorithm, group=ALGORITHMS[algorithm].memory_group_size)
+    return TrainingSetup(algorithm=algorithm, group=default_group(algorithm))
 
 
 def estimate_frame(model: str, algorithms: tuple[str, ...] = ESTIMATED_ALGORITHMS) -> pd.DataFrame:
