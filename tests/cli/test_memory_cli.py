@@ -49,6 +49,8 @@ def test_json_matches_the_flags(capsys):
 def test_dpo_defaults_to_pairs(capsys):
     assert main(["memory", "--algorithm", "dpo", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["setup"]["group"] == 2
+    assert main(["memory", "--algorithm", "dpo", "--online-pairs", "16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["setup"]["group"] == 8  # sampled online: G completions per query
 
 
 @pytest.mark.parametrize(

@@ -194,3 +194,19 @@ def test_tensorboard_without_the_extra_says_how_to_install_it(base_model_dir, tm
     )
     assert done.returncode == 2 and "pip install -e '.[tensorboard]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_summary_lines_say_before_and_after_with_gold_and_tool_lines_when_they_apply():
+    from rlvr.rundir import summary_lines
+
+    held_out = {"pass@1": 0.25, "greedy": 0.5, "n": 4, "gold_pass@1": 0.2, "gold_greedy": 0.5, "hacking_rate": 0.05}
+    trained = held_out | {"pass@1": 0.5, "gold_pass@1": 0.3, "hacking_rate": 0.2, "tool_use_rate": 0.75}
+    summary = {"base": held_out | {"tool_use_rate": 0.0}, "final": trained, "steps": 3, "wall_s": 12.4}
+    assert summary_lines(summary, temperature=1.0, fidelity="visible_only", tools="python") == [
+        "held-out pass@1 (n=4, T=1.0): 0.250 -> 0.500 (+25.0 points); greedy 0.500 -> 0.500; 3 steps in 12 s",
+        "gold verifier (reward.fidelity=visible_only trained): held-out gold pass@1 0.200 -> 0.300, greedy "
+        "0.500 -> 0.500; hacking rate 0.050 -> 0.200 (docs/hacking.md)",
+        "tool use (rollout.tools=python): share of held-out samples that ran a call 0.000 -> 0.750 (docs/tools.md)",
+    ]
+    gold = {"base": {"pass@1": 0.25, "greedy": 0.5}, "final": {"pass@1": 0.5, "greedy": 0.75, "n": 4}}
+    assert len(summary_lines(gold | {"steps": 3, "wall_s": 1}, temperature=1.0, fidelity="gold", tools="none")) == 1
