@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from rlvr.cli import build_parser, main
-from rlvr.cli.common import int_at_least, int_list, number_above, run_options
+from rlvr.cli.common import run_options
+from rlvr.cli.validators import int_at_least, int_list, number_above
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

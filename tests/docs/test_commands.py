@@ -94,7 +94,7 @@ def _stand_in(subparser, argv: list[str], index: int) -> str:
     action = subparser._option_string_actions.get(option)  # argparse has no public lookup
     if action is not None and action.choices:
         return str(next(iter(action.choices)))
-    if action is not None and action.type is not None:  # int, float or an rlvr.cli.common validator
+    if action is not None and action.type is not None:  # int, float or an rlvr.cli.validators one
         return "1"
     return argv[index]
 

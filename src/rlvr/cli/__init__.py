@@ -1,6 +1,6 @@
 """Command-line front end. Each subcommand parses arguments and calls one library function; one
-module per command group, and common.py for what they share (the --config/--set/--seed/--out
-parent parser, `type=` validators for flag values, UsageError).
+module per command group, common.py for what they share (`add_command` with the --config/--set/
+--seed/--out flags, UsageError) and validators.py for the `type=` checks of flag values.
 
 Errors a user can cause (bad flag values, bad config, missing files, malformed rows) print one
 line that says what is wrong and what to do, and exit with code 2; no traceback.

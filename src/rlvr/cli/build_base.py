@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rlvr.cli.common import UsageError, quiet_hugging_face, run_options
+from rlvr.cli.common import UsageError, add_command, quiet_hugging_face
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "build-base",
-        parents=[run_options(out="where to save it (default: the cache that 'tiny-arith' is loaded from)")],
+        run,
         help="rebuild the embedded tiny base model (supervised warm-up, deterministic)",
         description="Warm up the embedded tiny Llama on arith solutions of which a share contain a "
         "mistake, and save it in Hugging Face format. rlvr ships this model; this reproduces it.",
+        out="where to save it (default: the cache that 'tiny-arith' is loaded from)",
     )
     p.add_argument(
         "--task",
@@ -28,7 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "tiny-arith with the tool tags, warmed up on two-digit arithmetic that sometimes calls the python tool "
         "(docs/tools.md)",
     )
-    p.set_defaults(func=run)
 
 
 def _builders() -> dict:

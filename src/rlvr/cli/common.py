@@ -1,8 +1,6 @@
-"""What every subcommand shares: the parser class, the parent parser of --config/--set/--seed/--out,
-`type=` validators for flag values, and the error a bad combination of flags raises.
-
-A bad flag value is refused while parsing: argparse prints `rlvr CMD: error: argument --FLAG: ...`
-on one line and exits with code 2, before any model or dataset is loaded.
+"""What every subcommand shares: the parser class, `add_command` (a subcommand's parser with the
+shared --config/--set/--seed/--out flags it takes), and the error a bad combination of flags raises.
+The `type=` validators of flag values are in validators.py.
 """
 
 from __future__ import annotations
@@ -68,67 +66,31 @@ def run_options(
     return parent
 
 
+def add_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    run: Callable[[argparse.Namespace], int] | None,
+    *,
+    help: str,
+    description: str | None = None,
+    config: str | Flag | None = None,
+    overrides: str | Flag | None = None,
+    seed: str | Flag | None = None,
+    out: str | Flag | None = None,
+    **options: Any,
+) -> argparse.ArgumentParser:
+    """The parser of subcommand `name`, which `run` carries out: `help` is its line in `rlvr --help`,
+    `description` heads its own --help, and it takes the shared flags given a help text (see
+    `run_options`) before its own. `options` go to `add_parser` (an epilog, a formatter_class)."""
+    shared = run_options(config=config, overrides=overrides, seed=seed, out=out)
+    parser = sub.add_parser(name, parents=[shared], help=help, description=description, **options)
+    if run is not None:
+        parser.set_defaults(func=run)
+    return parser
+
+
 def add_quiet(parser: argparse.ArgumentParser, help: str = "no progress bar") -> None:
     parser.add_argument("--quiet", action="store_true", help=help)
-
-
-def int_at_least(minimum: int, why: str = "") -> Callable[[str], int]:
-    """A `type=` for an integer flag that must be >= minimum; `why` (" (...)") says why."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}{why}; got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}{why}; got {text!r}")
-        return value
-
-    return parse
-
-
-def number_above(bound: float, why: str = "") -> Callable[[str], float]:
-    """A `type=` for a number flag that must be > bound; `why` (" (...)") says why."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number > {bound:g}{why}; got {text!r}") from None
-        if not value > bound:  # NaN too
-            raise argparse.ArgumentTypeError(f"expected a number > {bound:g}{why}; got {text!r}")
-        return value
-
-    return parse
-
-
-def int_list(noun: str, example: str, minimum: int | None = None, why: str = "") -> Callable[[str], list[int]]:
-    """A `type=` for a comma-separated list of integers ("1,2,4"), in the order given, at least one,
-    each >= minimum when one is set; `noun` names one value in the errors ("every k must ...")."""
-
-    def parse(text: str) -> list[int]:
-        try:
-            values = [int(part) for part in text.split(",") if part.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected comma-separated integers, e.g. {example}; got {text!r}"
-            ) from None
-        if not values:
-            raise argparse.ArgumentTypeError(f"give at least one {noun}, e.g. {example}")
-        if minimum is not None and min(values) < minimum:
-            raise argparse.ArgumentTypeError(f"every {noun} must be >= {minimum}{why}; got {text!r}")
-        return values
-
-    return parse
-
-
-def name_list(text: str) -> list[str]:
-    """A `type=` for a comma-separated list of names ("grpo,dpo"); blanks dropped."""
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
-SEEDS = int_list("seed", "0,1,2")
-"""--seeds: comma-separated training seeds."""
 
 
 def quiet_hugging_face() -> None:

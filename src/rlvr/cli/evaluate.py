@@ -5,35 +5,26 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rlvr.cli.common import (
-    Flag,
-    UsageError,
-    add_quiet,
-    int_at_least,
-    int_list,
-    number_above,
-    quiet_hugging_face,
-    run_options,
-)
+from rlvr.cli.common import Flag, UsageError, add_command, add_quiet, quiet_hugging_face
+from rlvr.cli.validators import int_at_least, int_list, number_above
 from rlvr.config import EVAL_FIELDS, TaskConfig, eval_set_problem, load_config
 from rlvr.tasks.registry import task_names
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    shared = run_options(
+    p = add_command(
+        sub,
+        "eval",
+        run,
+        help="pass@k and CoT-pass@k curves of a model (and its base) on held-out queries",
+        description="Sample n completions per held-out query, estimate pass@k (Chen et al. 2021) and "
+        "CoT-pass@k (right answer and right reasoning) for each k, and name the k where the base "
+        "model's curve catches up with the trained one, if it does. See docs/evaluation.md.",
         overrides=f"the held-out task and sampling length, as `rlvr train` takes them: {', '.join(EVAL_FIELDS)} "
         "(e.g. --set task.operands=5 to evaluate longer chains than training saw); another --task takes the "
         "fields that decide its held-out split instead of task.operands ... task.min_operand",
         seed=Flag("sampling seed, the same for both models (default 0)", default=0),
         out=Flag("folder for eval.json and passk.png (default ./eval)", default="eval"),
-    )
-    p = sub.add_parser(
-        "eval",
-        parents=[shared],
-        help="pass@k and CoT-pass@k curves of a model (and its base) on held-out queries",
-        description="Sample n completions per held-out query, estimate pass@k (Chen et al. 2021) and "
-        "CoT-pass@k (right answer and right reasoning) for each k, and name the k where the base "
-        "model's curve catches up with the trained one, if it does. See docs/evaluation.md.",
     )
     p.add_argument(
         "--model", required=True, help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)"
@@ -61,7 +52,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="sampling temperature (default 1.0)",
     )
     add_quiet(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import argparse
 
-from rlvr.cli.common import Flag, UsageError, add_quiet, int_at_least, int_list, quiet_hugging_face, run_options
+from rlvr.cli.common import Flag, UsageError, add_command, add_quiet, quiet_hugging_face
+from rlvr.cli.validators import int_at_least, int_list
 from rlvr.config import load_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    shared = run_options(
-        config="YAML preset (default: the built-in defaults)",
-        overrides="override one config field (repeatable)",
-        out=Flag("JSON file for the table (default grad_variance.json)", default="grad_variance.json"),
-    )
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "grad-variance",
-        parents=[shared],
+        run,
         help="gradient variance and noise scale for several group sizes G at an equal prompt count",
         description="For each G, sample G completions for each of the same train.batch_queries prompts "
         "from the same policy, take one gradient per prompt, and estimate tr(Sigma), |G|^2, the gradient "
         "variance and the noise scale B_simple (McCandlish et al. 2018, App. A), averaged over --batches.",
+        config="YAML preset (default: the built-in defaults)",
+        overrides="override one config field (repeatable)",
+        out=Flag("JSON file for the table (default grad_variance.json)", default="grad_variance.json"),
     )
     p.add_argument(
         "--group-sizes",
@@ -30,7 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--batches", type=int_at_least(1), default=4, help="batches of prompts averaged per G (default 4)")
     add_quiet(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

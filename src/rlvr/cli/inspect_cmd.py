@@ -9,24 +9,24 @@ import argparse
 import json
 from pathlib import Path
 
-from rlvr.cli.common import UsageError, int_at_least, quiet_hugging_face, run_options
+from rlvr.cli.common import UsageError, add_command, quiet_hugging_face
+from rlvr.cli.validators import int_at_least
 from rlvr.config import load_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    shared = run_options(
-        config="YAML preset; the update of step 1 of a fresh run is captured",
-        overrides="override one config field (repeatable); with --replay only algo.* fields",
-        out="output folder (default: inspect/, or the capture's folder for --replay)",
-    )
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "inspect",
-        parents=[shared],
+        run,
         help="capture one update with every intermediate (JSON + HTML), or replay one under other settings",
         description="Run one real update (from a config, or a step of a saved run) and write capture.json "
         "(every intermediate: rewards, advantages, log-probs, ratios, clipping, KL, per-token loss, loss, "
         "gradient norms; schema in docs/inspector.md) and capture.html. With --replay, recompute a captured "
         "batch under other algo.* settings and show the change in loss, per-token weights and gradient.",
+        config="YAML preset; the update of step 1 of a fresh run is captured",
+        overrides="override one config field (repeatable); with --replay only algo.* fields",
+        out="output folder (default: inspect/, or the capture's folder for --replay)",
     )
     p.add_argument("--run", metavar="DIR", help="a run directory of rlvr train; needs --step")
     p.add_argument(
@@ -35,7 +35,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="with --run: the update logged as this step in metrics.jsonl",
     )
     p.add_argument("--replay", metavar="CAPTURE", help="a capture.json to recompute under --set algo.* settings")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

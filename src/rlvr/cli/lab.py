@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from rlvr.cli.common import add_command
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "lab",
+        run,
         help="a local web page: turn knobs and see measured effects from real runs (needs rlvr[lab])",
         description="Serve the lab on localhost. Its first page shows each knob's values side by side from the "
         "atlas of real runs the package ships (made by `rlvr atlas`), with your runs under --runs beside or "
@@ -17,7 +21,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--runs", default="runs", help="folder of run directories to read and write (default runs/)")
     p.add_argument("--port", type=int, default=7860, help="localhost port (default 7860)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

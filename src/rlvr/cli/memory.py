@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from rlvr.cli.common import add_command
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "memory",
+        run,
         help="estimate accelerator memory by component for training a model with an algorithm",
         description="Estimate per-GPU memory, component by component (weights, reference, critic, gradients, "
         "optimizer states, activations, rollout KV cache), for training a Llama-family model. "
@@ -18,7 +22,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _batch_flags(p)
     _rollout_flags(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    p.set_defaults(func=run)
 
 
 def _model_flags(p: argparse.ArgumentParser) -> None:

@@ -6,17 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rlvr.cli.common import (
-    SEEDS,
-    Flag,
-    UsageError,
-    add_quiet,
-    int_at_least,
-    int_list,
-    name_list,
-    quiet_hugging_face,
-    run_options,
-)
+from rlvr.cli.common import Flag, UsageError, add_command, add_quiet, quiet_hugging_face
+from rlvr.cli.validators import SEEDS, int_at_least, int_list, name_list
 
 JOBS_HELP = "runs side by side, one torch thread each (default: one per core)"
 
@@ -27,14 +18,16 @@ def _command_line(name: str) -> str | None:
 
 
 def add_atlas_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "atlas",
-        parents=[run_options(out=Flag("atlas folder: runs/ and atlas.json", required=True))],
+        run_atlas,
         help="real runs around the default config, one knob at a time (fidelity, algorithm, G, beta, lr), for the lab",
         description="Train every value of every knob (verifier fidelity, algorithm, G, beta, learning rate) "
         "around the default configuration, a few seeds each, several single-thread runs side by side; "
         "finished runs are kept and interrupted ones resume. Writes <out>/runs/ and <out>/atlas.json (the index "
         "and each run's small results; the lab reads the runs, and the package ships one such file).",
+        out=Flag("atlas folder: runs/ and atlas.json", required=True),
     )
     p.add_argument(
         "--knobs",
@@ -45,7 +38,6 @@ def add_atlas_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=60, help="training steps per run (default 60)")
     p.add_argument("--jobs", type=int_at_least(1), help=JOBS_HELP)
     add_quiet(p)
-    p.set_defaults(func=run_atlas)
 
 
 def run_atlas(args: argparse.Namespace) -> int:
@@ -70,19 +62,18 @@ def run_atlas(args: argparse.Namespace) -> int:
 
 
 def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
-    shared = run_options(
-        config="YAML preset every run starts from (see configs/)",
-        overrides="override one config field in every run (repeatable)",
-        out=Flag("sweep folder: one run directory per grid point and seed", required=True),
-    )
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "sweep",
-        parents=[shared],
+        run_sweep,
         help="a grid of real training runs (e.g. verifier fidelity x seeds) and a table of final metrics",
         description="Run `rlvr train` for every combination of the --grid values and --seeds, each into "
         "its own run directory under --out, then print and save (sweep.json, sweep.png) held-out gold "
         "pass@1, training-verifier pass@1, hacking rate and wall time per run. Finished runs are read "
         "back, not rerun. See docs/hacking.md.",
+        config="YAML preset every run starts from (see configs/)",
+        overrides="override one config field in every run (repeatable)",
+        out=Flag("sweep folder: one run directory per grid point and seed", required=True),
     )
     p.add_argument(
         "--grid",
@@ -93,7 +84,6 @@ def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", type=SEEDS, default="0", help="comma-separated training seeds (default 0)")
     add_quiet(p, "no progress bars")
-    p.set_defaults(func=run_sweep)
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -110,20 +100,19 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def add_compare_parser(sub: argparse._SubParsersAction) -> None:
-    shared = run_options(
-        config="base YAML preset shared by every run (see configs/)",
-        overrides="override one config field for every run (repeatable)",
-        out="folder for the runs and compare.{json,md,png} (default runs/compare-<time>)",
-    )
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "compare",
-        parents=[shared],
+        run_compare,
         help="train several algorithms on the same budget and seeds and compare them (table, JSON, PNG)",
         description="Train each algorithm with each seed on the same task, model and prompt budget (the "
         "--config preset with --set overrides; only algo.algorithm, train.seed and train.steps differ), "
         "then compare memory (measured memory/* metrics), online exploration, reward stability, held-out "
         "pass@1 / pass@k / CoT-pass@k and wall time. Each run is an ordinary run directory under --out. "
         "See docs/algorithms.md.",
+        config="base YAML preset shared by every run (see configs/)",
+        overrides="override one config field for every run (repeatable)",
+        out="folder for the runs and compare.{json,md,png} (default runs/compare-<time>)",
     )
     p.add_argument(
         "--algorithms", type=name_list, help="comma-separated (default: those of grpo,ppo,dpo this build has)"
@@ -140,7 +129,6 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:
         help="held-out queries for pass@k (default 100, 0 = all)",
     )
     add_quiet(p, "no progress output")
-    p.set_defaults(func=run_compare)
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -175,14 +163,16 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "reproduce",
-        parents=[run_options(out="study folder: runs/, reproduce.json, reproduce.png (default runs/reproduce/NAME)")],
+        run_reproduce,
         help="measure a published claim about RLVR end to end (controls, pass@k sharpening, length bias)",
         description="Run one study end to end: its arms over several seeds (single-thread runs side by side; "
         "an interrupted study resumes), pass@k evaluations where the claim needs them, then print each "
         "paper's claim beside the measured numbers and write <out>/reproduce.json and <out>/reproduce.png. "
         "`rlvr reproduce --list` names the studies and their time on 2 cores.",
+        out="study folder: runs/, reproduce.json, reproduce.png (default runs/reproduce/NAME)",
     )
     p.add_argument("name", nargs="?", help="the study (see --list)")
     p.add_argument("--list", action="store_true", help="list the studies and exit")
@@ -190,7 +180,6 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, help="training steps per run (default: the study's, see --list)")
     p.add_argument("--jobs", type=int_at_least(1), help=JOBS_HELP)
     add_quiet(p)
-    p.set_defaults(func=run_reproduce)
 
 
 def run_reproduce(args: argparse.Namespace) -> int:

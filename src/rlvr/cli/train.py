@@ -6,24 +6,23 @@ import argparse
 from pathlib import Path
 
 from rlvr import rundir
-from rlvr.cli.common import UsageError, add_quiet, quiet_hugging_face, run_options
+from rlvr.cli.common import UsageError, add_command, add_quiet, quiet_hugging_face
 from rlvr.config import RunConfig, config_from_dict, describe_fields, load_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    shared = run_options(
-        config="YAML preset (see configs/); --set overrides it",
-        overrides="override one config field, e.g. --set algo.beta=0.1 (repeatable)",
-        seed="shorthand for --set train.seed=N",
-        out="run directory (default: runs/<time>-seed<N>)",
-    )
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "train",
-        parents=[shared],
+        run,
         help="train a policy with GRPO (no arguments: the embedded tiny model on arith)",
         description="Train with GRPO: sample G completions per query, verify, group-normalise, update.",
         epilog="settable keys (--set section.key=value):\n" + describe_fields(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        config="YAML preset (see configs/); --set overrides it",
+        overrides="override one config field, e.g. --set algo.beta=0.1 (repeatable)",
+        seed="shorthand for --set train.seed=N",
+        out="run directory (default: runs/<time>-seed<N>)",
     )
     p.add_argument(
         "--resume",
@@ -31,7 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="continue the run in DIR from its last checkpoint (with --set train.steps=N to extend it)",
     )
     add_quiet(p)
-    p.set_defaults(func=run)
 
 
 def _fresh_run_dir(out: str | None, seed: int) -> Path:

@@ -7,21 +7,22 @@ import json
 import sys
 from pathlib import Path
 
-from rlvr.cli.common import USAGE_ERROR, UsageError, run_options
+from rlvr.cli.common import USAGE_ERROR, UsageError, add_command
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "verify",
-        parents=[run_options(out="write one JSON result per row here (JSONL)")],
+        run,
         help="verify completions against their queries (JSONL in, a table and JSONL results out)",
         description='Verify each row {"query": {dataset row}, "completion": "..."} of a JSONL file with '
         "the query's own verifier; print verdict and error-class counts and throughput. A bad row gets an "
         "error line naming it and the rest still run; exit code 2 if any row was bad. See docs/verifiers.md.",
+        out="write one JSON result per row here (JSONL)",
     )
     p.add_argument("--input", required=True, help='JSONL file, one {"query", "completion"} object per line')
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object instead of a table")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
