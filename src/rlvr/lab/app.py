@@ -37,6 +37,7 @@ from rlvr.lab.evals import (
     regime_text,
     short_names,
 )
+from rlvr.lab.files import find_files
 from rlvr.lab.live import LiveRuns
 from rlvr.lab.paradigms import (
     COMPARE_COMMAND,
@@ -379,20 +380,20 @@ def capture_frame(path: str | None) -> str:
     )
 
 
+def _file_choice(gr: Any, paths: list[Path], label: str, elem_id: str) -> Any:
+    """A dropdown of the files found, the first one chosen (one empty choice when none is); a path
+    typed in is taken too."""
+    choices = [str(path) for path in paths] or [""]
+    return gr.Dropdown(choices=choices, value=choices[0], label=label, allow_custom_value=True, elem_id=elem_id)
+
+
 def _step_tab(gr: Any, root: Path, preset: str | Path) -> tuple[Any, Any]:
     gr.Markdown(
         "One real update opened up, as `rlvr inspect` captured it: queries, the G completions, rewards, "
         "group mean and std, advantages, ratios, clipping, KL and loss (tokens coloured by advantage; "
         "schema in docs/inspector.md)."
     )
-    captures = [str(p) for p in sorted(root.rglob("capture.html"))] if root.is_dir() else []
-    choice = gr.Dropdown(
-        choices=captures or [""],
-        value=(captures or [""])[0],
-        label="capture.html (from `rlvr inspect`)",
-        allow_custom_value=True,
-        elem_id="capture-choice",
-    )
+    choice = _file_choice(gr, find_files(root, "capture.html"), "capture.html (from `rlvr inspect`)", "capture-choice")
     step_controls(gr, root, preset, choice, [str(run.path) for run in scan_runs(root)])
     frame = gr.HTML(elem_id="capture")
     choice.change(capture_frame, choice, frame, api_name="capture")
@@ -422,14 +423,7 @@ def _paradigms_tab(gr: Any, root: Path) -> tuple[Any, list[Any]]:
         "GRPO, PPO and DPO trained on the same task, model, prompt budget and seeds by `rlvr compare` "
         '(definitions: docs/algorithms.md, "Comparing paradigms").'
     )
-    compares = [str(p) for p in find_compares(root)]
-    choice = gr.Dropdown(
-        choices=compares or [""],
-        value=(compares or [""])[0],
-        label="compare.json (from `rlvr compare`)",
-        allow_custom_value=True,
-        elem_id="compare-choice",
-    )
+    choice = _file_choice(gr, find_compares(root), "compare.json (from `rlvr compare`)", "compare-choice")
     summary = gr.Markdown(elem_id="compare-answer")
     gr.Markdown(
         "The comparison table: memory peaks (MiB), exploration (distinct correct solutions, queries solved, "

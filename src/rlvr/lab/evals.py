@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.lab.files import find_files, read_report
+
 CURVE_NAMES = {"pass@k": "pass@k", "cot_pass@k": "CoT-pass@k"}
 
 REGIMES = Path(__file__).with_name("atlas") / "regimes"
@@ -66,17 +68,12 @@ def regime_text(curves: dict[str, Any]) -> str:
 
 def find_evals(root: str | Path) -> list[Path]:
     """Every eval.json under root (any depth), sorted by path."""
-    root = Path(root)
-    return sorted(root.rglob("eval.json")) if root.is_dir() else []
+    return find_files(root, "eval.json")
 
 
 def read_eval(path: str | Path) -> dict[str, Any] | None:
     """The report in an eval.json, or None if it is unreadable or not an `rlvr eval` report."""
-    try:
-        report = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return report if isinstance(report, dict) and {"k", "models"} <= report.keys() else None
+    return read_report(path, {"k", "models"})
 
 
 def passk_rows(report: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:

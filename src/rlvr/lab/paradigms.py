@@ -6,7 +6,6 @@ compare.png it drew; estimates come from diagnostics/memory_estimate.estimate. N
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.diagnostics.memory_setup import default_group
 from rlvr.eval.compare import NOT_MEASURED, table_rows
+from rlvr.lab.files import find_files, read_report
 
 COMPARE_COMMAND = "rlvr compare --seeds 0,1 --steps 8 --out runs/compare"
 """The command the view suggests when no comparison exists yet."""
@@ -29,18 +29,12 @@ GIB = 2**30
 
 def find_compares(root: str | Path) -> list[Path]:
     """Every compare.json under root (any depth), sorted by path."""
-    root = Path(root)
-    return sorted(root.rglob("compare.json")) if root.is_dir() else []
+    return find_files(root, "compare.json")
 
 
 def read_compare(path: str | Path) -> dict[str, Any] | None:
     """The report in a compare.json, or None if it is unreadable or not an `rlvr compare` report."""
-    try:
-        report = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    keys = {"algorithms", "k", "steps", "seeds"}
-    return report if isinstance(report, dict) and keys <= report.keys() else None
+    return read_report(path, {"algorithms", "k", "steps", "seeds"})
 
 
 def compare_frame(report: dict[str, Any]) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from rlvr.algos import AGGREGATIONS as AGGREGATION_FNS
 from rlvr.algos import ALGORITHMS as REGISTRY
 from rlvr.config import load_config
 from rlvr.errors import UserError
+from rlvr.lab.files import find_files
 
 CAPTURES = "lab-captures"
 """Folder under --runs that the capture button writes into (one new sub-folder per click)."""
@@ -105,7 +106,7 @@ def step_controls(gr: Any, root: Path, preset: str | Path, choice: Any, runs: li
             made = capture_step(root, source_value or "", int(step_value or 1), preset)
         except UserError as error:
             return f"Error: {error}", "", gr.Dropdown()
-        captures = [str(p) for p in sorted(root.rglob("capture.html"))]
+        captures = [str(p) for p in find_files(root, "capture.html")]
         return f"Captured into `{made.parent}`.", str(made), gr.Dropdown(choices=captures, value=str(made))
 
     button.click(on_capture, [source, step], [status, made_path, choice], api_name="inspect")
