@@ -1,4 +1,4 @@
-"""The structure a newcomer can hold in their head (issue 28), checked on the source as written:
+"""The structure a newcomer can hold in their head, checked on the source as written:
 
 - the engine knows no task by name: what a task adds is looked up in the task registry;
 - files in the engine, the studies, the CLI and the config stay short enough to read whole, and no

@@ -76,7 +76,7 @@ def test_a_checkpoint_written_before_a_module_moved_still_loads(tmp_path, monkey
     state_dir = tmp_path / "checkpoint"
     state_dir.mkdir()
     result = HeldoutResult(pass_at_1=0.5, greedy=1.0, n=2, num_queries=8, unscorable=0)
-    old = types.ModuleType("rlvr.train.evaluate")  # where it lived before issue 28
+    old = types.ModuleType("rlvr.train.evaluate")  # where it lived before the engine split
     old.HeldoutResult = HeldoutResult
     monkeypatch.setitem(sys.modules, "rlvr.train.evaluate", old)
     monkeypatch.setattr(HeldoutResult, "__module__", "rlvr.train.evaluate")

@@ -1,6 +1,6 @@
 """The default run, pinned: a short run of the default configuration (GRPO, arith, tiny-arith) with a
 fixed seed must log the same metrics, step for step, as the code before the engine was split into
-builders (issue 28). Any change to sampling, verification, advantages, the loss or the optimizer
+builders. Any change to sampling, verification, advantages, the loss or the optimizer
 step moves at least one of these numbers.
 
 The values were measured with the pre-split code (commit 89e43ce) on one torch thread; a token
