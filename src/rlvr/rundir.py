@@ -26,6 +26,7 @@ METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 CHECKPOINT = "checkpoint"
 FINAL = "final"
+BEST = "best"
 STATE_FILE = "trainer_state.pt"
 """The optimizer, step and RNG state inside a checkpoint (engine/checkpoint.py writes it)."""
 
@@ -50,6 +51,11 @@ def checkpoint_dir(run_dir: str | Path) -> Path:
 def final_dir(run_dir: str | Path) -> Path:
     """The trained policy of a finished run."""
     return Path(run_dir) / FINAL
+
+
+def best_dir(run_dir: str | Path) -> Path:
+    """The best model by held-out score (train.keep_best), Hugging Face format, when kept."""
+    return Path(run_dir) / BEST
 
 
 def default_run_dir(seed: int, root: str | Path = "runs") -> Path:

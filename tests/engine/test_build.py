@@ -46,8 +46,8 @@ def test_resume_without_a_reference_loads_the_policy_once_from_the_checkpoint(tm
     try:
         assert loads == [str(checkpoint)]
         assert parts.context.reference is None
-        step, base_eval = restore(parts.context, checkpoint)
-        assert step == 2 and base_eval is not None
+        restored = restore(parts.context, checkpoint)
+        assert restored.step == 2 and restored.base_eval is not None and restored.best is None
     finally:
         parts.close()
 

@@ -305,6 +305,8 @@ class TrainConfig:
     """n: completions per held-out query used to estimate pass@1 (at the training temperature)."""
     save_every: int = non_negative(1)
     """Write a resumable checkpoint every this many steps (0 = only at the end)."""
+    keep_best: Literal["none", "pass@1", "greedy"] = "none"
+    """Keep the model with the best held-out score of this name in the run's best/ (the base's, every train.eval_every steps, the final; ties keep the earlier), and its step in summary.json's "best"."""
     threads: int = non_negative(0)
     """torch CPU threads (0 = torch's default)."""
     tensorboard: bool = False

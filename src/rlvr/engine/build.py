@@ -200,12 +200,23 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
     return RunParts(context, eval_queries, prompt_format, tools, device)
 
 
-def restore(context: StepContext, checkpoint: Path) -> tuple[int, HeldoutResult | None]:
-    """Load a checkpoint's optimizer, critic and RNG state into `context`; returns (the step it was
-    saved after, the base model's held-out evaluation recorded then)."""
+@dataclass
+class Restored:
+    """What a checkpoint says about the run besides its weights and optimizer."""
+
+    step: int
+    """The step it was saved after."""
+    base_eval: HeldoutResult | None
+    """The base model's held-out evaluation, recorded before the first step."""
+    best: dict | None = None
+    """train.keep_best: {"step", <score name>} of the model in best/ so far."""
+
+
+def restore(context: StepContext, checkpoint: Path) -> Restored:
+    """Load a checkpoint's optimizer, critic and RNG state into `context`, and say where it left off."""
     state = load_state(checkpoint)
     context.optimizer.load_state_dict(state["optimizer"])
     set_rng_state(state["rng"])
     if context.critic is not None:
         context.critic.load_state_dict(state["critic"])
-    return state["step"], state["base_eval"]
+    return Restored(state["step"], state["base_eval"], state.get("best"))

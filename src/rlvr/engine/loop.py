@@ -9,6 +9,7 @@ It orchestrates; every formula lives in algos/, and every step, whoever runs it,
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from transformers import PreTrainedModel
 
 from rlvr import rundir
 from rlvr.config import RunConfig
-from rlvr.engine.build import build_run, restore
+from rlvr.engine.build import Restored, build_run, restore
 from rlvr.engine.checkpoint import save_checkpoint
 from rlvr.engine.context import StepObserver
 from rlvr.engine.distributed import NullLog, world
@@ -35,7 +36,8 @@ class Trainer:
         checkpoint = rundir.find_checkpoint(out_dir) if resume else None
         self.parts = build_run(cfg, checkpoint)
         self.context = self.parts.context
-        self.start_step, self.base_eval = restore(self.context, checkpoint) if checkpoint else (0, None)
+        restored = restore(self.context, checkpoint) if checkpoint else Restored(0, None)
+        self.start_step, self.base_eval, self.best = restored.step, restored.base_eval, restored.best
 
     def __getattr__(self, name: str):
         """The run's parts by name (policy, tokenizer, optimizer, sampler, reward_fn, hacking,
@@ -76,19 +78,41 @@ class Trainer:
         """One step of the configured algorithm (engine/step.py); returns its metrics."""
         return run_step(self.context, step, observer)
 
+    def keep_if_best(self, step: int, result: HeldoutResult) -> None:
+        """train.keep_best: the policy goes to best/ when `result` beats the best so far (ties keep
+        the earlier; a score that is NaN never counts)."""
+        name = self.cfg.train.keep_best
+        value = result.to_dict()[name] if name != "none" else float("nan")
+        if value != value or (self.best is not None and not value > self.best[name]):
+            return
+        best, tmp = rundir.best_dir(self.out_dir), self.out_dir / f".{rundir.BEST}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        _save_final(self, tmp)
+        shutil.rmtree(best, ignore_errors=True)
+        tmp.rename(best)
+        self.best = {"step": step, name: value}
+
     def save(self, step: int) -> None:
         """The run's checkpoint after `step` steps: policy (its adapters alone with LoRA), optimizer,
         RNG, the critic if any."""
         ctx = self.context
-        extra = {"base_eval": self.base_eval}
+        extra = {"base_eval": self.base_eval, "best": self.best}
         if ctx.critic is not None:
             extra["critic"] = ctx.critic.state_dict()
         save_checkpoint(self.out_dir, step, ctx.policy, ctx.tokenizer, ctx.optimizer, extra)
 
 
-def _write_summary(out_dir: Path, base: HeldoutResult, final: HeldoutResult, steps: int, wall_s: float) -> dict:
-    summary = {"base": base.to_dict(), "final": final.to_dict(), "steps": steps, "wall_s": round(wall_s, 2)}
-    rundir.write_summary(out_dir, summary)
+def _write_summary(trainer: Trainer, final: HeldoutResult, wall_s: float) -> dict:
+    steps = trainer.cfg.train.steps
+    summary = {
+        "base": trainer.base_eval.to_dict(),
+        "final": final.to_dict(),
+        "steps": steps,
+        "wall_s": round(wall_s, 2),
+    }
+    if trainer.best is not None:
+        summary["best"] = trainer.best
+    rundir.write_summary(trainer.out_dir, summary)
     return summary
 
 
@@ -105,6 +129,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
             f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples"
         )
         trainer.base_eval = trainer.evaluate()
+        trainer.keep_if_best(0, trainer.base_eval)
         say(f"base held-out pass@1 {trainer.base_eval.pass_at_1:.3f}, greedy {trainer.base_eval.greedy:.3f}")
     _run_steps(trainer, log, main=main, progress=progress and main)
     if not main:
@@ -112,11 +137,12 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
         return {}  # rank 0 evaluates the trained model and returns the summary
     say("evaluating the trained model on the held-out queries")
     final_eval = trainer.evaluate()
+    trainer.keep_if_best(cfg.train.steps, final_eval)
     log.log(cfg.train.steps, {f"eval/{k}": v for k, v in final_eval.to_dict().items()})
     log.close()
     _save_final(trainer, rundir.final_dir(out_dir))
     trainer.close()
-    return _write_summary(out_dir, trainer.base_eval, final_eval, cfg.train.steps, time.perf_counter() - start)
+    return _write_summary(trainer, final_eval, time.perf_counter() - start)
 
 
 def _start(cfg: RunConfig, out_dir: Path, *, resume: bool, main: bool) -> Trainer:
@@ -162,7 +188,9 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
         metrics = trainer.step(step)
         done = step + 1
         if main and cfg.train.eval_every and done % cfg.train.eval_every == 0 and done < cfg.train.steps:
-            metrics |= {f"eval/{k}": v for k, v in trainer.evaluate().to_dict().items()}
+            result = trainer.evaluate()
+            trainer.keep_if_best(done, result)
+            metrics |= {f"eval/{k}": v for k, v in result.to_dict().items()}
         metrics["time/step"] = time.perf_counter() - step_start
         log.log(done, metrics)
         if main and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
