@@ -58,3 +58,15 @@ def test_nothing_is_kept_unless_asked(tmp_path):
 def test_an_unknown_score_is_refused():
     with pytest.raises(ConfigError, match="train.keep_best"):
         load_config(None, ["train.keep_best=reward"])
+
+
+def test_held_out_pass_at_k_during_training(tmp_path):
+    settings = [*SHORT, "train.eval_samples=4", "train.eval_ks=[2, 4]"]
+    summary = train(load_config(None, settings), tmp_path, progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    evals = [row for row in rows if "eval/pass@1" in row]
+    assert evals and all({"eval/pass@2", "eval/pass@4"} <= set(row) for row in evals)
+    for result in (summary["base"], summary["final"]):
+        assert result["pass@1"] <= result["pass@2"] <= result["pass@4"]  # pass@k grows with k
+    with pytest.raises(ConfigError, match="train.eval_ks"):
+        load_config(None, ["train.eval_samples=4", "train.eval_ks=[8]"])

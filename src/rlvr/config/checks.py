@@ -43,6 +43,17 @@ def _micro_batch(cfg: RunConfig) -> str | None:
     return None
 
 
+def _eval_ks(cfg: RunConfig) -> str | None:
+    n = cfg.train.eval_samples
+    bad = [k for k in cfg.train.eval_ks if not 2 <= k <= n]
+    if bad:
+        return (
+            f"train.eval_ks={cfg.train.eval_ks}: each k must be from 2 to train.eval_samples={n} "
+            f"(pass@k needs k of the n samples; pass@1 is always logged); got {bad[0]}"
+        )
+    return None
+
+
 def _ray_backend(cfg: RunConfig) -> str | None:
     if cfg.reward.backend == "ray" and importlib.util.find_spec("ray") is None:
         return "reward.backend=ray needs the ray package: .venv/bin/pip install -e '.[ray]'"
@@ -261,6 +272,7 @@ _CHECKS: list[Check] = [
     _tools,
     _system_prompt,
     _micro_batch,
+    _eval_ks,
     _task,
     _reasoning,
     _trackers,

@@ -303,6 +303,8 @@ class TrainConfig:
     """Evaluate on the held-out split every this many steps (0 = only before and after training)."""
     eval_samples: int = positive(4)
     """n: completions per held-out query used to estimate pass@1 (at the training temperature)."""
+    eval_ks: list[int] = field(default_factory=list)
+    """Also log held-out pass@k for these k (each 2..train.eval_samples), from the same n samples: eval/pass@<k>."""
     save_every: int = non_negative(1)
     """Write a resumable checkpoint every this many steps (0 = only at the end)."""
     keep_best: Literal["none", "pass@1", "greedy"] = "none"

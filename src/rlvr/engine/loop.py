@@ -68,6 +68,7 @@ class Trainer:
             gold_fn=self.context.hacking.gold_fn if self.context.hacking else None,
             prompt_format=parts.prompt_format,
             tools=parts.tools,
+            ks=tuple(self.cfg.train.eval_ks),
         )
 
     def close(self) -> None:

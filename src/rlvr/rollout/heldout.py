@@ -4,7 +4,7 @@ with greedy accuracy beside it."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from transformers import PreTrainedTokenizerBase
 
@@ -35,6 +35,8 @@ class HeldoutResult:
     """Greedy accuracy judged by the gold verifier (equal to greedy when training is gold)."""
     tool_use_rate: float | None = None
     """rollout.tools: share of the sampled completions that ran at least one tool call."""
+    pass_at_k: dict[int, float] = field(default_factory=dict)
+    """train.eval_ks: the unbiased pass@k from the same n samples, for each k asked."""
 
     def to_dict(self) -> dict[str, float | int]:
         extra = (
@@ -48,6 +50,7 @@ class HeldoutResult:
             extra["tool_use_rate"] = self.tool_use_rate
         return {
             "pass@1": self.pass_at_1,
+            **{f"pass@{k}": value for k, value in sorted(self.pass_at_k.items())},
             "greedy": self.greedy,
             "n": self.n,
             "num_queries": self.num_queries,
@@ -130,10 +133,12 @@ def evaluate_heldout(
     gold_fn: RewardFunction | None = None,
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
+    ks: tuple[int, ...] = (),
 ) -> HeldoutResult:
     """``gold_fn``: the gold reward behind a weakened ``reward_fn``; its pass@1 and the hacking rate
     come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number).
-    ``tools`` (rollout.tools): samples are tool rollouts, and the share that called the tool comes back."""
+    ``tools`` (rollout.tools): samples are tool rollouts, and the share that called the tool comes back.
+    ``ks`` (train.eval_ks): pass@k from the same samples, over the queries with at least k scorable ones."""
     gold = GoldCheck(gold_fn) if gold_fn is not None else None
     gold_g = GoldCheck(gold_fn) if gold_fn is not None else None
     tool_use: list[bool] = []
@@ -162,4 +167,11 @@ def evaluate_heldout(
         gold_pass_at_1=gold.pass_at_1() if gold is not None else pass_at_1,
         hacking_rate=gold.hacking_rate() if gold is not None else 0.0,
         tool_use_rate=sum(tool_use) / len(tool_use) if tools is not None and tool_use else None,
+        pass_at_k={k: _pass_at(sampled, k) for k in ks},
     )
+
+
+def _pass_at(counts: list[tuple[int, int]], k: int) -> float:
+    """Mean pass@k over the queries with at least k scorable samples (NaN when none has)."""
+    enough = [(judged, correct) for judged, correct in counts if judged >= k]
+    return mean_pass_at_k(enough, k) if enough else float("nan")
