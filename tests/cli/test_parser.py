@@ -73,7 +73,7 @@ def test_commands_that_take_a_config_share_the_flags(command):
         (["compare", "--num-queries", "-1"], "rlvr compare: error: argument --num-queries: expected an integer >= 0"),
         (["inspect", "--step", "0"], "argument --step: expected an integer >= 1 (steps count from 1"),
         (["grad-variance", "--batches", "0"], "rlvr grad-variance: error: argument --batches: expected an integer"),
-        (["eval", "--k", "1,2"], "rlvr eval: error: the following arguments are required: --model"),
+        (["eval", "--k", "1,2"], "rlvr eval: error: one of the arguments --model --run is required"),
     ],
 )
 def test_a_bad_flag_value_is_one_line_and_exit_2(argv, message, capsys):

@@ -137,8 +137,8 @@ def _config_problem(args) -> str | None:
             return f"--replay recomputes only algo.* settings, not {', '.join(outside)}"
     if args.command == "train" and args.seed is not None:
         overrides.append(f"train.seed={args.seed}")
-    if args.command == "eval" and eval_set_problem(overrides, args.task):
-        return eval_set_problem(overrides, args.task)
+    if args.command == "eval" and eval_set_problem(overrides, args.task or "arith"):
+        return eval_set_problem(overrides, args.task or "arith")
     try:
         for text in overrides:  # each key exists and its value has the field's type
             section, name, value = parse_override(text)

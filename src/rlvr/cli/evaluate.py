@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rlvr.cli.common import Flag, UsageError, add_command, add_quiet, quiet_hugging_face
 from rlvr.cli.validators import int_at_least, int_list, number_above
-from rlvr.config import EVAL_FIELDS, TaskConfig, eval_set_problem, load_config
+from rlvr.config import EVAL_FIELDS, RunConfig, TaskConfig, config_from_dict, eval_set_problem, load_config
 from rlvr.tasks.registry import task_names
 
 
@@ -26,16 +26,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         seed=Flag("sampling seed, the same for both models (default 0)", default=0),
         out=Flag("folder for eval.json and passk.png (default ./eval)", default="eval"),
     )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)")
+    which.add_argument(
+        "--run",
+        help="a run directory: its model (--checkpoint) on its own task's held-out split, with its own config "
+        "(task, prompt format, length, temperature), against the model it started from unless --base is given",
+    )
     p.add_argument(
-        "--model", required=True, help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)"
+        "--checkpoint",
+        choices=("final", "best"),
+        default="final",
+        help="with --run: its final/ model (default) or best/ (kept with train.keep_best)",
     )
     p.add_argument("--base", help="a second model to compare against, usually the one training started from")
     p.add_argument(
         "--task",
-        default=TaskConfig.name,
         choices=task_names(),
-        help=f"registered task whose held-out split is used (default {TaskConfig.name}); CoT-pass@k needs its "
-        "reasoning checker and is reported n/a without one",
+        help=f"registered task whose held-out split is used (default {TaskConfig.name}, or the run's with --run); "
+        "CoT-pass@k needs its reasoning checker and is reported n/a without one",
     )
     p.add_argument("--n", type=int_at_least(1), default=16, help="samples per query (default 16); every k must be <= n")
     p.add_argument(
@@ -48,8 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--temperature",
         type=number_above(0, " (pass@k is estimated from sampled completions)"),
-        default=1.0,
-        help="sampling temperature (default 1.0)",
+        help="sampling temperature (default 1.0, or the run's rollout.temperature with --run)",
     )
     add_quiet(p)
 
@@ -60,31 +68,28 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--k {ks[-1]} exceeds --n {args.n}: pass@k needs at least k samples per query; raise --n or drop that k"
         )
-    outside = eval_set_problem(args.overrides, args.task)
-    if outside:
-        raise UsageError(outside)
-    cfg = load_config(None, [f"task.name={args.task}", *args.overrides])  # the trainer's own validation
+    cfg, model, base = _setup(args)
     from rlvr.bases import check_model  # torch and the models load once the flags are known to be good
     from rlvr.rollout.prompts import PromptFormat
     from rlvr.studies.passk_eval import evaluate_passk, format_eval_table
 
-    check_model(args.model, "--model")
-    if args.base:
-        check_model(args.base, "--base")
+    check_model(model, "--model")
+    if base:
+        check_model(base, "--base")
     quiet_hugging_face()
     out = Path(args.out)
     print(
-        f"rlvr eval: {args.num_queries} held-out {args.task} queries x n={args.n} samples at "
-        f"T={args.temperature} -> {out}"
+        f"rlvr eval: {args.num_queries} held-out {cfg.task.name} queries x n={args.n} samples at "
+        f"T={cfg.rollout.temperature} -> {out}"
     )
     report = evaluate_passk(
-        args.model,
-        base=args.base,
+        str(model),
+        base=base,
         task=cfg.task,
         n=args.n,
         ks=ks,
         num_queries=args.num_queries,
-        temperature=args.temperature,
+        temperature=cfg.rollout.temperature,
         seed=args.seed,
         out=out,
         progress=not args.quiet,
@@ -95,3 +100,34 @@ def run(args: argparse.Namespace) -> int:
     print(format_eval_table(report))
     print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")
     return 0
+
+
+def _setup(args: argparse.Namespace) -> tuple[RunConfig, str, str | None]:
+    """(the config the held-out split and sampling come from, the model, the base or None):
+    from --task and --set, or from a run directory's own config with --set on top."""
+    from rlvr import rundir
+
+    if args.run is None:
+        task = args.task or TaskConfig.name
+        base_cfg, model, base = None, args.model, args.base
+    else:
+        run = Path(args.run)
+        if not rundir.is_run_dir(run):
+            raise UsageError(f"--run {run}: no run there (expected {rundir.CONFIG} from rlvr train --out)")
+        model = rundir.best_dir(run) if args.checkpoint == "best" else rundir.final_dir(run)
+        if not (model / "config.json").is_file():
+            why = "keep one with train.keep_best=pass@1" if args.checkpoint == "best" else "the run has not finished"
+            raise UsageError(f"--run {run}: no {model.name}/ model there ({why})")
+        base_cfg = config_from_dict(rundir.read_config(run))
+        if args.task and args.task != base_cfg.task.name:
+            raise UsageError(
+                f"--task {args.task}: the run trained on {base_cfg.task.name}; drop --task to use its split"
+            )
+        task, base = base_cfg.task.name, args.base or base_cfg.model.name
+    outside = eval_set_problem(args.overrides, task)
+    if outside:
+        raise UsageError(outside)
+    sets = [f"task.name={task}", *args.overrides]
+    if args.temperature is not None:
+        sets.append(f"rollout.temperature={args.temperature}")
+    return load_config(None, sets, base=base_cfg), str(model), base
