@@ -32,10 +32,10 @@ def test_every_bad_row_is_listed_and_the_exit_code_is_2(cli, tmp_path):
     assert run.returncode == 2
     assert run.stdout.splitlines() == [
         f"rlvr data check: {path} (format rows): 2 of 4 rows good",
-        '  row 2: missing \'verifier\' (the query\'s verification criteria, e.g. {"type": "math", "answer": "42"})',
-        "  row 3: id 'q1' repeats row 1's (ids must be unique)",
+        '  line 2: missing \'verifier\' (the query\'s verification criteria, e.g. {"type": "math", "answer": "42"})',
+        "  line 3: id 'q1' repeats the one on line 1 (ids must be unique)",
     ]
-    assert run.stderr == f"rlvr: error: {path}: 2 of 4 rows are bad (rows are line numbers)\n"
+    assert run.stderr == f"rlvr: error: {path}: 2 of 4 rows are bad (lines count from 1)\n"
 
 
 def test_a_gsm8k_csv_file_is_checked_with_its_layout(cli, tmp_path):
@@ -45,8 +45,9 @@ def test_a_gsm8k_csv_file_is_checked_with_its_layout(cli, tmp_path):
     run = cli("data", "check", str(path), "--format", "gsm8k")
     assert run.returncode == 2
     assert "3 of 4 rows good" in run.stdout
-    assert "row 3: column 'answer' (task.hf_format=gsm8k): no '####' in the solution" in run.stdout
-    assert "rows are counted from 0" in run.stderr and "Traceback" not in run.stderr
+    # The header is line 1 and each solution takes two lines: the fourth record starts on line 8.
+    assert "  line 8: column 'answer' (task.hf_format=gsm8k): no '####' in the solution" in run.stdout
+    assert "lines count from 1" in run.stderr and "Traceback" not in run.stderr
     good = cli("data", "check", str(path.with_name("good.csv")), "--format", "gsm8k")
     assert good.returncode == 2 and "not found" in good.stderr  # not written yet
     pd.DataFrame.from_records(records).to_csv(path.with_name("good.csv"), index=False)
@@ -59,7 +60,7 @@ def test_a_long_list_of_bad_rows_is_cut_at_twenty(cli, tmp_path):
     run = cli("data", "check", str(path), "--format", "math")
     lines = run.stdout.splitlines()
     assert run.returncode == 2 and len(lines) == 1 + 20 + 1
-    assert lines[1].startswith("  row 0: ") and lines[20].startswith("  row 19: ")
+    assert lines[1].startswith("  row index 0: ") and lines[20].startswith("  row index 19: ")
     assert lines[-1] == "  ... and 5 more"
     assert run.stderr.count("\n") == 1  # one line, no traceback
 

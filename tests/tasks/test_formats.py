@@ -144,14 +144,14 @@ def test_task_config_reads_a_gsm8k_directory_without_naming_columns(tmp_path):
         load_config(None, ["task.name=hf", "task.hf_path=x", "task.hf_format=gsm8k", "task.hf_verifier_column=c"])
 
 
-def test_training_stops_at_the_first_bad_row_and_names_file_split_and_row(tmp_path):
+def test_training_stops_at_the_first_bad_row_and_names_its_file_and_line_or_index(tmp_path):
     path = write(tmp_path / "gsm8k.csv", [*GSM8K, {"question": "2+2?", "answer": "It is 4."}])
     with pytest.raises(DatasetError) as error:
         load_hf_queries(path, "train", ColumnMap.for_format("gsm8k"))
-    message = str(error.value)
-    assert f"{path} [train] row index 2: column 'answer' (task.hf_format=gsm8k): no '####'" in message
+    # The header is line 1; Natalia's three-line solution takes lines 2-4, the next record 5-6.
+    assert f"{path}:7: column 'answer' (task.hf_format=gsm8k): no '####'" in str(error.value)
     path = write(tmp_path / "math.parquet", [{"problem": "p", "solution": "$\\boxed{\\frac{1}{2}$"}, *MATH])
-    with pytest.raises(DatasetError, match=r"math.parquet \[train\] row index 0: .*unbalanced braces"):
+    with pytest.raises(DatasetError, match=r"math.parquet row index 0: .*unbalanced braces"):
         load_hf_queries(path, "train", ColumnMap.for_format("math"))
 
 
@@ -165,9 +165,10 @@ def test_the_checker_names_every_bad_row_of_an_hf_file(tmp_path):
     ]
     report = check_file(write(tmp_path / "gsm8k.parquet", records), "gsm8k")
     assert report.good == 2 and report.rows == 5
-    assert [number for number, _ in report.problems] == [1, 3, 4]  # row indices, from 0 as training counts
+    assert [place.number for place, _ in report.problems] == [1, 3, 4]  # Parquet: row indices from 0
     assert "no '####'" in report.problems[0][1] and "column 'question' must be non-empty text" in report.problems[1][1]
-    assert report.numbering == "rows are counted from 0"
+    assert report.numbering == "row indices count from 0"
+    assert report.problem_lines()[0].startswith("row index 1: column 'answer'")
 
 
 def test_the_checker_names_every_bad_jsonl_row_including_repeated_ids(tmp_path):
@@ -185,10 +186,10 @@ def test_the_checker_names_every_bad_jsonl_row_including_repeated_ids(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     report = check_file(path, verifier_types={"math", "python"})
     assert report.good == 2 and report.rows == 6
-    assert [number for number, _ in report.problems] == [2, 3, 5, 6]
-    reasons = dict(report.problems)
+    assert [place.number for place, _ in report.problems] == [2, 3, 5, 6]
+    reasons = {place.number: reason for place, reason in report.problems}
     assert reasons[2].startswith("not valid JSON") and reasons[3].startswith("missing 'verifier'")
-    assert reasons[5] == "id 'a' repeats row 1's (ids must be unique)"
+    assert reasons[5] == "id 'a' repeats the one on line 1 (ids must be unique)"
     assert reasons[6] == "unknown verifier type 'maths'; known types: math, python"
     assert check_file(path).good == 3  # without known types, 'maths' is not checked
 
@@ -196,7 +197,7 @@ def test_the_checker_names_every_bad_jsonl_row_including_repeated_ids(tmp_path):
 def test_the_checker_lists_twenty_bad_rows_then_counts_the_rest(tmp_path):
     path = write(tmp_path / "math.jsonl", [{"problem": f"p{i}", "solution": "no box"} for i in range(23)])
     lines = check_file(path, "math").problem_lines(limit=20)
-    assert len(lines) == 21 and lines[0].startswith("row 0: column 'solution'") and lines[-1] == "... and 3 more"
+    assert len(lines) == 21 and lines[0].startswith("line 1: column 'solution'") and lines[-1] == "... and 3 more"
 
 
 def test_the_checker_stops_only_when_no_row_can_be_read(tmp_path):

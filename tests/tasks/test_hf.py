@@ -99,19 +99,19 @@ def test_single_train_file_needs_an_eval_file(tmp_path):
         (
             [*RECORDS, {"question": "9+9=", "solution": None, "uid": "q4"}],
             ColumnMap(prompt="question", answer="solution"),
-            ["row index 3", "column 'solution'", "non-empty answer"],
+            ["rows.jsonl:4: column 'solution'", "non-empty answer"],
         ),
         (
             [{"question": None, "solution": "1", "uid": "a"}],
             ColumnMap(prompt="question", answer="solution"),
-            ["row index 0", "column 'question'", "non-empty text"],
+            ["rows.jsonl:1: column 'question'", "non-empty text"],
         ),
         (
             [{"q": "x", "c": '{"type": "math", "answer": "1"}'}, {"q": "y", "c": "{broken"}],
             ColumnMap(prompt="q", verifier="c"),
-            ["row index 1", "column 'c'", "not valid JSON"],
+            ["rows.jsonl:2: column 'c'", "not valid JSON"],
         ),
-        ([{"q": "x", "c": '{"answer": "1"}'}], ColumnMap(prompt="q", verifier="c"), ["row index 0", '"type"']),
+        ([{"q": "x", "c": '{"answer": "1"}'}], ColumnMap(prompt="q", verifier="c"), ["rows.jsonl:1", '"type"']),
     ],
 )
 def test_bad_columns_and_rows_are_named(tmp_path, records, columns, words):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from rlvr.errors import UserError
 from rlvr.types import Query
@@ -12,6 +14,28 @@ from rlvr.types import Query
 
 class DatasetError(UserError):
     """A dataset file or row is malformed; the message names the file and the row."""
+
+
+@dataclass(frozen=True)
+class RowPlace:
+    """Where a row sits: its file and line number (JSON Lines, CSV: the line a record starts on,
+    counted from 1, as an editor counts) or row index (Parquet, counted from 0)."""
+
+    file: Path
+    number: int
+    unit: Literal["line", "row index"] = "line"
+
+    def __str__(self) -> str:
+        """'rows.jsonl:3' (the form editors jump to) or 'rows.parquet row index 3'."""
+        return f"{self.file}:{self.number}" if self.unit == "line" else f"{self.file} row index {self.number}"
+
+    def within(self, source: Path) -> str:
+        """'line 3' for a row of the file ``source`` itself; 'data/train.jsonl line 3' in a directory."""
+        here = f"{self.unit} {self.number}"
+        file, source = self.file.resolve(), source.expanduser().resolve()
+        if file == source:
+            return here
+        return f"{file.relative_to(source) if file.is_relative_to(source) else self.file} {here}"
 
 
 def row_problem(obj: object) -> str | None:
@@ -42,10 +66,9 @@ def parse_row(obj: object, where: str) -> Query:
     return Query(id=str(obj["id"]), prompt=obj["prompt"], verifier=obj["verifier"], meta=meta)
 
 
-def jsonl_rows(path: str | Path) -> Iterator[tuple[int, Query | str]]:
-    """(line number, query) for each non-blank line, or (line number, why the row is bad), so that
-    a checker sees every bad row. A missing or non-UTF-8 file raises DatasetError."""
-    path = Path(path)
+def json_lines(path: Path) -> Iterator[tuple[RowPlace, object | str]]:
+    """(place, the line's JSON value) for each non-blank line of a JSON Lines file, or (place, why
+    the line is not JSON). A missing or non-UTF-8 file raises DatasetError."""
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
     try:
@@ -56,19 +79,29 @@ def jsonl_rows(path: str | Path) -> Iterator[tuple[int, Query | str]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as err:
-            yield number, f"not valid JSON ({err.msg})"
+            yield RowPlace(path, number), f"not valid JSON ({err.msg} at column {err.colno}): {line.strip()[:60]!r}"
             continue
-        problem = row_problem(obj)
-        yield number, problem if problem is not None else parse_row(obj, f"{path}:{number}")
+        if not isinstance(value, dict):
+            yield RowPlace(path, number), f"a row must be a JSON object {{...}}, got {type(value).__name__}"
+            continue
+        yield RowPlace(path, number), value
+
+
+def jsonl_rows(path: str | Path) -> Iterator[tuple[RowPlace, Query | str]]:
+    """(place, query) for each non-blank line, or (place, why the row is bad), so that a checker
+    sees every bad row. A missing or non-UTF-8 file raises DatasetError."""
+    for place, obj in json_lines(Path(path)):
+        problem = obj if isinstance(obj, str) else row_problem(obj)
+        yield place, problem if problem is not None else parse_row(obj, str(place))
 
 
 def load_jsonl(path: str | Path) -> list[Query]:
     rows = []
-    for number, row in jsonl_rows(path):
+    for place, row in jsonl_rows(path):
         if isinstance(row, str):
-            raise DatasetError(f"{path}:{number}: {row}")
+            raise DatasetError(f"{place}: {row}")
         rows.append(row)
     if not rows:
         raise DatasetError(f"{path}: no rows")
