@@ -2,8 +2,16 @@
 
 import pytest
 
-from rlvr.errors import UserError
-from rlvr.eval.curves import QueryCounts, crossing_k, curves
+from rlvr.eval.curves import (
+    Bootstrap,
+    QueryCounts,
+    crossing_k,
+    curves,
+    intervals,
+    paired_difference,
+    query_pass_at_k,
+    too_few_scorable,
+)
 
 
 def test_curves_from_counts():
@@ -21,9 +29,36 @@ def test_cot_is_unavailable_when_a_task_has_no_checker():
     assert got["pass@k"] == pytest.approx([0.5, 1.0]) and got["cot_pass@k"] is None
 
 
-def test_k_above_the_smallest_n_is_a_user_error():
-    with pytest.raises(UserError, match="k=4 exceeds n=3"):
-        curves([QueryCounts(4, 1, 1), QueryCounts(3, 1, 1)], [1, 4])
+def test_queries_with_fewer_scorable_samples_than_k_are_listed_and_left_out_of_that_k():
+    """A: 4 scorable samples; B: 3 (one unscorable); C: none scorable. k=1 averages A and B, k=4 only
+    A; C is listed at every k, never counted as 0 and never silently dropped."""
+    per_query = [QueryCounts(4, 1, 1, "A"), QueryCounts(3, 3, 3, "B"), QueryCounts(0, 0, 0, "C")]
+    got = curves(per_query, [1, 4])
+    assert got["pass@k"] == pytest.approx([(0.25 + 1.0) / 2, 1.0])
+    assert too_few_scorable(per_query, [1, 4]) == [["C"], ["B", "C"]]
+    assert query_pass_at_k(per_query, 4) == [1.0, None, None]
+    assert curves([QueryCounts(0, 0, None, "C")], [1]) == {"pass@k": [None], "cot_pass@k": None}
+
+
+def test_intervals_and_the_paired_difference():
+    model = [QueryCounts(2, 2, 1, "A"), QueryCounts(2, 0, 0, "B"), QueryCounts(2, 1, 1, "C")]
+    base = [QueryCounts(2, 1, 1, "A"), QueryCounts(2, 0, 0, "B"), QueryCounts(2, 1, 0, "C")]
+    boot = Bootstrap(resamples=300, seed=2)
+    got = intervals(model, [1, 2], boot)
+    means = curves(model, [1, 2])
+    for curve in ("pass@k", "cot_pass@k"):
+        for (low, high), mean in zip(got[f"{curve}_ci"], means[curve]):
+            assert 0 <= low <= mean <= high <= 1
+    diff = paired_difference(model, model, [1, 2], boot)
+    assert diff["pass@k"] == [0.0, 0.0] and diff["pass@k_ci"] == [[0.0, 0.0], [0.0, 0.0]]
+    diff = paired_difference(model, base, [1], boot)
+    assert diff["pass@k"] == pytest.approx([(1.0 - 0.5) / 3])  # only A differs: 1 - 1/2, over 3 queries
+    low, high = diff["pass@k_ci"][0]
+    assert 0 <= low <= diff["pass@k"][0] <= high
+    no_checker = [QueryCounts(2, 1, None, q) for q in "ABC"]
+    assert paired_difference(no_checker, no_checker, [1], boot)["cot_pass@k"] is None
+    with pytest.raises(ValueError, match="same queries"):
+        paired_difference(model, model[::-1], [1], boot)
 
 
 @pytest.mark.parametrize(

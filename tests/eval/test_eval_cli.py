@@ -45,11 +45,13 @@ def test_eval_writes_json_and_png(base_model_dir, tmp_path):
         assert all(0 <= v <= 1 for v in answer + cot)
         assert answer == sorted(answer)  # pass@k never falls as k grows
         assert all(c <= a + 1e-12 for a, c in zip(answer, cot))  # right reasoning implies right answer
-        assert len(result["per_query"]) + result["unscorable"] // 4 <= 6
+        assert len(result["per_query"]) == len(result["query_ids"]) == 6  # every query, scorable or not
     # the same weights and the same seed sample the same completions: identical curves, no crossing
     assert report["models"]["model"]["pass@k"] == report["models"]["base"]["pass@k"]
     assert report["crossing"] == {"pass@k": None, "cot_pass@k": None}
     assert (out / "passk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "samples.jsonl").is_file() and (out / "samples_lm_eval.jsonl").is_file()
+    assert "model-base pass@k" in done.stdout and "% [" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import statistics
 import numpy as np
 import pytest
 
-from rlvr.eval.stats import Spread, _quantile, bootstrap_ci, finite, mean_sd
+from rlvr.eval.stats import Spread, _quantile, bootstrap_ci, finite, mean_sd, paired_bootstrap_ci
 
 
 def test_mean_and_sample_sd_shown_by_hand() -> None:
@@ -65,3 +65,36 @@ def test_bootstrap_takes_another_statistic_and_refuses_a_bad_confidence() -> Non
     assert bootstrap_ci([1, 2, 3, 100], statistic=statistics.median, seed=0)[1] <= 100
     with pytest.raises(ValueError, match="between 0 and 1"):
         bootstrap_ci([1.0, 2.0], confidence=95)
+
+
+def test_a_paired_difference_of_equal_values_is_exactly_zero() -> None:
+    values = [0.1, 0.9, 0.5, 0.0, 1.0]
+    assert paired_bootstrap_ci(values, values, resamples=200) == (0.0, 0.0)
+
+
+def test_pairing_removes_what_the_units_share() -> None:
+    """Each unit's level varies widely, the second side is the first plus 0.1: paired, the interval
+    is 0.1 exactly; resampled apart (two independent bootstraps) it would be wide."""
+    first = [i / 10 for i in range(20)]
+    second = [v - 0.1 for v in first]
+    low, high = paired_bootstrap_ci(first, second, resamples=500, seed=3)
+    assert low == pytest.approx(0.1) and high == pytest.approx(0.1)
+    assert paired_bootstrap_ci(first, second, resamples=500, seed=3) == (low, high)
+
+
+def test_a_paired_interval_covers_a_known_mean_difference() -> None:
+    rng = random.Random(1)
+    first = [rng.random() for _ in range(400)]
+    second = [v - 0.2 + rng.gauss(0, 0.05) for v in first]
+    low, high = paired_bootstrap_ci(first, second, resamples=1000)
+    assert low < statistics.fmean(first) - statistics.fmean(second) < high and high - low < 0.02
+
+
+def test_paired_values_left_out_per_side_and_lengths_must_match() -> None:
+    # None on one side drops that side's value only; the other side keeps its own
+    assert paired_bootstrap_ci([1.0, None, 1.0], [0.0, 0.0, None], resamples=50) == (1.0, 1.0)
+    assert paired_bootstrap_ci([None, None], [0.0, 1.0], resamples=50) is None
+    with pytest.raises(ValueError, match="different lengths"):
+        paired_bootstrap_ci([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="confidence"):
+        paired_bootstrap_ci([1.0], [1.0], confidence=1.0)

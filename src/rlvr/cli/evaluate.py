@@ -24,7 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(e.g. --set task.operands=5 to evaluate longer chains than training saw); another --task takes the "
         "fields that decide its held-out split instead of task.operands ... task.min_operand",
         seed=Flag("sampling seed, the same for both models (default 0)", default=0),
-        out=Flag("folder for eval.json and passk.png (default ./eval)", default="eval"),
+        out=Flag(
+            "folder for eval.json, samples.jsonl, samples_lm_eval.jsonl and passk.png (default ./eval)", default="eval"
+        ),
     )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="'tiny-arith' or a Hugging Face model directory (e.g. a run's final/)")
@@ -98,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         rollout=cfg.rollout,
     )
     print(format_eval_table(report))
-    print(f"saved: {out / 'eval.json'}, {out / 'passk.png'}")
+    saved = ("eval.json", "samples.jsonl", "samples_lm_eval.jsonl", "passk.png")
+    print(f"saved: {', '.join(str(out / name) for name in saved)}")
     return 0
 
 

@@ -9,13 +9,13 @@ the base's successes more likely without adding problems the base could not alre
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from rlvr.errors import UserError
-from rlvr.eval.passk import mean_pass_at_k
+from rlvr.eval.passk import pass_at_k
+from rlvr.eval.stats import bootstrap_ci, paired_bootstrap_ci
 
-
-class KTooLargeError(UserError):
-    """A k larger than the samples a query has: pass@k cannot be estimated from n < k samples."""
+CURVES = ("pass@k", "cot_pass@k")
+"""The two curves of a report: right answers, and right answers with right reasoning."""
 
 
 @dataclass(frozen=True)
@@ -23,31 +23,102 @@ class QueryCounts:
     """One query's samples: how many were scored, how many answered right, how many also reasoned right."""
 
     n: int
+    """Samples the verifier could score (0 when it could score none); the others are left out."""
     correct: int
     cot_correct: int | None
     """Samples with a right answer *and* right reasoning; None when the task has no reasoning checker."""
+    query_id: str = ""
 
 
-def pass_at_k_curve(counts: list[tuple[int, int]], ks: list[int]) -> list[float]:
-    """Mean pass@k over queries for each k; every k must be <= every query's n."""
-    if not counts:
-        raise ValueError("pass@k over no queries is undefined")
-    smallest_n = min(n for n, _ in counts)
-    too_large = [k for k in ks if k > smallest_n]
-    if too_large:
-        raise KTooLargeError(
-            f"k={too_large[0]} exceeds n={smallest_n} samples per query; use k <= n or sample more (--n)"
+@dataclass(frozen=True)
+class Bootstrap:
+    """How intervals are drawn: a percentile bootstrap over queries."""
+
+    resamples: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"over": "queries", "resamples": self.resamples, "confidence": self.confidence, "seed": self.seed}
+
+
+def query_pass_at_k(per_query: list[QueryCounts], k: int, curve: str = "pass@k") -> list[float | None]:
+    """Each query's pass@k (or CoT-pass@k) estimate; None where it has fewer than k scorable samples
+    (no estimate exists: such a query is listed by `too_few_scorable`, not counted as 0)."""
+    return [
+        None if q.n < k else pass_at_k(q.n, q.correct if curve == "pass@k" else q.cot_correct, k)  # type: ignore[arg-type]
+        for q in per_query
+    ]
+
+
+def too_few_scorable(per_query: list[QueryCounts], ks: list[int]) -> list[list[str]]:
+    """For each k, the ids of the queries with fewer than k scorable samples, left out of that k's mean."""
+    return [[q.query_id for q in per_query if q.n < k] for k in ks]
+
+
+def _has(per_query: list[QueryCounts], curve: str) -> bool:
+    """CoT-pass@k exists only when every query has a reasoning verdict."""
+    return curve == "pass@k" or all(q.cot_correct is not None for q in per_query)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    scored = [v for v in values if v is not None]
+    return sum(scored) / len(scored) if scored else None
+
+
+def curves(per_query: list[QueryCounts], ks: list[int]) -> dict[str, list[float | None] | None]:
+    """{"pass@k": [...], "cot_pass@k": [...] or None when any query has no reasoning verdict}: for
+    each k the mean over the queries with at least k scorable samples (None where none has)."""
+    return {
+        curve: [_mean(query_pass_at_k(per_query, k, curve)) for k in ks] if _has(per_query, curve) else None
+        for curve in CURVES
+    }
+
+
+def intervals(per_query: list[QueryCounts], ks: list[int], bootstrap: Bootstrap) -> dict[str, Any]:
+    """{"pass@k_ci": [[low, high] per k], "cot_pass@k_ci": ... or None}: percentile bootstrap
+    intervals of each curve's mean over queries (None at a k no query reaches)."""
+
+    def ci(values: list[float | None]) -> list[float] | None:
+        found = bootstrap_ci(
+            values, confidence=bootstrap.confidence, resamples=bootstrap.resamples, seed=bootstrap.seed
         )
-    return [mean_pass_at_k(counts, k) for k in ks]
+        return None if found is None else list(found)
+
+    return {
+        f"{curve}_ci": [ci(query_pass_at_k(per_query, k, curve)) for k in ks] if _has(per_query, curve) else None
+        for curve in CURVES
+    }
 
 
-def curves(per_query: list[QueryCounts], ks: list[int]) -> dict[str, list[float] | None]:
-    """{"pass@k": [...], "cot_pass@k": [...] or None when any query has no reasoning verdict}."""
-    answer = pass_at_k_curve([(q.n, q.correct) for q in per_query], ks)
-    if any(q.cot_correct is None for q in per_query):
-        return {"pass@k": answer, "cot_pass@k": None}
-    cot = pass_at_k_curve([(q.n, q.cot_correct) for q in per_query], ks)  # type: ignore[misc]
-    return {"pass@k": answer, "cot_pass@k": cot}
+def paired_difference(
+    model: list[QueryCounts], base: list[QueryCounts], ks: list[int], bootstrap: Bootstrap
+) -> dict[str, Any]:
+    """model − base at each k for both curves, with paired bootstrap intervals: the same resampled
+    queries for both models. The two lists hold the same queries in the same order."""
+    if [q.query_id for q in model] != [q.query_id for q in base]:
+        raise ValueError("a paired difference needs both models' counts over the same queries, in order")
+    found: dict[str, Any] = {}
+    for curve in CURVES:
+        if not (_has(model, curve) and _has(base, curve)):
+            found |= {curve: None, f"{curve}_ci": None}
+            continue
+        pairs = [(query_pass_at_k(model, k, curve), query_pass_at_k(base, k, curve)) for k in ks]
+        means = [(_mean(m), _mean(b)) for m, b in pairs]
+        found[curve] = [None if m is None or b is None else m - b for m, b in means]
+        found[f"{curve}_ci"] = [
+            _listed(
+                paired_bootstrap_ci(
+                    m, b, confidence=bootstrap.confidence, resamples=bootstrap.resamples, seed=bootstrap.seed
+                )
+            )  # fmt: skip
+            for m, b in pairs
+        ]
+    return found
+
+
+def _listed(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else list(interval)
 
 
 def crossing_k(ks: list[int], base: list[float], trained: list[float]) -> int | None:

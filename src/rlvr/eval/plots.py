@@ -1,7 +1,9 @@
-"""The pass@k / CoT-pass@k figure: each model's pass@k solid and CoT-pass@k dashed, k on a log axis."""
+"""The pass@k / CoT-pass@k figure: each model's pass@k solid (its 95% bootstrap interval shaded) and
+CoT-pass@k dashed, k on a log axis; a k with no value (no query with k scorable samples) is a gap."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -16,9 +18,12 @@ def plot_passk(report: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
     for (label, result), colour in zip(report["models"].items(), ["tab:blue", "tab:orange"]):
         name = f"{label} ({Path(result['path']).name or result['path']})"
-        ax.plot(ks, [100 * v for v in result["pass@k"]], "-o", color=colour, label=f"{name} pass@k")
+        ax.plot(ks, _percent(result["pass@k"]), "-o", color=colour, label=f"{name} pass@k")
+        if result.get("pass@k_ci"):
+            low, high = zip(*[(i or [None, None]) for i in result["pass@k_ci"]])
+            ax.fill_between(ks, _percent(low), _percent(high), color=colour, alpha=0.15, linewidth=0)
         if result["cot_pass@k"] is not None:
-            ax.plot(ks, [100 * v for v in result["cot_pass@k"]], "--s", color=colour, label=f"{name} CoT-pass@k")
+            ax.plot(ks, _percent(result["cot_pass@k"]), "--s", color=colour, label=f"{name} CoT-pass@k")
     ax.set_xscale("log", base=2)
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("k (samples drawn per query)")
@@ -35,3 +40,8 @@ def plot_passk(report: dict, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _percent(values: Iterable[float | None]) -> list[float]:
+    """Fractions as percent, None as NaN (matplotlib leaves a gap)."""
+    return [float("nan") if v is None else 100 * v for v in values]

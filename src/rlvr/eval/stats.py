@@ -1,5 +1,5 @@
 """The statistics every study reports over seeds: mean ± sample standard deviation, and a percentile
-bootstrap confidence interval.
+bootstrap confidence interval, of one set of values or of the difference of two paired ones.
 
 Values that are not finite numbers (None for "not measured", NaN, inf) are left out before anything
 is computed, so a run that did not log a metric neither counts as 0 nor poisons the mean.
@@ -56,17 +56,54 @@ def bootstrap_ci(
     ch. 13): draw n values with replacement `resamples` times, compute the statistic of each draw,
     and take the (1 − confidence)/2 and (1 + confidence)/2 quantiles. The generator is seeded, so
     the same values give the same interval. None when there is no value."""
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence {confidence}: expected a number between 0 and 1, e.g. 0.95")
-    if resamples < 1:
-        raise ValueError(f"resamples {resamples}: expected at least 1")
+    _check_bootstrap(confidence, resamples)
     xs = finite(values)
     if not xs:
         return None
     rng = random.Random(seed)
-    draws = sorted(statistic(rng.choices(xs, k=len(xs))) for _ in range(resamples))
-    tail = (1 - confidence) / 2
-    return _quantile(draws, tail), _quantile(draws, 1 - tail)
+    return _percentiles([statistic(rng.choices(xs, k=len(xs))) for _ in range(resamples)], confidence)
+
+
+def paired_bootstrap_ci(
+    first: Sequence[Any],
+    second: Sequence[Any],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+    statistic: Callable[[Sequence[float]], float] = statistics.fmean,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of statistic(first) − statistic(second) for paired values
+    (first[i] and second[i] measure the same unit, e.g. one query under two models): each resample
+    draws the same n indices for both, so what the units share cancels out of the difference.
+    Values that are not finite are left out of their side of a draw; a draw where a side has none
+    is skipped. None when no draw has values on both sides."""
+    _check_bootstrap(confidence, resamples)
+    if len(first) != len(second):
+        raise ValueError(f"paired values of different lengths ({len(first)} and {len(second)})")
+    a, b = [finite([v]) for v in first], [finite([v]) for v in second]
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(resamples):
+        picked = rng.choices(range(len(a)), k=len(a)) if a else []
+        left = [x for i in picked for x in a[i]]
+        right = [x for i in picked for x in b[i]]
+        if left and right:
+            draws.append(statistic(left) - statistic(right))
+    return _percentiles(draws, confidence) if draws else None
+
+
+def _check_bootstrap(confidence: float, resamples: int) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence {confidence}: expected a number between 0 and 1, e.g. 0.95")
+    if resamples < 1:
+        raise ValueError(f"resamples {resamples}: expected at least 1")
+
+
+def _percentiles(draws: list[float], confidence: float) -> tuple[float, float]:
+    """The (1 − confidence)/2 and (1 + confidence)/2 quantiles of the bootstrap draws."""
+    ordered, tail = sorted(draws), (1 - confidence) / 2
+    return _quantile(ordered, tail), _quantile(ordered, 1 - tail)
 
 
 def _quantile(ordered: list[float], q: float) -> float:

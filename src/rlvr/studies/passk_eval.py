@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -19,15 +21,31 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.bases import resolve_model_path
 from rlvr.config import RolloutConfig, TaskConfig
 from rlvr.eval.cot import ReasoningChecker
-from rlvr.eval.curves import QueryCounts, crossing_k, curves
+from rlvr.eval.curves import (
+    CURVES,
+    Bootstrap,
+    QueryCounts,
+    crossing_k,
+    curves,
+    intervals,
+    paired_difference,
+    query_pass_at_k,
+    too_few_scorable,
+)
 from rlvr.eval.plots import plot_passk
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse
 from rlvr.tasks.registry import get_task, load_heldout
-from rlvr.types import Query
+from rlvr.types import Query, Verdict
 from rlvr.verifiers import RewardFunction
+from rlvr.verifiers.reward import CORRECTNESS, ScoredCompletion
+
+SAMPLES = "samples.jsonl"
+"""Every sample of every model evaluated, one JSON object a line (`sample_record`), beside eval.json."""
+LM_EVAL_SAMPLES = "samples_lm_eval.jsonl"
+"""The same samples grouped per model and query as lm-eval-harness logs them (`lm_eval_rows`)."""
 
 
 def count_samples(
@@ -45,10 +63,13 @@ def count_samples(
     label: str = "",
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
+    records: list[dict[str, Any]] | None = None,
 ) -> tuple[list[QueryCounts], int]:
-    """Per-query counts from n samples each, and how many samples the verifier could not score
-    (those are kept out of n, as in the trainer's held-out pass@1); prompts laid out by
-    `prompt_format` (rollout/prompts.py; auto by default); tool rollouts with `tools`."""
+    """Per-query counts from n samples each (every query, in order: one with no scorable sample has
+    n = 0), and how many samples the verifier could not score (those are kept out of n, as in the
+    trainer's held-out pass@1); prompts laid out by `prompt_format` (rollout/prompts.py; auto by
+    default); tool rollouts with `tools`. With `records`, one record per sample is appended to it
+    (`sample_record`)."""
     chunk = max(1, chunk_completions // n)
     counts, unscorable = [], 0
     bar = tqdm(total=len(queries), desc=f"sampling {label}", unit="query", disable=not progress)
@@ -66,20 +87,46 @@ def count_samples(
         )
         scored = reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
         for q, query in enumerate(part):
-            group = [
-                (s, t)
-                for s, t in zip(scored[q * n : (q + 1) * n], batch.texts[q * n : (q + 1) * n])
-                if s.reward is not None
-            ]
-            unscorable += n - len(group)
-            if not group:
-                continue
-            correct = [t for s, t in group if s.correct]
-            cot = None if checker is None else sum(checker(query, t) for t in correct)
-            counts.append(QueryCounts(n=len(group), correct=len(correct), cot_correct=cot))
+            group = range(q * n, (q + 1) * n)
+            samples = [sample_record(query, i - q * n, batch.texts[i], scored[i], checker) for i in group]
+            for i, sample in zip(group, samples):
+                sample["finish_reason"] = batch.finish_reasons[i]
+            counts.append(query_counts(query, samples))
+            unscorable += n - counts[-1].n
+            if records is not None:
+                records.extend(samples)
         bar.update(len(part))
     bar.close()
     return counts, unscorable
+
+
+def sample_record(
+    query: Query, index: int, text: str, scored: ScoredCompletion, checker: ReasoningChecker | None
+) -> dict[str, Any]:
+    """One line of samples.jsonl: the query id, the sample's index, its completion and the
+    correctness verdict under the field names `rlvr verify` writes (verifiers/rows.py), whether it
+    counts (`scorable`: the verifier could judge it), and `reasoning_verdict` ("pass" or "fail"
+    from the task's reasoning checker; None without one)."""
+    result = scored.results[CORRECTNESS]
+    reasoning = None if checker is None else ("pass" if checker(query, text) else "fail")
+    return {
+        "query_id": query.id,
+        "sample": index,
+        "completion": text,
+        **{key: value for key, value in result.to_dict().items() if key not in ("tests", "elapsed_s")},
+        "scorable": scored.reward is not None,
+        "reasoning_verdict": reasoning,
+    }
+
+
+def query_counts(query: Query, samples: list[dict[str, Any]]) -> QueryCounts:
+    """A query's counts from its sample records: n scorable, right answers, right answers whose
+    reasoning is right too (None without a reasoning checker)."""
+    scorable = [s for s in samples if s["scorable"]]
+    correct = [s for s in scorable if s["verdict"] == Verdict.PASS.value]
+    no_checker = any(s["reasoning_verdict"] is None for s in samples)
+    cot = None if no_checker else sum(s["reasoning_verdict"] == "pass" for s in correct)
+    return QueryCounts(n=len(scorable), correct=len(correct), cot_correct=cot, query_id=query.id)
 
 
 def _evaluate_model(
@@ -96,11 +143,13 @@ def _evaluate_model(
     max_new_tokens: int,
     prompt_format: PromptFormat,
     rollout: RolloutConfig,
-) -> dict:
+) -> tuple[dict, list[QueryCounts], list[dict[str, Any]]]:
+    """The model's eval.json entry, its per-query counts and its sample records (labelled `label`)."""
     model, tokenizer = load_policy(resolve_model_path(name))
     torch.manual_seed(seed)  # both models start sampling from the same RNG state
     started = time.perf_counter()
     tools = ToolUse.of(rollout)  # rollout.tools: each model's samples are tool rollouts
+    records: list[dict[str, Any]] = []
     try:
         counts, unscorable = count_samples(
             model,
@@ -115,17 +164,22 @@ def _evaluate_model(
             label=label,
             prompt_format=prompt_format,
             tools=tools,
+            records=records,
         )
     finally:
         if tools is not None:
             tools.close()
-    return {
+    entry = {
         "path": name,
         **curves(counts, ks),
+        **intervals(counts, ks, Bootstrap(seed=seed)),
         "unscorable": unscorable,
+        "too_few_scorable": too_few_scorable(counts, ks),
         "wall_s": round(time.perf_counter() - started, 1),
         "per_query": [[c.n, c.correct, c.cot_correct] for c in counts],
+        "query_ids": [c.query_id for c in counts],
     }
+    return entry, counts, [{"model": label, **record} for record in records]
 
 
 def evaluate_passk(
@@ -147,18 +201,20 @@ def evaluate_passk(
     """Evaluate `model` (and `base`) on `num_queries` held-out queries of the registered task
     `task.name`, set up as `task` (the trainer's held-out split for those settings, with
     task.num_eval = num_queries), prompts laid out by `prompt_format`. CoT-pass@k needs the task's
-    reasoning checker; without one it is reported unavailable (null), never 0. Writes out/eval.json
-    and out/passk.png and returns the report (the eval.json object)."""
+    reasoning checker; without one it is reported unavailable (null), never 0. Writes out/eval.json,
+    out/samples.jsonl (every sample), out/samples_lm_eval.jsonl (the lm-eval-harness export) and
+    out/passk.png, and returns the report (the eval.json object)."""
     registered = get_task(task.name)
     queries = load_heldout(dataclasses.replace(task, num_eval=num_queries))[:num_queries]
     rollout = rollout or RolloutConfig()
     named = {"model": model, **({"base": base} if base else {})}
     sampling = {"n": n, "ks": ks, "temperature": temperature, "seed": seed, "progress": progress,
                 "max_new_tokens": max_new_tokens, "prompt_format": prompt_format, "rollout": rollout}  # fmt: skip
-    models = {
+    evaluated = {
         label: _evaluate_model(path, queries, registered.reasoning_checker, label=label, **sampling)
         for label, path in named.items()
     }
+    models = {label: entry for label, (entry, _, _) in evaluated.items()}
     report = {
         "task": task.name,
         "n": n,
@@ -172,39 +228,145 @@ def evaluate_passk(
         "spec": {**{name: getattr(task, name) for name in registered.heldout_fields}, "data_seed": task.data_seed},
         "models": models,
         "crossing": _crossings(ks, models),
+        "bootstrap": Bootstrap(seed=seed).to_dict(),
+        "samples": SAMPLES,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "eval.json").write_text(json.dumps(report, indent=1) + "\n")
-    plot_passk(report, out / "passk.png")
+    if base:
+        report["difference"] = paired_difference(evaluated["model"][1], evaluated["base"][1], ks, Bootstrap(seed=seed))
+    records = [record for _, _, part in evaluated.values() for record in part]
+    _write(out, report, records, queries)
     return report
 
 
+def _write(out: Path, report: dict, records: list[dict[str, Any]], queries: list[Query]) -> None:
+    """eval.json, samples.jsonl, samples_lm_eval.jsonl and passk.png into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "eval.json").write_text(json.dumps(report, indent=1) + "\n")
+    _write_jsonl(out / SAMPLES, records)
+    _write_jsonl(out / LM_EVAL_SAMPLES, lm_eval_rows(report, records, queries))
+    plot_passk(report, out / "passk.png")
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w") as file:
+        file.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+def lm_eval_rows(report: dict, records: list[dict[str, Any]], queries: list[Query]) -> list[dict[str, Any]]:
+    """One lm-eval-harness style sample line (`--log_samples`) per model and query: doc_id, doc,
+    target, resps (every completion), filtered_resps (the scorable ones, in order), one field per
+    metric ("pass@1", "cot_pass@4", ...: the query's estimate, null where it has fewer than k
+    scorable samples or no reasoning checker), and "model" (docs/evaluation.md has the mapping)."""
+    by_query: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        by_query.setdefault((record["model"], record["query_id"]), []).append(record)
+    rows = []
+    for label in report["models"]:
+        for doc_id, query in enumerate(queries):
+            samples = by_query.get((label, query.id), [])
+            counts = query_counts(query, samples)
+            metrics = {
+                f"{curve.replace('@k', '')}@{k}": query_pass_at_k([counts], k, curve)[0]
+                if curve == "pass@k" or counts.cot_correct is not None
+                else None
+                for curve in CURVES
+                for k in report["k"]
+            }
+            rows.append({
+                "model": label,
+                "doc_id": doc_id,
+                "doc": {"query_id": query.id, "prompt": query.prompt, "verifier": query.verifier},
+                "target": str(query.verifier.get("answer", json.dumps(query.verifier, sort_keys=True))),
+                "resps": [[s["completion"] for s in samples]],
+                "filtered_resps": [s["completion"] for s in samples if s["scorable"]],
+                "verdicts": [s["verdict"] for s in samples],
+                **metrics,
+            })  # fmt: skip
+    return rows
+
+
 def format_eval_table(report: dict) -> str:
-    """The printed table: one row per k, pass@k and CoT-pass@k in percent for each model."""
-
-    def pct(values: list[float] | None, i: int) -> str:
-        return "n/a" if values is None else f"{100 * values[i]:.1f}%"
-
+    """The printed table: one row per k, pass@k and CoT-pass@k in percent for each model with their
+    95% bootstrap intervals (and model − base in points, paired), then the crossings and the
+    queries left out of a k for having fewer than k scorable samples."""
     models = report["models"]
-    header = "   k" + "".join(f"  {label + ' pass@k':>14}  {label + ' CoT-pass@k':>18}" for label in models)
+    difference = report.get("difference")
+    header = "   k" + "".join(f"  {label + ' pass@k':>20}  {label + ' CoT-pass@k':>20}" for label in models)
+    if difference:
+        header += f"  {'model-base pass@k':>22}  {'model-base CoT-pass@k':>22}"
     rows = [header]
     for i, k in enumerate(report["k"]):
-        rows.append(
-            f"{k:>4}" + "".join(f"  {pct(m['pass@k'], i):>14}  {pct(m['cot_pass@k'], i):>18}" for m in models.values())
-        )
+        cells = [_cell(m, curve, i, _pct) for m in models.values() for curve in CURVES]
+        row = f"{k:>4}" + "".join(f"  {cell:>20}" for cell in cells)
+        if difference:
+            row += "".join(f"  {_cell(difference, curve, i, _points):>22}" for curve in CURVES)
+        rows.append(row)
     if "base" in models:
-        for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
-            k = report["crossing"][key]
-            if models["base"][key] is None:
-                rows.append(f"{name}: unavailable for task '{report['task']}' (no reasoning checker)")
-            elif k is None:
-                rows.append(f"{name}: the curves do not cross (base never catches up from below at these k)")
-            else:
-                rows.append(f"{name}: base catches up with the trained model at k={k}")
+        rows.extend(_crossing_lines(report))
     unscorable = {label: m["unscorable"] for label, m in models.items() if m["unscorable"]}
     if unscorable:
         rows.append(f"unscorable samples (kept out of n): {unscorable}")
+    rows.extend(_too_few_lines(report))
+    boot = report["bootstrap"]
+    rows.append(
+        f"[intervals]: {100 * boot['confidence']:.0f}% percentile bootstrap over queries, {boot['resamples']} "
+        f"resamples, seed {boot['seed']}{'; model-base paired (the same queries for both)' if difference else ''}"
+    )
     return "\n".join(rows)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _points(value: float) -> str:
+    return f"{100 * value:+.1f}"
+
+
+def _cell(result: dict, curve: str, i: int, show: Callable[[float], str]) -> str:
+    """'52.3% [47.1, 57.6]' (or '+3.1 [-1.0, 7.2]' for a difference in points); 'n/a' where there is
+    no value (no reasoning checker, or no query with k scorable samples)."""
+    values = result.get(curve)
+    if values is None or values[i] is None:
+        return "n/a"
+    unit = "%" if show is _pct else ""
+    interval = (result.get(f"{curve}_ci") or [None] * len(values))[i]
+    if interval is None:
+        return f"{show(values[i])}{unit}"
+    return f"{show(values[i])}{unit} [{show(interval[0])}, {show(interval[1])}]"
+
+
+def _crossing_lines(report: dict) -> list[str]:
+    rows = []
+    for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
+        k = report["crossing"][key]
+        if report["models"]["base"][key] is None:
+            rows.append(f"{name}: unavailable for task '{report['task']}' (no reasoning checker)")
+        elif k is None:
+            rows.append(f"{name}: the curves do not cross (base never catches up from below at these k)")
+        else:
+            rows.append(f"{name}: base catches up with the trained model at k={k}")
+    return rows
+
+
+def _too_few_lines(report: dict, shown: int = 10) -> list[str]:
+    """One line per k at which some query has fewer than k scorable samples, naming them (the first
+    `shown` per model; eval.json lists all under too_few_scorable)."""
+    rows = []
+    for i, k in enumerate(report["k"]):
+        named = {label: m.get("too_few_scorable", [[]] * len(report["k"]))[i] for label, m in report["models"].items()}
+        if not any(named.values()):
+            continue
+        parts = [
+            f"{label} {len(ids)}: {', '.join(ids[:shown])}{f' (+{len(ids) - shown} more)' if len(ids) > shown else ''}"
+            for label, ids in named.items()
+            if ids
+        ]
+        rows.append(
+            f"k={k}: queries with fewer than {k} scorable samples, left out of that k's mean "
+            f"(of {report['num_queries']}): {'; '.join(parts)}"
+        )
+    return rows
 
 
 def _crossings(ks: list[int], models: dict[str, dict]) -> dict[str, int | None]:
