@@ -108,3 +108,38 @@ def test_a_directory_in_hugging_face_layout_is_checked_split_by_split(cli, tmp_p
     assert run.returncode == 2 and run.stdout.startswith(f"rlvr data check: {directory} [test] (format gsm8k): 0 of 1")
     run = cli("data", "check", directory)
     assert run.returncode == 2 and "for a directory pass --format columns, gsm8k or math" in run.stderr
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_every_bad_row_of_a_gsm8k_file_is_listed_by_line_or_index(cli, tmp_path, suffix):
+    good = {"question": "2+3=", "answer": "2 + 3 = 5 #### 5"}
+    records = [good, {"question": "a"}, {"question": "b", "answer": "It is 5."}, {"question": "", "answer": "#### 1"}]
+    path = tmp_path / f"gsm8k{suffix}"
+    if suffix == ".jsonl":  # records on lines 1, 3, 4, 5: line 2 is not JSON
+        lines = [json.dumps(record) for record in records]
+        path.write_text("\n".join([lines[0], "question: 7+1=", *lines[1:]]) + "\n")
+    elif suffix == ".csv":  # the header is line 1: records on lines 2 to 5
+        pd.DataFrame.from_records(records).to_csv(path, index=False)
+    else:  # Parquet: records at row indices 0 to 3
+        pd.DataFrame.from_records(records).to_parquet(path)
+    run = cli("data", "check", str(path), "--format", "gsm8k")
+    where = {".jsonl": ["line 2", "line 3", "line 4", "line 5"], ".csv": ["line 3", "line 4", "line 5"]}
+    expected = where.get(suffix, ["row index 1", "row index 2", "row index 3"])
+    lines = run.stdout.splitlines()
+    assert run.returncode == 2 and [line.split(":")[0].strip() for line in lines[1:]] == expected
+    assert "answer" in lines[-3] and "no '####'" in lines[-2] and "column 'question' must be non-empty" in lines[-1]
+    if suffix == ".jsonl":
+        assert lines[1].startswith("  line 2: not valid JSON (Expecting value at column 1): 'question: 7+1='")
+    assert run.stderr.startswith(f"rlvr: error: {path}: {len(expected)} of ") and run.stderr.count("\n") == 1
+
+
+def test_training_on_a_gsm8k_file_with_a_malformed_line_names_the_line(cli, tmp_path):
+    path = tmp_path / "gsm8k.jsonl"
+    path.write_text(json.dumps({"question": "2+3=", "answer": "#### 5"}) + '\n{"question": "x", "answer": "#### 1"\n')
+    run = cli(
+        "train",
+        *("--set", "task.name=hf", "--set", f"task.hf_path={path}", "--set", f"task.hf_eval_path={path}"),
+        *("--set", "task.hf_format=gsm8k", "--out", str(tmp_path / "run")),
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"rlvr: error: {path}:2: not valid JSON (Expecting ',' delimiter")

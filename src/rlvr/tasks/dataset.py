@@ -42,6 +42,7 @@ def row_problem(obj: object) -> str | None:
     """Why ``obj`` is not a dataset row, or None when it is one."""
     if not isinstance(obj, dict):
         return f"a row must be a JSON object, got {type(obj).__name__}"
+    expected = {"id": "text or an integer", "prompt": "text", "verifier": "an object"}
     for key, kind in (("id", (str, int)), ("prompt", str), ("verifier", dict)):
         if key not in obj:
             hint = (
@@ -51,7 +52,9 @@ def row_problem(obj: object) -> str | None:
             )
             return f"missing '{key}'{hint}"
         if not isinstance(obj[key], kind):
-            return f"'{key}' has the wrong type ({type(obj[key]).__name__})"
+            return f"'{key}' has the wrong type ({type(obj[key]).__name__}); expected {expected[key]}"
+    if not obj["prompt"].strip():
+        return "'prompt' is empty; expected the text the model is asked"
     if "type" not in obj["verifier"]:
         return "'verifier' has no 'type' (e.g. \"math\", \"python\")"
     return None
