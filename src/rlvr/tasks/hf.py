@@ -7,6 +7,10 @@ column (a criteria object, or the same object as a JSON string) or from an answe
 GSM8K or MATH) names the usual columns and cuts the reference answer out of a worked solution.
 Every row then passes the same check as a JSONL row (``rlvr.tasks.dataset.parse_row``). Only
 local files are read: nothing is downloaded.
+
+A bad row is named by its file and line (JSON Lines, CSV) or row index (Parquet). JSON Lines files
+are read line by line here, since ``datasets`` reports a malformed line without naming it; CSV and
+Parquet values come from ``datasets``, and CSV records are matched to the lines they start on.
 """
 
 from __future__ import annotations
