@@ -68,6 +68,11 @@ def is_run_dir(run_dir: str | Path) -> bool:
     return config_path(run_dir).is_file()
 
 
+def not_a_run(run_dir: str | Path, flag: str = "--run") -> str | None:
+    """What is wrong with `flag run_dir` when no run was started there; None when one was."""
+    return None if is_run_dir(run_dir) else f"{flag} {run_dir}: no run there (expected {CONFIG} from rlvr train --out)"
+
+
 def is_finished(run_dir: str | Path) -> bool:
     """Whether the run here ran to its end (its summary.json is written last)."""
     return summary_path(run_dir).is_file()

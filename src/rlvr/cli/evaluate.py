@@ -115,8 +115,8 @@ def _setup(args: argparse.Namespace) -> tuple[RunConfig, str, str | None]:
         base_cfg, model, base = None, args.model, args.base
     else:
         run = Path(args.run)
-        if not rundir.is_run_dir(run):
-            raise UsageError(f"--run {run}: no run there (expected {rundir.CONFIG} from rlvr train --out)")
+        if problem := rundir.not_a_run(run):
+            raise UsageError(problem)
         model = rundir.best_dir(run) if args.checkpoint == "best" else rundir.final_dir(run)
         if not (model / "config.json").is_file():
             why = "keep one with train.keep_best=pass@1" if args.checkpoint == "best" else "the run has not finished"

@@ -14,7 +14,7 @@ from rlvr.engine.checkpoint import load_state
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
 from rlvr.rollout.tools import calls_run
-from rlvr.rundir import find_checkpoint, is_run_dir, read_config
+from rlvr.rundir import find_checkpoint, not_a_run, read_config
 
 CAPTURE_FILE = "capture.json"
 
@@ -40,8 +40,8 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
     recorded in `source.warning` (a run keeps only its latest checkpoint; `overrides` may change
     model.lora_*, and then the checkpoint's weights do not fit the policy they describe).
     """
-    if not is_run_dir(run_dir):
-        raise InspectError(f"--run {run_dir}: no run there (expected config.yaml from rlvr train --out)")
+    if problem := not_a_run(run_dir):
+        raise InspectError(problem)
     if step < 1:
         raise InspectError(f"--step {step}: steps count from 1, as in metrics.jsonl")
     cfg = load_config(None, overrides, base=config_from_dict(read_config(run_dir)))

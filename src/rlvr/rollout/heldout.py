@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from transformers import PreTrainedTokenizerBase
 
+from rlvr.eval.curves import QueryCounts, curves
 from rlvr.eval.passk import mean_pass_at_k
 from rlvr.models.forward import Runnable
 from rlvr.rollout.hf import sample_completions
@@ -167,11 +168,14 @@ def evaluate_heldout(
         gold_pass_at_1=gold.pass_at_1() if gold is not None else pass_at_1,
         hacking_rate=gold.hacking_rate() if gold is not None else 0.0,
         tool_use_rate=sum(tool_use) / len(tool_use) if tools is not None and tool_use else None,
-        pass_at_k={k: _pass_at(sampled, k) for k in ks},
+        pass_at_k=_pass_at_ks(sampled, ks),
     )
 
 
-def _pass_at(counts: list[tuple[int, int]], k: int) -> float:
-    """Mean pass@k over the queries with at least k scorable samples (NaN when none has)."""
-    enough = [(judged, correct) for judged, correct in counts if judged >= k]
-    return mean_pass_at_k(enough, k) if enough else float("nan")
+def _pass_at_ks(counts: list[tuple[int, int]], ks: tuple[int, ...]) -> dict[int, float]:
+    """pass@k for each k, as `rlvr eval` computes it (eval/curves.py: the mean over the queries with
+    at least k scorable samples); NaN where no query has k."""
+    if not ks:
+        return {}
+    means = curves([QueryCounts(judged, correct, None) for judged, correct in counts], list(ks))["pass@k"]
+    return {k: float("nan") if mean is None else mean for k, mean in zip(ks, means)}
