@@ -6,7 +6,7 @@
 Both sides sample n completions per held-out query from the same model at the same temperature and
 length, and verify every completion: `rlvr eval` through its own counting loop
 (studies/passk_eval.py `count_samples`: sampling in chunks of 512 completions, the correctness
-verifier, and the task's reasoning checker for CoT-pass@k), the trainer through the parts a run
+verifier, the task's reasoning checker for CoT-pass@k, and paired draws), the trainer through the parts a run
 builds (engine/build.py: the configured sampler, then the run's reward function, format reward
 included) on batches of `train.batch_queries` queries x G = n, as a training step samples them.
 The rounds alternate the two, and the medians are printed with their ratio; the issue that asked
@@ -43,14 +43,16 @@ def trainer_rate(parts, queries, n: int, batch: int) -> float:
     return len(queries) * n / (time.perf_counter() - start)
 
 
-def eval_rate(parts, queries, n: int) -> float:
-    """Completions per second through `rlvr eval`'s counting loop on the same model."""
+def eval_rate(parts, queries, n: int, seed: int) -> float:
+    """Completions per second through `rlvr eval`'s counting loop on the same model, with its paired
+    draws (rollout/draws.py) as `rlvr eval --seed` samples."""
     ctx, rollout = parts.context, parts.context.cfg.rollout
     checker = get_task(ctx.cfg.task.name).reasoning_checker
     start = time.perf_counter()
     count_samples(
         ctx.policy, ctx.tokenizer, queries, RewardFunction({"correctness": 1.0}), checker, n=n,
         temperature=rollout.temperature, max_new_tokens=rollout.max_new_tokens, prompt_format=parts.prompt_format,
+        draw_seed=seed,
     )  # fmt: skip
     return len(queries) * n / (time.perf_counter() - start)
 
@@ -66,8 +68,7 @@ def main() -> None:
     rates: dict[str, list[float]] = {"rlvr eval": [], "trainer rollouts": []}
     try:
         for round_ in range(rounds):
-            torch.manual_seed(round_)
-            rates["rlvr eval"].append(eval_rate(parts, queries, n))
+            rates["rlvr eval"].append(eval_rate(parts, queries, n, seed=round_))
             torch.manual_seed(round_)
             rates["trainer rollouts"].append(trainer_rate(parts, queries, n, cfg.train.batch_queries))
     finally:

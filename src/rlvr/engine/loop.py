@@ -69,6 +69,7 @@ class Trainer:
             prompt_format=parts.prompt_format,
             tools=parts.tools,
             ks=tuple(self.cfg.train.eval_ks),
+            draw_seed=self.cfg.train.seed,  # the same draws at every evaluation of the run: paired
         )
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ import torch
 
 from rlvr.models.fast_llama import FastLlama
 from rlvr.models.numerics import upcast
+from rlvr.rollout.draws import Draws, inverse_cdf
 
 
 @dataclass
@@ -60,6 +61,7 @@ def sample(
     pad_id: int,
     stop_when: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     on_cache: Callable[[int], None] | None = None,
+    draws: Draws | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """G completions of each distinct prompt [B, p]: token ids [B*G, T] (pad after the first
     of `stop_ids`: EOS, a chat template's end of turn) and log-probs [B*G, T] of the sampled
@@ -68,7 +70,8 @@ def sample(
     `stop_when(rows [m], tokens [m]) -> [m] bool`, if given, sees each step's tokens of the rows
     still being written (output row indices) and ends those it says are done, after that token:
     how a tool rollout stops at the end of a call (rollout/tools.py). Nothing after it is written.
-    `on_cache(bytes)`, if given, is told the KV cache's size once allocated (models/forward.py hooks).
+    `on_cache(bytes)`, if given, is told the KV cache's size once allocated (models/forward.py hooks);
+    `draws`, if given, picks each token from its row's uniform (rollout/draws.py), not torch's generator.
 
     Rows that have emitted a stop token stop costing compute: once at least half of the rows
     still being decoded are finished, they are dropped from the caches (rows of one step are
@@ -78,13 +81,13 @@ def sample(
     state = _start(fused, prompt_ids, prompt_mask, g, t_max)
     if on_cache is not None:
         on_cache(state.cache_bytes())
-    n, device = b * g, prompt_ids.device
-    stop = torch.as_tensor(stop_ids, dtype=torch.long, device=device)  # [k]
+    n, device, stop = b * g, prompt_ids.device, torch.as_tensor(stop_ids, dtype=torch.long, device=prompt_ids.device)
     tokens = torch.full((n, t_max), pad_id, dtype=torch.long, device=device)  # [n, T]
     logps = torch.zeros(n, t_max, dtype=torch.promote_types(state.hidden.dtype, torch.float32), device=device)  # [n, T]
     width = t_max
     for step in range(t_max):
-        token, logp = _draw(upcast(fused.logits(state.hidden)), temperature, top_p, greedy)  # [m]
+        u = None if draws is None or greedy else draws.uniforms(state.rows, step)  # [m]
+        token, logp = _draw(upcast(fused.logits(state.hidden)), temperature, top_p, greedy, u)  # [m]
         live = ~state.done  # rows finished earlier are decoded on until dropped, never written out
         tokens[state.rows[live], step] = token[live]
         logps[state.rows[live], step] = logp[live]
@@ -135,15 +138,16 @@ def _cache(prefix: torch.Tensor, group_size: int, max_new_tokens: int) -> torch.
     return cache
 
 
-def _draw(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool):
+def _draw(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool, u: torch.Tensor | None = None):
     """Next tokens [n] and their log-probs [n] under softmax(logits / T), untruncated: the trainer's
-    π_θ is the tempered policy (rollout/hf.py). Greedy takes the argmax at T = 1, as generate does."""
+    π_θ is the tempered policy (rollout/hf.py). Greedy takes the argmax at T = 1, as generate does.
+    `u` [n], if given: each row's uniform, turned into its token by inverse CDF (rollout/draws.py)."""
     if greedy:
         token = logits.argmax(dim=-1)  # [n]
         return token, torch.log_softmax(logits, dim=-1).gather(-1, token[:, None])[:, 0]
     scaled = logits / temperature  # [n, V]
     probs = top_p_filter(scaled, top_p).softmax(dim=-1)  # [n, V]
-    token = torch.multinomial(probs, num_samples=1)[:, 0]  # [n]
+    token = torch.multinomial(probs, num_samples=1)[:, 0] if u is None else inverse_cdf(probs, u)  # [n]
     return token, torch.log_softmax(scaled, dim=-1).gather(-1, token[:, None])[:, 0]
 
 

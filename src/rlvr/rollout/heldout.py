@@ -97,6 +97,7 @@ def _correct_counts(
     chunk: int,
     gold: GoldCheck | None = None,
     tool_use: list[bool] | None = None,
+    draw_seed: int | None = None,
     **sampling: object,
 ) -> tuple[list[tuple[int, int]], int]:
     """Per query (judged samples, correct ones), and the unscorable count; `tool_use`, if given,
@@ -104,7 +105,7 @@ def _correct_counts(
     counts, unscorable = [], 0
     for start in range(0, len(queries), chunk):
         part = queries[start : start + chunk]
-        batch = sample_completions(model, tokenizer, part, group_size=n, **sampling)
+        batch = sample_completions(model, tokenizer, part, group_size=n, draw_seed=draw_seed, **sampling)
         if tool_use is not None and batch.turns is not None:
             tool_use += [bool(calls_run(turns)) for turns in batch.turns]
         items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
@@ -135,11 +136,15 @@ def evaluate_heldout(
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
     ks: tuple[int, ...] = (),
+    draw_seed: int | None = None,
 ) -> HeldoutResult:
     """``gold_fn``: the gold reward behind a weakened ``reward_fn``; its pass@1 and the hacking rate
     come back with the result (None: ``reward_fn`` is gold, so the two pass@1 are one number).
     ``tools`` (rollout.tools): samples are tool rollouts, and the share that called the tool comes back.
-    ``ks`` (train.eval_ks): pass@k from the same samples, over the queries with at least k scorable ones."""
+    ``ks`` (train.eval_ks): pass@k from the same samples, over the queries with at least k scorable ones.
+    ``draw_seed``: paired draws (rollout/draws.py): every evaluation with the same seed draws the same
+    random numbers for the same query and sample, so a model that did not change scores the same
+    (None: torch's generator, as a base's warm-up reports do)."""
     gold = GoldCheck(gold_fn) if gold_fn is not None else None
     gold_g = GoldCheck(gold_fn) if gold_fn is not None else None
     tool_use: list[bool] = []
@@ -154,7 +159,9 @@ def evaluate_heldout(
         tools=tools,
     )
     chunk = max(1, chunk_completions // n)
-    sampled, bad_s = counts(n=n, chunk=chunk, gold=gold, temperature=temperature, top_p=top_p, tool_use=tool_use)
+    sampled, bad_s = counts(
+        n=n, chunk=chunk, gold=gold, temperature=temperature, top_p=top_p, tool_use=tool_use, draw_seed=draw_seed
+    )
     greedy, bad_g = counts(n=1, chunk=chunk_completions, gold=gold_g, greedy=True)
     pass_at_1 = mean_pass_at_k(sampled, 1) if sampled else float("nan")
     greedy_share = sum(c for _, c in greedy) / max(len(greedy), 1)

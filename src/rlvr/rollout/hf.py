@@ -28,6 +28,7 @@ from transformers import (
 from rlvr.models.forward import Forward, Runnable, as_forward
 from rlvr.models.numerics import upcast
 from rlvr.rollout import fast_decode
+from rlvr.rollout.draws import Draws, inverse_cdf
 from rlvr.rollout.prompts import PromptFormat, prompt_token_ids, resolve_style, stop_token_ids
 from rlvr.rollout.tools import ToolUse, package_turns, sample_turns
 from rlvr.types import Query, RolloutBatch
@@ -83,6 +84,7 @@ def sample_completions(
     greedy: bool = False,
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
+    draw_seed: int | None = None,
 ) -> RolloutBatch:
     """Sample `group_size` completions for each query (query-major order), with their log-probs;
     `prompt_format` says how each prompt is laid out and so which tokens end a completion
@@ -94,6 +96,8 @@ def sample_completions(
     device = next(model.parameters()).device
     stop_ids = stop_token_ids(tokenizer, prompt_format, model)
     sampling = dict(temperature=temperature, top_p=top_p, greedy=greedy)
+    if draw_seed is not None and not greedy:
+        sampling["draws"] = Draws.for_queries(draw_seed, [q.id for q in queries], group_size)
     if tools is not None:
         return _sample_with_tools(
             forward, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling
@@ -121,13 +125,26 @@ def sample_completions(
 
 
 def _generate(
-    model, tokenizer, prompt_ids, prompt_mask, *, max_new_tokens, temperature, top_p, greedy, stop_ids, stop_when=None
+    model,
+    tokenizer,
+    prompt_ids,
+    prompt_mask,
+    *,
+    max_new_tokens,
+    temperature,
+    top_p,
+    greedy,
+    stop_ids,
+    stop_when=None,
+    draws: Draws | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """HF `generate` from left-padded prompts [N, P]: completion ids [N, T] and the sampling
-    policy's log-probs [N, T]. `stop_when(rows, tokens) -> bool [m]` also ends rows (a tool call)."""
+    policy's log-probs [N, T]. `stop_when(rows, tokens) -> bool [m]` also ends rows (a tool call).
+    `draws`: each row's token from its common random number (rollout/draws.py)."""
     was_training = model.training
     model.eval()
     recorder = SampledLogProbs(1.0 if greedy else temperature)
+    processors = [recorder] if draws is None or greedy else [recorder, DrawnTokens(draws, temperature, top_p)]
     sequences = model.generate(
         input_ids=prompt_ids,
         attention_mask=prompt_mask,
@@ -138,7 +155,7 @@ def _generate(
         # the model's generation_config.json may set one (Qwen2.5-Instruct's does): the trainer's π_θ has none
         repetition_penalty=1.0,
         max_new_tokens=max_new_tokens,
-        logits_processor=LogitsProcessorList([recorder]),
+        logits_processor=LogitsProcessorList(processors),
         stopping_criteria=StoppingCriteriaList([_StopWhen(stop_when)]) if stop_when is not None else None,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=stop_ids,  # a row ends at the first of them (replaces generation_config's list)
@@ -167,8 +184,11 @@ def _sample_with_tools(
     tools.check(tokenizer, resolve_style(tokenizer, prompt_format))
     prompts = [prompt_token_ids(tokenizer, q.prompt, prompt_format) for q in queries]
 
-    def generate(prefixes, g, budget, watcher):
+    draws = sampling.pop("draws", None)
+
+    def generate(prefixes, g, budget, watcher, at):
         ids, mask = left_pad(prefixes, tokenizer.pad_token_id, device)  # [u, p]
+        drawn = None if draws is None else {"draws": draws.subset(*at)}
         if forward.fused is not None:
             return fast_decode.sample(
                 forward.fused,
@@ -181,10 +201,19 @@ def _sample_with_tools(
                 stop_when=watcher,
                 on_cache=forward.hooks.cache,
                 **sampling,
+                **(drawn or {}),
             )
         ids, mask = ids.repeat_interleave(g, dim=0), mask.repeat_interleave(g, dim=0)  # [n, p]
         return _generate(
-            forward.model, tokenizer, ids, mask, max_new_tokens=budget, stop_ids=stop_ids, stop_when=watcher, **sampling
+            forward.model,
+            tokenizer,
+            ids,
+            mask,
+            max_new_tokens=budget,
+            stop_ids=stop_ids,
+            stop_when=watcher,
+            **sampling,
+            **(drawn or {}),
         )
 
     rows = sample_turns(
@@ -224,6 +253,25 @@ class SampledLogProbs(LogitsProcessor):
     def logprobs(self, last_tokens: torch.Tensor) -> torch.Tensor:
         """[N, T] once generation is over; `last_tokens` [N] are the final step's samples."""
         return torch.stack([*self.steps, self.previous.gather(-1, last_tokens[:, None])[:, 0]], dim=1)
+
+
+class DrawnTokens(LogitsProcessor):
+    """Common random numbers through `generate`: the token each row's uniform picks by inverse CDF
+    from softmax(logits / T) after the top-p cut (rollout/draws.py), left as the only token with
+    finite score, so `generate`'s own draw can only take it. It runs after SampledLogProbs, which
+    records the raw logits' log-probs, and before `generate`'s warpers, which leave one token as is."""
+
+    def __init__(self, draws: Draws, temperature: float, top_p: float):
+        self.draws, self.temperature, self.top_p = draws, temperature, top_p
+        self.step = 0
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        probs = fast_decode.top_p_filter(upcast(scores) / self.temperature, self.top_p).softmax(dim=-1)  # [N, V]
+        rows = torch.arange(scores.shape[0], device=scores.device)
+        token = inverse_cdf(probs, self.draws.uniforms(rows, self.step))  # [N]
+        self.step += 1
+        only = torch.full_like(scores, float("-inf"))
+        return only.scatter_(1, token[:, None], 0.0)
 
 
 def _sample_fused(forward: Forward, tokenizer, queries, *, group_size, device, prompt_format, stop_ids, **sampling):

@@ -265,8 +265,9 @@ def sample_turns(
     tools: ToolUse,
 ) -> list[_Row]:
     """Every completion's trajectory, turn by turn. `generate(prefixes, group_size, max_new_tokens,
-    watcher) -> (ids [n, t], logp [n, t])` samples one turn for each prefix (its G rows sharing it
-    when group_size > 1), ending a row at a stop id or when the watcher says its call is complete."""
+    watcher, at) -> (ids [n, t], logp [n, t])` samples one turn for each prefix (its G rows sharing it
+    when group_size > 1), ending a row at a stop id or when the watcher says its call is complete;
+    `at` is (the rows sampled, each row's tokens so far), which common random numbers need."""
     n = len(prompts) * group_size
     rows = [_Row([], [], [], []) for _ in range(n)]
     active = list(range(n))
@@ -276,10 +277,11 @@ def sample_turns(
             break
         watcher = CallWatcher(tokenizer, tools.format, len(active), stops=not tools.chat)
         budget = max(max_new_tokens - len(rows[i].ids) for i in active)
+        at = (active, [len(rows[i].ids) for i in active])  # which rows, how far into their completions
         if turn == 0:
-            ids, logp = generate(prompts, group_size, budget, watcher)  # [n, t] the G rows share a prompt
+            ids, logp = generate(prompts, group_size, budget, watcher, at)  # [n, t] the G rows share a prompt
         else:
-            ids, logp = generate([prompts[i // group_size] + rows[i].ids for i in active], 1, budget, watcher)
+            ids, logp = generate([prompts[i // group_size] + rows[i].ids for i in active], 1, budget, watcher, at)
         last = turn == tools.max_turns - 1
         calls: list[tuple[int, str]] = []
         bad: dict[int, str] = {}  # chat-format calls that cannot run: what is wrong with them

@@ -15,8 +15,6 @@ import time
 import typing
 from pathlib import Path
 
-import torch
-
 from rlvr.algos import ALGORITHMS
 from rlvr.bases import resolve_model_path
 from rlvr.config import AlgoConfig, RunConfig, load_config
@@ -106,7 +104,6 @@ def _heldout_curves(
     _, heldout = load_task(cfg.task)
     queries = heldout[:num_queries] if num_queries else heldout
     model, tokenizer = load_policy(resolve_model_path(model_path))
-    torch.manual_seed(EVAL_SEED)
     counts, unscorable = count_samples(
         model,
         tokenizer,
@@ -119,6 +116,7 @@ def _heldout_curves(
         progress=progress,
         label=label,
         prompt_format=PromptFormat.of(cfg.task),
+        draw_seed=EVAL_SEED,
     )
     return {**curves(counts, ks), "unscorable": unscorable, "num_queries": len(queries)}
 

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -64,12 +63,14 @@ def count_samples(
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
     records: list[dict[str, Any]] | None = None,
+    draw_seed: int | None = None,
 ) -> tuple[list[QueryCounts], int]:
     """Per-query counts from n samples each (every query, in order: one with no scorable sample has
     n = 0), and how many samples the verifier could not score (those are kept out of n, as in the
     trainer's held-out pass@1); prompts laid out by `prompt_format` (rollout/prompts.py; auto by
     default); tool rollouts with `tools`. With `records`, one record per sample is appended to it
-    (`sample_record`)."""
+    (`sample_record`). `draw_seed`: common random numbers (rollout/draws.py), so that two models
+    evaluated with one seed get the same draws per query and sample."""
     chunk = max(1, chunk_completions // n)
     counts, unscorable = [], 0
     bar = tqdm(total=len(queries), desc=f"sampling {label}", unit="query", disable=not progress)
@@ -84,6 +85,7 @@ def count_samples(
             max_new_tokens=max_new_tokens,
             prompt_format=prompt_format,
             tools=tools,
+            draw_seed=draw_seed,
         )
         scored = reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
         for q, query in enumerate(part):
@@ -146,7 +148,6 @@ def _evaluate_model(
 ) -> tuple[dict, list[QueryCounts], list[dict[str, Any]]]:
     """The model's eval.json entry, its per-query counts and its sample records (labelled `label`)."""
     model, tokenizer = load_policy(resolve_model_path(name))
-    torch.manual_seed(seed)  # both models start sampling from the same RNG state
     started = time.perf_counter()
     tools = ToolUse.of(rollout)  # rollout.tools: each model's samples are tool rollouts
     records: list[dict[str, Any]] = []
@@ -165,6 +166,7 @@ def _evaluate_model(
             prompt_format=prompt_format,
             tools=tools,
             records=records,
+            draw_seed=seed,  # both models: the same draws for each query and sample
         )
     finally:
         if tools is not None:
