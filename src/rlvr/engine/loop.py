@@ -22,6 +22,7 @@ from rlvr.engine.build import Restored, build_run, restore
 from rlvr.engine.checkpoint import save_checkpoint
 from rlvr.engine.context import StepObserver
 from rlvr.engine.distributed import NullLog, world
+from rlvr.engine.health import Check, HealthChecks, NoLearningSignal
 from rlvr.engine.metrics import MetricsLog
 from rlvr.engine.step import run_step
 from rlvr.models.lora import is_lora, save_merged
@@ -38,6 +39,10 @@ class Trainer:
         self.context = self.parts.context
         restored = restore(self.context, checkpoint) if checkpoint else Restored(0, None)
         self.start_step, self.base_eval, self.best = restored.step, restored.base_eval, restored.best
+        self.health = HealthChecks(
+            ([NoLearningSignal()] if self.start_step == 0 else [])  # it reads the run's first steps
+            + ([Check("reward_hacking", self.context.hacking.warning)] if self.context.hacking else [])
+        )
 
     def __getattr__(self, name: str):
         """The run's parts by name (policy, tokenizer, optimizer, sampler, reward_fn, hacking,
@@ -114,6 +119,8 @@ def _write_summary(trainer: Trainer, final: HeldoutResult, wall_s: float) -> dic
     }
     if trainer.best is not None:
         summary["best"] = trainer.best
+    if trainer.health.warnings:
+        summary["warnings"] = trainer.health.warnings
     rundir.write_summary(trainer.out_dir, summary)
     return summary
 
@@ -200,8 +207,8 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
         bar.set_postfix(
             reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}", kl=f"{metrics.get('kl', 0.0):.3f}"
         )
-        if main and trainer.hacking is not None and (warning := trainer.hacking.warning(metrics)):
-            bar.write(warning)
+        for line in trainer.health.observe(done, metrics) if main else []:
+            bar.write(line)
     bar.close()
 
 
