@@ -7,6 +7,7 @@ run through these names and functions.
                           presence marks a finished run
     <run>/checkpoint/     the latest resumable state (policy in Hugging Face format + trainer_state.pt)
     <run>/final/          the trained policy, loadable as any Hugging Face model
+    <run>/curves.png      reward, held-out pass@1 and greedy, KL and entropy over steps (`rlvr train`)
 
 Directories written by earlier versions use the same names and formats and read the same.
 """
@@ -27,6 +28,7 @@ SUMMARY = "summary.json"
 CHECKPOINT = "checkpoint"
 FINAL = "final"
 BEST = "best"
+CURVES = "curves.png"
 STATE_FILE = "trainer_state.pt"
 """The optimizer, step and RNG state inside a checkpoint (engine/checkpoint.py writes it)."""
 

@@ -75,6 +75,33 @@ def run(args: argparse.Namespace) -> int:
         lines = rundir.summary_lines(
             summary, temperature=cfg.rollout.temperature, fidelity=cfg.reward.fidelity, tools=cfg.rollout.tools
         )
-        print("\n".join(lines))
-        print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, final/, checkpoint/)")
+        print("\n".join([*lines, reading(summary)]))
+        _plot_curves(out, cfg)
+        print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, curves.png, final/, checkpoint/)")
     return 0
+
+
+def reading(summary: dict) -> str:
+    """One line on what the two held-out numbers mean, and on greedy accuracy when it fell."""
+    base, final = summary["base"], summary["final"]
+    line = (
+        "what these mean: pass@1 is the share of right answers among samples drawn at the training "
+        "temperature (what the reward trains), greedy the share of queries whose single most likely "
+        "completion is right"
+    )
+    if final["greedy"] < base["greedy"] - 0.005:
+        return (
+            f"{line}. Greedy fell ({base['greedy']:.3f} -> {final['greedy']:.3f}): training moved probability "
+            "toward answers the verifier passes when sampled, and on some queries that moved the single most "
+            "likely completion off the right one; a smaller optim.lr or a larger algo.beta keeps it closer "
+            "(docs/results.md)"
+        )
+    return f"{line}."
+
+
+def _plot_curves(out: Path, cfg: RunConfig) -> None:
+    """curves.png in the run directory: reward, held-out pass@1 and greedy, KL and entropy over steps."""
+    from rlvr.eval.plots import plot_run
+
+    title = f"{cfg.algo.algorithm} on {cfg.task.name}, {cfg.model.name}, seed {cfg.train.seed}"
+    plot_run(rundir.read_metrics(out), rundir.read_summary(out), out / rundir.CURVES, title=title)

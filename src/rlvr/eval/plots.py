@@ -45,3 +45,43 @@ def plot_passk(report: dict, path: Path) -> Path:
 def _percent(values: Iterable[float | None]) -> list[float]:
     """Fractions as percent, None as NaN (matplotlib leaves a gap)."""
     return [float("nan") if v is None else 100 * v for v in values]
+
+
+RUN_PANELS = (
+    ("reward", ("reward", "accuracy"), "training batch (0-1)"),
+    ("held-out", ("eval/pass@1", "eval/greedy"), "held-out (0-1)"),
+    ("KL to the reference", ("kl",), "KL (k3 estimate)"),
+    ("entropy", ("entropy",), "entropy (nats/token)"),
+)
+"""curves.png's panels: title, the metrics.jsonl keys drawn, the y label."""
+
+
+def plot_run(rows: list[dict], summary: dict | None, path: Path, *, title: str = "") -> Path:
+    """A run's curves over steps (RUN_PANELS), from its metrics.jsonl rows; held-out points include the
+    base's (step 0, from summary.json) and the final evaluation. Keys a run did not log are left out."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    held_out = [{"step": 0, **{f"eval/{k}": v for k, v in summary["base"].items()}}] if summary else []
+    fig, axes = plt.subplots(2, 2, figsize=(8.8, 5.6), dpi=110, sharex=True)
+    for ax, (name, keys, label) in zip(axes.flat, RUN_PANELS):
+        for key in keys:
+            source = held_out + rows if key.startswith("eval/") else rows
+            points = [(r["step"], r[key]) for r in source if isinstance(r.get(key), int | float)]
+            if points:
+                steps, values = zip(*points)
+                ax.plot(steps, values, "-o" if key.startswith("eval/") else "-", markersize=3, label=key)
+        ax.set_title(name, fontsize=9)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(True, alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+    for ax in axes[1]:
+        ax.set_xlabel("step")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
