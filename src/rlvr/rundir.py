@@ -134,6 +134,20 @@ def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> None:
     summary_path(run_dir).write_text(json.dumps(summary, indent=2) + "\n")
 
 
+def _resumed(segments: list[dict[str, Any]] | None) -> str:
+    """How a resumed run's time adds up: " over N runs (resumed at step S: ...)"; "" for one run."""
+    if not segments:
+        return ""
+    last = segments[-1]
+    unknown = [f"{s['from_step']}-{s['to_step']}" for s in segments if s["wall_s"] is None]
+    untimed = f"; steps {', '.join(unknown)} untimed (an older checkpoint)" if unknown else ""
+    steps = last["to_step"] - last["from_step"]
+    return (
+        f" over {len(segments)} runs (resumed at step {last['from_step']}: "
+        f"{steps} step{'' if steps == 1 else 's'} in {last['wall_s']:.0f} s{untimed})"
+    )
+
+
 def summary_lines(summary: dict[str, Any], *, temperature: float, fidelity: str, tools: str) -> list[str]:
     """The held-out results before and after training, as `rlvr train` prints them; `temperature`,
     `fidelity` and `tools` are the run's rollout.temperature, reward.fidelity and rollout.tools."""
@@ -142,7 +156,7 @@ def summary_lines(summary: dict[str, Any], *, temperature: float, fidelity: str,
         f"held-out pass@1 (n={final['n']}, T={temperature}): "
         f"{base['pass@1']:.3f} -> {final['pass@1']:.3f} ({100 * (final['pass@1'] - base['pass@1']):+.1f} points); "
         f"greedy {base['greedy']:.3f} -> {final['greedy']:.3f}; "
-        f"{summary['steps']} steps in {summary['wall_s']:.0f} s"
+        f"{summary['steps']} steps in {summary['wall_s']:.0f} s{_resumed(summary.get('segments'))}"
     ]
     if fidelity != "gold":
         lines.append(

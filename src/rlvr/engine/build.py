@@ -15,7 +15,7 @@ the algorithm holds one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -210,6 +210,9 @@ class Restored:
     """The base model's held-out evaluation, recorded before the first step."""
     best: dict | None = None
     """train.keep_best: {"step", <score name>} of the model in best/ so far."""
+    segments: list[dict] = field(default_factory=list)
+    """The command runs that made the run so far, each {"from_step", "to_step", "wall_s"} (wall_s None
+    where a checkpoint from before segments were recorded does not say)."""
 
 
 def restore(context: StepContext, checkpoint: Path) -> Restored:
@@ -219,4 +222,5 @@ def restore(context: StepContext, checkpoint: Path) -> Restored:
     set_rng_state(state["rng"])
     if context.critic is not None:
         context.critic.load_state_dict(state["critic"])
-    return Restored(state["step"], state["base_eval"], state.get("best"))
+    earlier = state.get("segments") or [{"from_step": 0, "to_step": state["step"], "wall_s": None}]
+    return Restored(state["step"], state["base_eval"], state.get("best"), earlier)

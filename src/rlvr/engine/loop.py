@@ -33,12 +33,14 @@ class Trainer:
     """One run: its parts (engine/build.py), the step, held-out evaluation and checkpoints."""
 
     def __init__(self, cfg: RunConfig, out_dir: Path, *, resume: bool = False):
+        self.started = time.perf_counter()  # this command's segment of the run
         self.cfg, self.out_dir = cfg, out_dir
         checkpoint = rundir.find_checkpoint(out_dir) if resume else None
         self.parts = build_run(cfg, checkpoint)
         self.context = self.parts.context
         restored = restore(self.context, checkpoint) if checkpoint else Restored(0, None)
         self.start_step, self.base_eval, self.best = restored.step, restored.base_eval, restored.best
+        self.segments = restored.segments  # the earlier commands' runs of it
         self.health = HealthChecks(
             ([NoLearningSignal()] if self.start_step == 0 else [])  # it reads the run's first steps
             + ([Check("reward_hacking", self.context.hacking.warning)] if self.context.hacking else [])
@@ -99,24 +101,33 @@ class Trainer:
         tmp.rename(best)
         self.best = {"step": step, name: value}
 
+    def segments_until(self, step: int) -> list[dict]:
+        """The run's segments, this command's up to `step` last."""
+        now = {"from_step": self.start_step, "to_step": step, "wall_s": round(time.perf_counter() - self.started, 2)}
+        return [*self.segments, now]
+
     def save(self, step: int) -> None:
         """The run's checkpoint after `step` steps: policy (its adapters alone with LoRA), optimizer,
         RNG, the critic if any."""
         ctx = self.context
-        extra = {"base_eval": self.base_eval, "best": self.best}
+        extra = {"base_eval": self.base_eval, "best": self.best, "segments": self.segments_until(step)}
         if ctx.critic is not None:
             extra["critic"] = ctx.critic.state_dict()
         save_checkpoint(self.out_dir, step, ctx.policy, ctx.tokenizer, ctx.optimizer, extra)
 
 
-def _write_summary(trainer: Trainer, final: HeldoutResult, wall_s: float) -> dict:
+def _write_summary(trainer: Trainer, final: HeldoutResult) -> dict:
+    """summary.json; a resumed run's wall_s is the sum over its segments, listed under "segments"."""
     steps = trainer.cfg.train.steps
+    segments = trainer.segments_until(steps)
     summary = {
         "base": trainer.base_eval.to_dict(),
         "final": final.to_dict(),
         "steps": steps,
-        "wall_s": round(wall_s, 2),
+        "wall_s": round(sum(s["wall_s"] or 0.0 for s in segments), 2),
     }
+    if len(segments) > 1:
+        summary["segments"] = segments
     if trainer.best is not None:
         summary["best"] = trainer.best
     if trainer.health.warnings:
@@ -127,7 +138,6 @@ def _write_summary(trainer: Trainer, final: HeldoutResult, wall_s: float) -> dic
 
 def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True) -> dict:
     """Run training as configured; write the run directory; return the summary."""
-    start = time.perf_counter()
     out_dir = Path(out_dir)
     main = world().is_main  # under accelerate/torchrun only rank 0 evaluates and writes (engine/distributed.py)
     trainer = _start(cfg, out_dir, resume=resume, main=main)
@@ -151,7 +161,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress
     log.close()
     _save_final(trainer, rundir.final_dir(out_dir))
     trainer.close()
-    return _write_summary(trainer, final_eval, time.perf_counter() - start)
+    return _write_summary(trainer, final_eval)
 
 
 def _start(cfg: RunConfig, out_dir: Path, *, resume: bool, main: bool) -> Trainer:
