@@ -61,6 +61,19 @@ def eval_json_beta0(runs_root: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def funcsynth_eval_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real `rlvr eval` on another task, funcsynth (no reasoning checker: CoT-pass@k is null), of
+    the shipped base against itself (n=4, k=1,2,4, 8 queries), in its own folder."""
+    out = tmp_path_factory.mktemp("lab-evals") / "funcsynth" / "eval"
+    code = main(
+        ["eval", "--task", "funcsynth", "--model", "tiny-funcsynth", "--base", "tiny-funcsynth", "--n", "4",
+         "--k", "1,2,4", "--num-queries", "8", "--out", str(out), "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    return out / "eval.json"
+
+
+@pytest.fixture(scope="session")
 def capture_html(runs_root: Path) -> Path:
     """A real `rlvr inspect` of step 1 of the beta=0.04 run."""
     run = runs_root / "sweep" / "beta0.04"

@@ -82,14 +82,29 @@ def test_port_in_use_is_a_user_error(runs_root: Path, capsys: pytest.CaptureFixt
 
 def test_passk_view_reads_the_eval_json(lab: str, eval_json: Path) -> None:
     client = gradio_client.Client(lab, verbose=False)
-    text, plot = client.predict(str(eval_json), api_name="/passk")
-    assert "n=4 samples" in text and "8 held-out arith queries" in text
+    text, plot, table = client.predict(str(eval_json), api_name="/passk")
+    assert "n=4 samples" in text and "8 held-out arith queries" in text and "paired 95% interval" in text
     assert "No eval.json chosen" in client.predict([], api_name="/passk")[0]
+
+
+def test_passk_view_shows_another_tasks_intervals(lab: str, funcsynth_eval_json: Path) -> None:
+    client = gradio_client.Client(lab, verbose=False)
+    text, plot, table = client.predict(str(funcsynth_eval_json), api_name="/passk")
+    assert "8 held-out funcsynth queries, n=4 samples" in text and "no reasoning checker" in text
+    report = json.loads(funcsynth_eval_json.read_text())
+    shown = {(row[1], row[2], row[3]): row[4:] for row in table["data"]}
+    for label, model in report["models"].items():
+        for i, k in enumerate(report["k"]):
+            low, high = model["pass@k_ci"][i]
+            expected = [round(100 * model["pass@k"][i], 1), round(100 * low, 1), round(100 * high, 1)]
+            assert shown[(label, "pass@k", k)] == expected
+            assert shown[(label, "CoT-pass@k", k)][0] == "n/a"
+    assert [shown[("model - base", "pass@k", k)] for k in report["k"]] == [[0.0, 0.0, 0.0]] * 3  # paired draws
 
 
 def test_passk_view_overlays_several_runs(lab: str, eval_json: Path, eval_json_beta0: Path) -> None:
     client = gradio_client.Client(lab, verbose=False)
-    text, plot = client.predict([str(eval_json), str(eval_json_beta0)], api_name="/passk")
+    text, plot, table = client.predict([str(eval_json), str(eval_json_beta0)], api_name="/passk")
     assert "**beta0.04/eval**" in text and "**beta0.0/eval**" in text
     assert plot["columns"] == ["k", "series", "value"]
     rows = {(series, k): value for k, series, value in plot["data"]}

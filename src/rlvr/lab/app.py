@@ -5,7 +5,7 @@ Knobs -> effects: pick a knob, see all its values side by side (curves, table, r
 One run:         pick knob values, see the matching run's measured numbers and curves.
 Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
 Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
-pass@k:          an eval.json's pass@k and CoT-pass@k curves, base against trained.
+pass@k:          any eval.json's pass@k and CoT-pass@k curves, base against trained, with intervals.
 One step:        capture one real update (or pick a capture.html), replay its batch under other algo.* settings.
 Paradigms:       `rlvr compare`'s table and figure, beside the memory estimator for grpo, ppo and dpo.
 Verifiers break: hostile python completions judged by the real PythonVerifier on a click; hacked runs.
@@ -28,13 +28,20 @@ from rlvr.lab.breaks import HACK_COLUMNS, HOSTILE, hacked_examples, hacked_runs,
 from rlvr.lab.effects import page_data
 from rlvr.lab.effects_page import render as render_effects
 from rlvr.lab.evals import (
+    TABLE_COLUMNS,
     crossing_text,
-    find_evals,
+    difference_text,
+    eval_choices,
+    interval_note,
+    interval_rows,
     load_regimes,
+    pass_at_1_text,
     passk_rows,
     read_eval,
     regime_rows,
     regime_text,
+    run_evals,
+    scorable_text,
     short_names,
 )
 from rlvr.lab.files import find_files
@@ -87,6 +94,7 @@ def describe_run(run: Run, others: int = 0) -> str:
         f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
         "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
         f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**",
+        *eval_lines(run),
         *tool_lines(run, m),
     ]
     if m["gold_pass@1"][1] is not None and run.knobs.get("fidelity") != "gold":
@@ -102,6 +110,20 @@ def describe_run(run: Run, others: int = 0) -> str:
         f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps",
     ]
     return "\n".join(line for line in lines if line != "")
+
+
+def eval_lines(run: Run) -> list[str]:
+    """pass@1 with its 95% interval from each `rlvr eval` report inside the run directory (e.g.
+    RUN/eval/eval.json); none when the run has none. Training's own held-out pass@1 has no interval."""
+    lines = []
+    for path, report in run_evals(run.path):
+        shown = pass_at_1_text(report)
+        if shown is not None:
+            lines.append(
+                f"- `rlvr eval` pass@1 [95% interval] (`{path.relative_to(run.path)}`: {report.get('num_queries')} "
+                f"held-out {report.get('task')} queries, n={report.get('n')}): **{shown}**"
+            )
+    return lines
 
 
 def tool_lines(run: Run, m: dict[str, Any]) -> list[str]:
@@ -302,8 +324,24 @@ def _memory_tab(gr: Any) -> None:
     gr.Button("Estimate").click(memory_table, [model, algorithm], table, api_name="memory")
 
 
-def passk_answer(paths: str | list[str] | None) -> tuple[str, pd.DataFrame]:
-    """Markdown and the curve frame of one or several eval.json (several: one plot, curves labelled by run)."""
+def eval_text(path: Path, report: dict[str, Any], name: str = "") -> str:
+    """Markdown of one eval.json: what was evaluated (task, queries, n), where the curves cross,
+    model - base per k with its paired interval, unscorable samples, and how intervals were drawn."""
+    models = ", ".join(f"{label} `{model.get('path')}`" for label, model in report["models"].items())
+    lines = [
+        f"{f'**{name}**: ' if name else ''}`{path}`: {report.get('num_queries')} held-out {report.get('task')} "
+        f"queries, n={report.get('n')} samples each at T={report.get('temperature')} ({models}). "
+        f"{crossing_text(report)}",
+        difference_text(report),
+        scorable_text(report),
+        interval_note(report),
+    ]
+    return "\n\n".join(line for line in lines if line)
+
+
+def passk_answer(paths: str | list[str] | None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """Markdown, the curve frame and the interval table of one or several eval.json (several: one
+    plot, curves labelled by run)."""
     chosen = [paths] if isinstance(paths, str) else list(paths or [])
     found = [(Path(p), read_eval(p)) for p in chosen if p]
     found = [(path, report) for path, report in found if report is not None]
@@ -311,19 +349,22 @@ def passk_answer(paths: str | list[str] | None) -> tuple[str, pd.DataFrame]:
         return (
             "No eval.json chosen. Make one with `rlvr eval --model RUN/final --base tiny-arith --out RUN/eval`.",
             pd.DataFrame([], columns=["k", "series", "value"]),
+            pd.DataFrame([], columns=TABLE_COLUMNS),
         )
     names = short_names([path for path, _ in found]) if len(found) > 1 else [""]
-    lines, rows = [], []
+    texts, rows, table = [], [], []
     for (path, report), name in zip(found, names, strict=True):
-        lines.append(
-            f"{f'**{name}**: ' if name else ''}`{path}`: {report.get('num_queries')} held-out {report.get('task')} "
-            f"queries, n={report.get('n')} samples each at T={report.get('temperature')}. {crossing_text(report)}"
-        )
+        texts.append(eval_text(path, report, name))
         rows += passk_rows(report, f"{name}: " if name else "")
-    return "\n\n".join(lines), pd.DataFrame(rows, columns=["k", "series", "value"])
+        table += interval_rows(report, name or path.parent.name)
+    return (
+        "\n\n---\n\n".join(texts),
+        pd.DataFrame(rows, columns=["k", "series", "value"]),
+        pd.DataFrame(table, columns=TABLE_COLUMNS),
+    )
 
 
-def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
+def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any, Any]:
     gr.Markdown(
         "Does RL teach new answers or only make likely ones likelier? pass@k is the chance that at least "
         "one of k samples is right (0-1, Chen et al. 2021); CoT-pass@k also needs right reasoning. If the "
@@ -348,22 +389,33 @@ def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any]:
                 label=f"{curves['study']} pass@k (0-1) vs k samples",
                 elem_id=f"regime-plot-{curves['study']}",
             )
-    gr.Markdown("### Your evaluations")
-    evals = [str(p) for p in find_evals(root)]
+    gr.Markdown(
+        f"### Your evaluations\nEvery eval.json `rlvr eval` wrote under `{root}`, whatever its task (named "
+        "with its n and number of queries)."
+    )
+    evals = eval_choices(root)
     choice = gr.Dropdown(
         choices=evals,
-        value=evals[:1],
+        value=[path for _, path in evals[:1]],
         multiselect=True,
         label="eval.json (from `rlvr eval`); pick several to put their curves on one plot",
         allow_custom_value=True,
         elem_id="eval-choice",
     )
+    rescan = gr.Button("Re-scan eval.json files", size="sm")
     text = gr.Markdown(elem_id="passk-answer")
     plot = gr.LinePlot(
         x="k", y="value", color="series", title="pass@k and CoT-pass@k vs k", label="pass@k (0-1) vs k samples"
     )
-    choice.change(passk_answer, choice, [text, plot], api_name="passk")
-    return choice, text, plot
+    gr.Markdown(
+        "Each curve per k with its 95% bootstrap interval over queries as eval.json holds it (percent of "
+        "queries solved), and model - base with its paired interval (points); blank where the file has "
+        "no interval. A curve the task has no reasoning checker for (CoT-pass@k) has no rows."
+    )
+    table = gr.Dataframe(headers=TABLE_COLUMNS, label="pass@k with 95% intervals", elem_id="passk-table")
+    choice.change(passk_answer, choice, [text, plot, table], api_name="passk")
+    rescan.click(lambda: gr.Dropdown(choices=eval_choices(root)), None, choice, api_name=False)
+    return choice, text, plot, table
 
 
 def capture_frame(path: str | None) -> str:
@@ -533,7 +585,7 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
         with gr.Tab("Memory"):
             _memory_tab(gr)
         with gr.Tab("Compression or new capability?"):
-            choice, text, plot = _passk_tab(gr, root)
+            choice, text, plot, table = _passk_tab(gr, root)
         with gr.Tab("One step"):
             capture, frame = _step_tab(gr, root, live.preset)
         with gr.Tab("Paradigms compared"):
@@ -541,7 +593,7 @@ def build_app(root: str | Path, live: LiveRuns) -> Any:
         with gr.Tab("Where verifiers break"):
             _breaks_tab(gr, root)
         app.load(lambda *v: knobs_answer(root, list(v)), dropdowns, outputs)
-        app.load(passk_answer, choice, [text, plot])
+        app.load(passk_answer, choice, [text, plot, table])
         app.load(capture_frame, capture, frame)
         app.load(paradigms_answer, compare_choice, compare_outputs)
     return app

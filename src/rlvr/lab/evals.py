@@ -1,9 +1,11 @@
 """The lab's "compression or new capability?" data: the eval.json files `rlvr eval` wrote, and the
 two regimes `rlvr reproduce` measured (sharpening and expansion).
 
-pass@k and CoT-pass@k come from eval.json as `rlvr eval` estimated them (docs/evaluation.md), and
-from the passk.json a pass@k study of `rlvr reproduce` writes (mean over seeds); this module only
-finds the files and reshapes the curves for a chart.
+pass@k and CoT-pass@k come from eval.json as `rlvr eval` estimated them (docs/evaluation.md), for
+any task, with their 95% bootstrap intervals and the paired model - base difference when the file
+has them (an eval.json written before intervals has none, and shows without), and from the
+passk.json a pass@k study of `rlvr reproduce` writes (mean over seeds); this module only finds the
+files and reshapes the curves and intervals for a chart, a table and text.
 """
 
 from __future__ import annotations
@@ -110,3 +112,142 @@ def crossing_text(report: dict[str, Any]) -> str:
         else:
             parts.append(f"{name}: base catches up with the trained model at k={k}")
     return "; ".join(parts) + "."
+
+
+TABLE_COLUMNS = ["eval", "model", "curve", "k", "value", "95% low", "95% high"]
+"""The pass@k tab's table: one row per eval.json, model (or "model - base"), curve and k. Values in
+percent of queries solved (a difference in points), with the 95% interval eval.json holds (blank
+where the file has none)."""
+
+DIFFERENCE = "model - base"
+
+
+def eval_label(path: str | Path, report: dict[str, Any]) -> str:
+    """The dropdown's name for an eval.json: its path, task, n and number of queries."""
+    return f"{path} ({report.get('task')}, n={report.get('n')}, {report.get('num_queries')} queries)"
+
+
+def eval_choices(root: str | Path) -> list[tuple[str, str]]:
+    """(label, path) of every `rlvr eval` report under root, whatever its task; other eval.json left out."""
+    found = [(path, read_eval(path)) for path in find_evals(root)]
+    return [(eval_label(path, report), str(path)) for path, report in found if report is not None]
+
+
+def _percent(value: float | None) -> float | str | None:
+    return "n/a" if value is None else round(100 * value, 1)
+
+
+def _curve_rows(result: dict[str, Any], ks: list[int], eval_name: str, model: str) -> list[dict[str, Any]]:
+    """TABLE_COLUMNS rows of one model's curves (or of the difference), with the intervals it holds
+    (blank where it holds none); "n/a" at a k no query reaches and at every k of a curve the task
+    has no checker for."""
+    rows = []
+    for key, name in CURVE_NAMES.items():
+        values = result.get(key) or [None] * len(ks)
+        intervals = result.get(f"{key}_ci") or [None] * len(values)
+        for k, value, interval in zip(ks, values, intervals, strict=False):
+            bounds = ["", ""] if interval is None else [round(100 * bound, 1) for bound in interval]
+            cells = [eval_name, model, name, k, _percent(value), *bounds]
+            rows.append(dict(zip(TABLE_COLUMNS, cells, strict=True)))
+    return rows
+
+
+def interval_rows(report: dict[str, Any], eval_name: str = "") -> list[dict[str, Any]]:
+    """The table's rows for one eval.json: each model's pass@k and CoT-pass@k per k with its 95%
+    bootstrap interval, then model - base with its paired interval (when the report has them).
+    A curve the task has no checker for (CoT-pass@k: null) shows "n/a"."""
+    rows = []
+    for label, model in report["models"].items():
+        rows += _curve_rows(model, report["k"], eval_name, label)
+    if "difference" in report:
+        rows += _curve_rows(report["difference"], report["k"], eval_name, DIFFERENCE)
+    return rows
+
+
+def _points(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:+.1f}"
+
+
+def _shown(value: float | None, interval: list[float] | None, show: Any, unit: str = "") -> str:
+    """'41.2% [32.5, 50.0]' or '+4.0 [+1.5, +6.5]'; without the brackets where there is no interval."""
+    if value is None:
+        return "n/a"
+    bracket = "" if interval is None else f" [{show(interval[0])}, {show(interval[1])}]"
+    return f"{show(value)}{unit}{bracket}"
+
+
+def difference_text(report: dict[str, Any]) -> str:
+    """model - base per k for both curves with their paired 95% intervals, in points; what is missing
+    and why (no base, no reasoning checker, a file written before intervals)."""
+    if "base" not in report["models"]:
+        return ""
+    difference = report.get("difference")
+    if difference is None:
+        return (
+            "model - base: not in this eval.json (written by `rlvr eval` before it gave intervals and "
+            "paired differences; run it again to get them)."
+        )
+    parts = []
+    for key, name in CURVE_NAMES.items():
+        values = difference.get(key)
+        if values is None:
+            parts.append(f"{name}: n/a (task '{report.get('task')}' has no reasoning checker)")
+            continue
+        intervals = difference.get(f"{key}_ci") or [None] * len(values)
+        cells = [f"k={k} {_shown(v, ci, _points)}" for k, v, ci in zip(report["k"], values, intervals, strict=False)]
+        parts.append(f"{name} " + ", ".join(cells))
+    return "model - base in points [paired 95% interval]: " + "; ".join(parts) + "."
+
+
+def interval_note(report: dict[str, Any]) -> str:
+    """How the report's intervals were drawn, or that it has none."""
+    boot = report.get("bootstrap")
+    if not boot:
+        return "No intervals: this eval.json was written by `rlvr eval` before it gave them."
+    return (
+        f"Intervals: {100 * boot['confidence']:.0f}% percentile bootstrap over {boot['over']}, "
+        f"{boot['resamples']} resamples, seed {boot['seed']}."
+    )
+
+
+def scorable_text(report: dict[str, Any]) -> str:
+    """The samples the verifier could not score and, per k, how many queries had fewer than k
+    scorable samples (left out of that k's mean); "" when every sample was scored."""
+    parts = [f"{label} {m['unscorable']}" for label, m in report["models"].items() if m.get("unscorable")]
+    lines = [f"Unscorable samples (kept out of n): {', '.join(parts)}."] if parts else []
+    for i, k in enumerate(report["k"]):
+        short = {
+            label: len((m.get("too_few_scorable") or [[]] * len(report["k"]))[i])
+            for label, m in report["models"].items()
+        }
+        if any(short.values()):
+            counts = ", ".join(f"{label} {count}" for label, count in short.items() if count)
+            lines.append(f"k={k}: queries with fewer than {k} scorable samples, left out of that k's mean: {counts}.")
+    return " ".join(lines)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def pass_at_1_text(report: dict[str, Any]) -> str | None:
+    """pass@1 of each model with its 95% interval, and model - base with its paired one, as the
+    report holds them; None when the report has no k = 1."""
+    if 1 not in report["k"]:
+        return None
+    i = report["k"].index(1)
+
+    def at_1(result: dict[str, Any], show: Any, unit: str = "") -> str:
+        values = result.get("pass@k") or [None] * len(report["k"])
+        return _shown(values[i], (result.get("pass@k_ci") or [None] * len(values))[i], show, unit)
+
+    parts = [f"{label} {at_1(model, _pct, '%')}" for label, model in report["models"].items()]
+    if report.get("difference"):
+        parts.append(f"{DIFFERENCE} {at_1(report['difference'], _points)} points")
+    return ", ".join(parts)
+
+
+def run_evals(run_dir: str | Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The `rlvr eval` reports inside a run directory (e.g. RUN/eval/eval.json), sorted by path."""
+    found = [(path, read_eval(path)) for path in find_evals(run_dir)]
+    return [(path, report) for path, report in found if report is not None]
