@@ -151,6 +151,8 @@ def test_views_in_a_browser(
             page.screenshot(path=str(tmp_path / "memory.png"), full_page=True)
             page.get_by_role("tab", name="Compression or new capability?").click()
             playwright.expect(page.locator("#passk-answer")).to_contain_text("n=4 samples", timeout=30_000)
+            playwright.expect(page.locator("#passk-answer")).to_contain_text("paired 95% interval")
+            playwright.expect(page.locator("#passk-table")).to_contain_text("model - base", timeout=30_000)
             for regime in ("sharpening", "expansion"):  # both sides of the debate, as measured and shipped
                 playwright.expect(page.locator(f"#regime-{regime}")).to_contain_text("k=256", timeout=30_000)
                 playwright.expect(page.locator(f"#regime-plot-{regime}")).to_be_visible()
