@@ -7,6 +7,9 @@ run through these names and functions.
                           presence marks a finished run
     <run>/checkpoint/     the latest resumable state (policy in Hugging Face format + trainer_state.pt)
     <run>/final/          the trained policy, loadable as any Hugging Face model
+    <run>/best/           the best policy by held-out score, when train.keep_best asks for it
+    <run>/step-<N>/       the policy after N steps, one per checkpoint, when train.keep_checkpoints
+                          asks for them (Hugging Face format: model and tokenizer)
     <run>/curves.png      reward, held-out pass@1 and greedy, KL and entropy over steps (`rlvr train`)
 
 Directories written by earlier versions use the same names and formats and read the same.
@@ -15,8 +18,9 @@ Directories written by earlier versions use the same names and formats and read 
 from __future__ import annotations
 
 import json
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,9 @@ CHECKPOINT = "checkpoint"
 FINAL = "final"
 BEST = "best"
 CURVES = "curves.png"
+STEP_PREFIX = "step-"
+MODEL_CONFIG = "config.json"
+"""The file that makes a directory a loadable Hugging Face model."""
 STATE_FILE = "trainer_state.pt"
 """The optimizer, step and RNG state inside a checkpoint (engine/checkpoint.py writes it)."""
 
@@ -58,6 +65,46 @@ def final_dir(run_dir: str | Path) -> Path:
 def best_dir(run_dir: str | Path) -> Path:
     """The best model by held-out score (train.keep_best), Hugging Face format, when kept."""
     return Path(run_dir) / BEST
+
+
+def step_dir(run_dir: str | Path, step: int) -> Path:
+    """Where the policy after `step` steps is kept (train.keep_checkpoints)."""
+    return Path(run_dir) / f"{STEP_PREFIX}{step}"
+
+
+def keep_step(run_dir: str | Path, step: int, save: Callable[[Path], None]) -> Path:
+    """Keep the policy after `step` steps in step-<step>/: `save(folder)` writes model and tokenizer
+    into a fresh folder beside it, which then takes the name, so a kill never leaves half of one."""
+    kept = step_dir(run_dir, step)
+    tmp = kept.with_name(f".{kept.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save(tmp)
+    shutil.rmtree(kept, ignore_errors=True)
+    tmp.rename(kept)
+    return kept
+
+
+def saved_models(run_dir: str | Path, checkpoint_step: Callable[[Path], int]) -> dict[int, Path]:
+    """The run's loadable models by the step they were saved after, in step order: each step-<N>/,
+    final/ at the finished run's summary "steps", and the checkpoint at its state's step
+    (`checkpoint_step(checkpoint)` reads it: engine/checkpoint.py) when it holds a whole model (with
+    LoRA it holds the adapters alone). One step's several copies hold the same weights; the first
+    of that order is given."""
+    saved: dict[int, Path] = {}
+    for path in Path(run_dir).glob(f"{STEP_PREFIX}*"):
+        step = path.name.removeprefix(STEP_PREFIX)
+        if step.isdigit() and (path / MODEL_CONFIG).is_file():
+            saved[int(step)] = path
+    try:
+        finished = (read_summary(run_dir) or {}).get("steps")
+    except ValueError:  # a summary that is not JSON says nothing about the step of final/
+        finished = None
+    if isinstance(finished, int) and (final_dir(run_dir) / MODEL_CONFIG).is_file():
+        saved.setdefault(finished, final_dir(run_dir))
+    checkpoint = find_checkpoint(run_dir)
+    if checkpoint is not None and (checkpoint / MODEL_CONFIG).is_file():
+        saved.setdefault(checkpoint_step(checkpoint), checkpoint)
+    return dict(sorted(saved.items()))
 
 
 def default_run_dir(seed: int, root: str | Path = "runs") -> Path:

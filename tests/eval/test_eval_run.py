@@ -1,14 +1,17 @@
-"""`rlvr eval --run DIR`: a run's model on its own task's held-out split, with its own config,
-against the model it started from."""
+"""`rlvr eval --run DIR`: a run's model (final/, best/ or the one saved after a step) on its own
+task's held-out split, with its own config, against the model it started from; what is wrong with
+a run or a flag is one line, exit 2."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from rlvr import rundir
 from rlvr.bases import resolve_model_path
 from rlvr.config import load_config
 from rlvr.engine.loop import train
@@ -20,17 +23,20 @@ RUN += ["train.eval_samples=1", "train.threads=1", "task.operands=2", "task.num_
 @pytest.fixture(scope="module")
 def unchanged_run(tmp_path_factory):
     """A finished run whose weights never moved (an update far below float32's resolution, no weight
-    decay), with its best model kept."""
+    decay), with its best model and the model after each step (save_every=1) kept."""
     out = tmp_path_factory.mktemp("run")
-    train(
-        load_config(None, [*RUN, "optim.lr=1e-30", "optim.weight_decay=0", "train.keep_best=pass@1"]),
-        out,
-        progress=False,
-    )
+    keep = ["train.keep_best=pass@1", "train.keep_checkpoints=true", "train.save_every=1"]
+    train(load_config(None, [*RUN, "optim.lr=1e-30", "optim.weight_decay=0", *keep]), out, progress=False)
     final = load_file(out / "final" / "model.safetensors")
     base = load_file(resolve_model_path("tiny-arith") / "model.safetensors")
     assert all(torch.equal(final[name], base[name]) for name in base)  # the premise: nothing moved
     return out
+
+
+def _copy(run, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    return copy
 
 
 def _eval(cli, tmp_path, *args):
@@ -55,19 +61,75 @@ def test_the_best_model_of_a_run(unchanged_run, tmp_path, cli):
     assert len(report["models"]["model"]["per_query"]) == 4
 
 
+def test_the_model_after_a_kept_step(unchanged_run, tmp_path, cli):
+    """train.keep_checkpoints kept step-1/ and step-2/, each a whole model with its tokenizer."""
+    assert all(
+        (unchanged_run / f"step-{n}" / name).is_file() for n in (1, 2) for name in ("config.json", "tokenizer.json")
+    )
+    assert not list(unchanged_run.glob(".step-*"))  # no half-written copy left behind
+    done, report = _eval(cli, tmp_path, "--run", str(unchanged_run), "--checkpoint", "1")
+    assert done.returncode == 0, done.stderr
+    assert report["models"]["model"]["path"] == str(unchanged_run / "step-1")
+    assert report["models"]["model"]["per_query"] == report["models"]["base"]["per_query"]  # nothing moved
+
+
+def test_a_step_is_found_in_the_checkpoint_of_an_unfinished_run(unchanged_run, tmp_path, cli):
+    """Without kept steps nor final/, the model after step 2 is checkpoint/'s (its state is at step 2)."""
+    run = _copy(unchanged_run, tmp_path)
+    for name in ("step-1", "step-2", "final"):
+        shutil.rmtree(run / name)
+    (run / "summary.json").unlink()
+    done, report = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "2")
+    assert done.returncode == 0, done.stderr
+    assert report["models"]["model"]["path"] == str(run / "checkpoint")
+    done, _ = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "1")
+    assert "(saved after steps 2; train.keep_checkpoints=true keeps one" in done.stderr
+    done, _ = _eval(cli, tmp_path, "--run", str(run))
+    assert (
+        done.returncode == 2
+        and done.stderr.strip() == f"rlvr: error: --run {run}: no final/ model there (the run has not finished)"
+    )
+
+
+def _task_without_a_held_out_split(unchanged_run, tmp_path):
+    """The run, its config edited to hf on one file and no task.hf_eval_path: nothing held out."""
+    run = _copy(unchanged_run, tmp_path)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "1+1=", "answer": "2"}) + "\n")
+    config = rundir.read_config(run)
+    config["task"] |= {"name": "hf", "hf_path": str(rows)}
+    rundir.write_config(run, config)
+    return run
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--run", "{tmp}"], "no run there"),
         (["--run", "{run}", "--task", "funcsynth"], "the run trained on arith"),
         (["--run", "{run}", "--model", "tiny-arith"], "not allowed with argument"),
+        (
+            ["--run", "{run}", "--checkpoint", "7"],
+            "--checkpoint 7: --run {run} has no model saved after step 7 (saved after steps 1, 2; ",
+        ),
+        (
+            ["--run", "{run}", "--checkpoint", "last"],
+            "argument --checkpoint: expected best, final or a step number (an integer >= 1); got 'last'",
+        ),
+        (["--run", "{run}", "--checkpoint", "0"], "argument --checkpoint: expected best, final or a step number"),
+        (["--model", "tiny-arith", "--checkpoint", "2"], "--checkpoint 2: only with --run DIR"),
+        (["--run", "{run}", "--k", "1,8"], "--k 8 exceeds --n 2"),
+        (["--run", "{hf_run}"], "is a single file, so it has no held-out split; set task.hf_eval_path"),
     ],
 )
 def test_bad_runs_are_one_line_exit_2(args, message, unchanged_run, tmp_path, cli):
-    args = [a.format(tmp=tmp_path, run=unchanged_run) for a in args]
-    done, _ = _eval(cli, tmp_path, *args)
-    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    hf_run = _task_without_a_held_out_split(unchanged_run, tmp_path) if "{hf_run}" in args else None
+    args = [a.format(tmp=tmp_path, run=unchanged_run, hf_run=hf_run) for a in args]
+    out = tmp_path / "ev"
+    done = cli("eval", "--n", "2", "--k", "1,2", "--num-queries", "4", *args, "--out", str(out), "--quiet")
+    assert done.returncode == 2 and message.format(run=unchanged_run) in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_a_best_model_not_kept_is_named(tmp_path, cli):
@@ -75,3 +137,6 @@ def test_a_best_model_not_kept_is_named(tmp_path, cli):
     train(load_config(None, RUN), run, progress=False)
     done, _ = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "best")
     assert done.returncode == 2 and "no best/ model there" in done.stderr and "train.keep_best" in done.stderr
+    assert not list(run.glob("step-*"))  # train.keep_checkpoints is off unless asked
+    done, _ = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "1")  # final/ is the model after step 2
+    assert done.returncode == 2 and "(saved after steps 2; train.keep_checkpoints=true" in done.stderr

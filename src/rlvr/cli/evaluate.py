@@ -37,9 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--checkpoint",
-        choices=("final", "best"),
-        default="final",
-        help="with --run: its final/ model (default) or best/ (kept with train.keep_best)",
+        type=checkpoint_choice,
+        help="with --run: its final/ model (default), best/ (kept with train.keep_best), or the model saved after "
+        "step STEP (a step-STEP/ kept with train.keep_checkpoints=true, or checkpoint/ when it is at STEP)",
+        metavar="best|final|STEP",
     )
     p.add_argument("--base", help="a second model to compare against, usually the one training started from")
     p.add_argument(
@@ -62,6 +63,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="sampling temperature (default 1.0, or the run's rollout.temperature with --run)",
     )
     add_quiet(p)
+
+
+def checkpoint_choice(text: str) -> str | int:
+    """A `type=` for --checkpoint: best, final, or a step number."""
+    if text in ("best", "final"):
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected best, final or a step number (an integer >= 1); got {text!r}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,16 +121,15 @@ def _setup(args: argparse.Namespace) -> tuple[RunConfig, str, str | None]:
     from rlvr import rundir
 
     if args.run is None:
+        if args.checkpoint is not None:
+            raise UsageError(f"--checkpoint {args.checkpoint}: only with --run DIR (--model names the model itself)")
         task = args.task or TaskConfig.name
         base_cfg, model, base = None, args.model, args.base
     else:
         run = Path(args.run)
         if problem := rundir.not_a_run(run):
             raise UsageError(problem)
-        model = rundir.best_dir(run) if args.checkpoint == "best" else rundir.final_dir(run)
-        if not (model / "config.json").is_file():
-            why = "keep one with train.keep_best=pass@1" if args.checkpoint == "best" else "the run has not finished"
-            raise UsageError(f"--run {run}: no {model.name}/ model there ({why})")
+        model = _run_model(run, args.checkpoint or "final")
         base_cfg = config_from_dict(rundir.read_config(run))
         if args.task and args.task != base_cfg.task.name:
             raise UsageError(
@@ -134,3 +143,25 @@ def _setup(args: argparse.Namespace) -> tuple[RunConfig, str, str | None]:
     if args.temperature is not None:
         sets.append(f"rollout.temperature={args.temperature}")
     return load_config(None, sets, base=base_cfg), str(model), base
+
+
+def _run_model(run: Path, checkpoint: str | int) -> Path:
+    """The model of `run` that --checkpoint names; a UsageError says which there are when it is not there."""
+    from rlvr import rundir
+
+    if isinstance(checkpoint, int):
+        from rlvr.engine.checkpoint import saved_step  # torch loads only for a step
+
+        saved = rundir.saved_models(run, saved_step)
+        if checkpoint not in saved:
+            have = f"saved after steps {', '.join(map(str, saved))}" if saved else "no model saved at any step"
+            raise UsageError(
+                f"--checkpoint {checkpoint}: --run {run} has no model saved after step {checkpoint} ({have}; "
+                "train.keep_checkpoints=true keeps one every train.save_every steps)"
+            )
+        return saved[checkpoint]
+    model = rundir.best_dir(run) if checkpoint == "best" else rundir.final_dir(run)
+    if not (model / rundir.MODEL_CONFIG).is_file():
+        why = "keep one with train.keep_best=pass@1" if checkpoint == "best" else "the run has not finished"
+        raise UsageError(f"--run {run}: no {model.name}/ model there ({why})")
+    return model

@@ -77,3 +77,9 @@ class _MovedModules:
 
 def load_state(path: Path) -> dict[str, Any]:
     return torch.load(path / STATE_FILE, weights_only=False, pickle_module=_MovedModules)
+
+
+def saved_step(path: Path) -> int:
+    """The step the checkpoint at `path` was saved after; its tensors (the optimizer's moments) are
+    mapped from the file, not read into memory."""
+    return int(torch.load(path / STATE_FILE, weights_only=False, pickle_module=_MovedModules, mmap=True)["step"])
