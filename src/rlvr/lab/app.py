@@ -410,7 +410,7 @@ def _passk_tab(gr: Any, root: Path) -> tuple[Any, Any, Any, Any]:
     gr.Markdown(
         "Each curve per k with its 95% bootstrap interval over queries as eval.json holds it (percent of "
         "queries solved), and model - base with its paired interval (points); blank where the file has "
-        "no interval. A curve the task has no reasoning checker for (CoT-pass@k) has no rows."
+        "no interval; n/a for CoT-pass@k where the task has no reasoning checker."
     )
     table = gr.Dataframe(headers=TABLE_COLUMNS, label="pass@k with 95% intervals", elem_id="passk-table")
     choice.change(passk_answer, choice, [text, plot, table], api_name="passk")
