@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.lab.app import describe_run, eval_lines
+from rlvr.lab.app import describe_run
 from rlvr.lab.evals import (
     CURVE_NAMES,
     DIFFERENCE,
@@ -26,10 +26,11 @@ from rlvr.lab.evals import (
     read_eval,
     regime_rows,
     regime_text,
+    run_eval_lines,
     scorable_text,
     short_names,
 )
-from rlvr.lab.runs import Run, read_run
+from rlvr.lab.runs import read_run
 
 
 def test_find_and_reshape_a_real_eval(runs_root: Path, eval_json: Path) -> None:
@@ -180,4 +181,4 @@ def test_a_runs_pass_at_1_shows_the_interval_its_eval_json_holds(runs_root: Path
     assert f"base {100 * base['pass@k'][0]:.1f}% [{100 * low:.1f}, {100 * high:.1f}]" in line
     low, high = difference["pass@k_ci"][0]
     assert f"model - base {100 * difference['pass@k'][0]:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] points" in line
-    assert eval_lines(Run(runs_root / "nowhere", {})) == []  # a run without an eval.json: nothing invented
+    assert run_eval_lines(runs_root / "nowhere") == []  # a run without an eval.json: nothing invented

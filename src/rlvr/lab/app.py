@@ -29,19 +29,15 @@ from rlvr.lab.effects import page_data
 from rlvr.lab.effects_page import render as render_effects
 from rlvr.lab.evals import (
     TABLE_COLUMNS,
-    crossing_text,
-    difference_text,
     eval_choices,
-    interval_note,
+    eval_text,
     interval_rows,
     load_regimes,
-    pass_at_1_text,
     passk_rows,
     read_eval,
     regime_rows,
     regime_text,
-    run_evals,
-    scorable_text,
+    run_eval_lines,
     short_names,
 )
 from rlvr.lab.files import find_files
@@ -94,7 +90,7 @@ def describe_run(run: Run, others: int = 0) -> str:
         f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
         "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
         f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**",
-        *eval_lines(run),
+        *run_eval_lines(run.path),
         *tool_lines(run, m),
     ]
     if m["gold_pass@1"][1] is not None and run.knobs.get("fidelity") != "gold":
@@ -110,20 +106,6 @@ def describe_run(run: Run, others: int = 0) -> str:
         f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps",
     ]
     return "\n".join(line for line in lines if line != "")
-
-
-def eval_lines(run: Run) -> list[str]:
-    """pass@1 with its 95% interval from each `rlvr eval` report inside the run directory (e.g.
-    RUN/eval/eval.json); none when the run has none. Training's own held-out pass@1 has no interval."""
-    lines = []
-    for path, report in run_evals(run.path):
-        shown = pass_at_1_text(report)
-        if shown is not None:
-            lines.append(
-                f"- `rlvr eval` pass@1 [95% interval] (`{path.relative_to(run.path)}`: {report.get('num_queries')} "
-                f"held-out {report.get('task')} queries, n={report.get('n')}): **{shown}**"
-            )
-    return lines
 
 
 def tool_lines(run: Run, m: dict[str, Any]) -> list[str]:
@@ -322,21 +304,6 @@ def _memory_tab(gr: Any) -> None:
     for control in (model, algorithm):
         control.change(memory_table, [model, algorithm], table, api_name=False)
     gr.Button("Estimate").click(memory_table, [model, algorithm], table, api_name="memory")
-
-
-def eval_text(path: Path, report: dict[str, Any], name: str = "") -> str:
-    """Markdown of one eval.json: what was evaluated (task, queries, n), where the curves cross,
-    model - base per k with its paired interval, unscorable samples, and how intervals were drawn."""
-    models = ", ".join(f"{label} `{model.get('path')}`" for label, model in report["models"].items())
-    lines = [
-        f"{f'**{name}**: ' if name else ''}`{path}`: {report.get('num_queries')} held-out {report.get('task')} "
-        f"queries, n={report.get('n')} samples each at T={report.get('temperature')} ({models}). "
-        f"{crossing_text(report)}",
-        difference_text(report),
-        scorable_text(report),
-        interval_note(report),
-    ]
-    return "\n\n".join(line for line in lines if line)
 
 
 def passk_answer(paths: str | list[str] | None) -> tuple[str, pd.DataFrame, pd.DataFrame]:

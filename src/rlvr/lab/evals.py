@@ -251,3 +251,33 @@ def run_evals(run_dir: str | Path) -> list[tuple[Path, dict[str, Any]]]:
     """The `rlvr eval` reports inside a run directory (e.g. RUN/eval/eval.json), sorted by path."""
     found = [(path, read_eval(path)) for path in find_evals(run_dir)]
     return [(path, report) for path, report in found if report is not None]
+
+
+def run_eval_lines(run_dir: str | Path) -> list[str]:
+    """Markdown list items: pass@1 with its 95% interval from each `rlvr eval` report inside the run
+    directory (e.g. RUN/eval/eval.json); none when it has none. Training's own held-out pass@1
+    (summary.json) carries no interval, so none is made up for it."""
+    lines = []
+    for path, report in run_evals(run_dir):
+        shown = pass_at_1_text(report)
+        if shown is not None:
+            lines.append(
+                f"- `rlvr eval` pass@1 [95% interval] (`{path.relative_to(run_dir)}`: {report.get('num_queries')} "
+                f"held-out {report.get('task')} queries, n={report.get('n')}): **{shown}**"
+            )
+    return lines
+
+
+def eval_text(path: Path, report: dict[str, Any], name: str = "") -> str:
+    """Markdown of one eval.json: what was evaluated (task, queries, n, models), where the curves
+    cross, model - base per k with its paired interval, unscorable samples, how intervals were drawn."""
+    models = ", ".join(f"{label} `{model.get('path')}`" for label, model in report["models"].items())
+    lines = [
+        f"{f'**{name}**: ' if name else ''}`{path}`: {report.get('num_queries')} held-out {report.get('task')} "
+        f"queries, n={report.get('n')} samples each at T={report.get('temperature')} ({models}). "
+        f"{crossing_text(report)}",
+        difference_text(report),
+        scorable_text(report),
+        interval_note(report),
+    ]
+    return "\n\n".join(line for line in lines if line)
