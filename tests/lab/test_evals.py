@@ -17,6 +17,7 @@ from rlvr.lab.evals import (
     crossing_text,
     difference_text,
     eval_choices,
+    eval_text,
     find_evals,
     interval_note,
     interval_rows,
@@ -135,6 +136,8 @@ def test_the_text_gives_the_paired_difference_per_k(eval_json: Path, funcsynth_e
     assert "pass@k k=1 +0.0 [+0.0, +0.0], k=2 +0.0 [+0.0, +0.0], k=4 +0.0 [+0.0, +0.0]" in text
     assert "CoT-pass@k: n/a (task 'funcsynth' has no reasoning checker)" in text
     assert "resamples, seed 0" in interval_note(funcsynth) and scorable_text(funcsynth) == ""
+    assert "tool rollouts" not in eval_text(funcsynth_eval_json, funcsynth)
+    assert "T=1.0, tool rollouts with `python`" in eval_text(funcsynth_eval_json, funcsynth | {"tools": "python"})
     labels = dict((path, label) for label, path in eval_choices(funcsynth_eval_json.parents[2]))
     assert labels[str(funcsynth_eval_json)] == f"{funcsynth_eval_json} (funcsynth, n=4, 8 queries)"
 

@@ -272,9 +272,10 @@ def eval_text(path: Path, report: dict[str, Any], name: str = "") -> str:
     """Markdown of one eval.json: what was evaluated (task, queries, n, models), where the curves
     cross, model - base per k with its paired interval, unscorable samples, how intervals were drawn."""
     models = ", ".join(f"{label} `{model.get('path')}`" for label, model in report["models"].items())
+    tools = "" if report.get("tools", "none") == "none" else f", tool rollouts with `{report['tools']}`"
     lines = [
         f"{f'**{name}**: ' if name else ''}`{path}`: {report.get('num_queries')} held-out {report.get('task')} "
-        f"queries, n={report.get('n')} samples each at T={report.get('temperature')} ({models}). "
+        f"queries, n={report.get('n')} samples each at T={report.get('temperature')}{tools} ({models}). "
         f"{crossing_text(report)}",
         difference_text(report),
         scorable_text(report),
