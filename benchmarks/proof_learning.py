@@ -14,8 +14,12 @@ ERROR_RATE, the way every embedded base learns from right and wrong solutions al
 proof language and both strategies, and often picks the wrong one. Built once into OUT/base.
 
 Then `rlvr train` runs GRPO (100 steps, lr 1e-4 after 10 warm-up steps) on task.name=proofs, rewarded by the coq verifier (real coqtop in the
-sandbox), once per seed. Printed per seed: held-out proof success (pass@1 over 4 samples at T=1,
-and greedy), base and final, and the wall time.
+sandbox), once per seed, and `rlvr eval --run` evaluates each run against the base on its 200
+held-out lemmas (n=8 at T=1, pass@1 ... pass@8 with 95% intervals, paired draws). Printed per
+seed: base and trained proof success at pass@1 and pass@8 with intervals and their paired
+difference, training's own held-out check (pass@1 over 4 samples, greedy), the wall times; then
+the base once and the mean and sd over seeds (benchmarks/learning.py). `--eval-only` re-evaluates
+seeds already trained.
 """
 
 from __future__ import annotations
@@ -73,15 +77,22 @@ def build_base(path: Path) -> None:
     tokenizer.save_pretrained(path)
 
 
-def overrides(args: object) -> list[str]:
-    """`rlvr train --set` values of every seed's run (steps and lr come from the command line)."""
-    return [
-        "task.name=proofs", f"task.num_train={NUM_TRAIN}", f"task.num_eval={NUM_EVAL}",
-        f"rollout.max_new_tokens={MAX_NEW_TOKENS}", "optim.warmup_steps=10",
-    ]  # fmt: skip
+OVERRIDES = (
+    "task.name=proofs", f"task.num_train={NUM_TRAIN}", f"task.num_eval={NUM_EVAL}",
+    f"rollout.max_new_tokens={MAX_NEW_TOKENS}", "optim.warmup_steps=10",
+)  # fmt: skip
 
 
 if __name__ == "__main__":
-    from learning import run  # benchmarks/learning.py, beside this script
+    from learning import Recipe, run  # benchmarks/learning.py, beside this script
 
-    run(__doc__.split("\n\n")[0], name="proofs", build_base=build_base, overrides=overrides, steps=STEPS, lr=LR)
+    run(
+        Recipe(
+            name="proofs",
+            description=__doc__.split("\n\n")[0],
+            base=build_base,
+            overrides=OVERRIDES,
+            steps=STEPS,
+            lr=LR,
+        )
+    )

@@ -11,9 +11,12 @@ probability 0.35 (bases/warmup.py, the recipe every embedded base uses): it know
 often the answer, not reliably. It is built once into OUT/base (about 5 minutes on 2 cores).
 
 Then `rlvr train` runs GRPO (100 steps, lr 1e-4 after 10 warm-up steps) on task.name=reasoning_gym, task.rg_dataset=chain_sum (2-3 one-digit
-terms, + and -), rewarded by chain_sum's own score_answer in rlvr's worker pool, once per seed.
-Printed per seed: held-out pass@1 (4 samples per query at T=1, 200 held-out questions) and greedy
-accuracy, of the base and of the trained policy, and the wall time; then the mean change.
+terms, + and -), rewarded by chain_sum's own score_answer in rlvr's worker pool, once per seed,
+and `rlvr eval --run` evaluates each run against the base on its 200 held-out questions (n=8 at
+T=1, pass@1 ... pass@8 with 95% intervals, paired draws). Printed per seed: base and trained
+pass@1 and pass@8 with intervals and their paired difference, training's own held-out check
+(pass@1 over 4 samples, greedy), the wall times; then the base once and the mean and sd over
+seeds (benchmarks/learning.py). `--eval-only` re-evaluates seeds already trained.
 """
 
 from __future__ import annotations
@@ -69,22 +72,22 @@ def build_base(path: Path) -> None:
     tokenizer.save_pretrained(path)
 
 
-def overrides(args: object) -> list[str]:
-    """`rlvr train --set` values of every seed's run (steps and lr come from the command line)."""
-    return [
-        "task.name=reasoning_gym", f"task.rg_dataset={DATASET}", rg_config_flag(),
-        "task.num_train=2000", "task.num_eval=200", f"optim.warmup_steps={LR_WARMUP}",
-    ]  # fmt: skip
+OVERRIDES = (
+    "task.name=reasoning_gym", f"task.rg_dataset={DATASET}", rg_config_flag(),
+    "task.num_train=2000", "task.num_eval=200", f"optim.warmup_steps={LR_WARMUP}",
+)  # fmt: skip
 
 
 if __name__ == "__main__":
-    from learning import run  # benchmarks/learning.py, beside this script
+    from learning import Recipe, run  # benchmarks/learning.py, beside this script
 
     run(
-        __doc__.split("\n\n")[0],
-        name=f"{DATASET} {json.dumps(CONFIG)}",
-        build_base=build_base,
-        overrides=overrides,
-        steps=STEPS,
-        lr=LR,
+        Recipe(
+            name=f"{DATASET} {json.dumps(CONFIG)}",
+            description=__doc__.split("\n\n")[0],
+            base=build_base,
+            overrides=OVERRIDES,
+            steps=STEPS,
+            lr=LR,
+        )
     )

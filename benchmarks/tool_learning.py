@@ -7,21 +7,22 @@ Each seed is one real `rlvr train --config configs/arith-tool.yaml --seed S`: GR
 arithmetic with two-digit operands (task.digits=2, values up to 9999), rollouts with the python
 tool (rollout.tools=python, tags, 2 turns), a correct-answer reward. The base (shipped,
 bases/tiny_arith_tool.py) calls the tool on about a fifth of its samples and is right on nearly all of
-them, and on few of the rest (printed first, from 800 held-out samples). Printed per seed: held-out pass@1 (4 samples at T=1), greedy and the
-share of samples that ran a tool call, base and final, and the wall time; then the means and
-standard deviations. OUT/results.json keeps every run's summary.
+them, and on few of the rest (printed first, from 800 held-out samples). Then `rlvr eval --run`
+evaluates each run against the base on its 200 held-out queries (n=8 at T=1, tool rollouts,
+pass@1 ... pass@8 with 95% intervals, paired draws). Printed per seed: base and trained pass@1 and
+pass@8 with intervals and their paired difference, training's own held-out check (pass@1 over 4
+samples, greedy, share of samples that ran a tool call), the wall times; then the base once and
+the mean and sd over seeds (benchmarks/learning.py). `--eval-only` re-evaluates seeds already
+trained. OUT/results.json keeps every run's summary with its evaluation.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning import train  # noqa: E402  (benchmarks/ is not a package)
+from learning import Recipe, run  # noqa: E402  (benchmarks/ is not a package)
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "arith-tool.yaml"
 
@@ -60,37 +61,14 @@ def base_split(queries: int = 100, samples: int = 8) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--steps", type=int, default=None, help="default: the config's train.steps")
-    args = parser.parse_args()
-    overrides = [f"train.steps={args.steps}"] if args.steps else []
-    print(base_split(), flush=True)
-    rows = []
-    for seed in args.seeds:
-        s = train("tiny-arith-tool", args.out / f"seed{seed}", seed, overrides, config=CONFIG)
-        rows.append(s)
-        b, f = s["base"], s["final"]
-        print(
-            f"seed {seed}: held-out pass@1 {b['pass@1']:.3f} -> {f['pass@1']:.3f}, greedy {b['greedy']:.3f} -> "
-            f"{f['greedy']:.3f}, tool use {b['tool_use_rate']:.3f} -> {f['tool_use_rate']:.3f}, "
-            f"{s['steps']} steps in {s['measured_wall_s']:.0f} s (whole command)",
-            flush=True,
-        )
-
-    def spread(key: str, when: str) -> str:
-        values = [100 * s[when][key] for s in rows]
-        sd = statistics.stdev(values) if len(values) > 1 else 0.0
-        return f"{statistics.mean(values):.1f} ± {sd:.1f}%"
-
-    for key, label in (("pass@1", "pass@1"), ("greedy", "greedy"), ("tool_use_rate", "tool use")):
-        print(f"{label}: {spread(key, 'base')} -> {spread(key, 'final')} over {len(rows)} seeds")
-    (args.out / "results.json").write_text(
-        json.dumps({"args": vars(args) | {"out": str(args.out)}, "runs": rows}, indent=1)
-    )
-
-
 if __name__ == "__main__":
-    main()
+    run(
+        Recipe(
+            name="tool use (configs/arith-tool.yaml)",
+            description=__doc__.splitlines()[0],
+            base="tiny-arith-tool",
+            config=CONFIG,
+            summary_keys=("pass@1", "greedy", "tool_use_rate"),
+            preamble=base_split,
+        )
+    )
