@@ -53,6 +53,8 @@ class ErrorClass(str, Enum):
     PROTOCOL_VIOLATION = "protocol_violation"
     BAD_FORMAT = "bad_format"
     INFRASTRUCTURE = "infrastructure"
+    BAD_CRITERIA = "bad_criteria"
+    """The row's own criteria are malformed (an error of the dataset, found before any check ran)."""
 
 
 @dataclass

@@ -143,3 +143,34 @@ def test_training_on_a_gsm8k_file_with_a_malformed_line_names_the_line(cli, tmp_
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.startswith(f"rlvr: error: {path}:2: not valid JSON (Expecting ',' delimiter")
+
+
+CRITERIA_NEEDED = ["math", "python", "stdio", "c", "pytest", "smt", "checklist", "coq", "lean", "reasoning_gym"]
+
+
+@pytest.mark.parametrize("kind", CRITERIA_NEEDED)
+def test_a_row_whose_criteria_its_verifier_cannot_read_is_named(cli, tmp_path, kind):
+    """The criteria are read by the row's own verifier, as training would: a math row with no
+    answer, a python row with no entry point ... is a bad row before any sample is drawn."""
+    path = _jsonl(tmp_path / "rows.jsonl", [ROW, {"id": "q2", "prompt": "x", "verifier": {"type": kind}}])
+    run = cli("data", "check", str(path))
+    assert run.returncode == 2
+    assert run.stdout.splitlines()[0] == f"rlvr data check: {path} (format rows): 1 of 2 rows good"
+    assert run.stdout.splitlines()[1].startswith(f"  line 2: query 'q2' has bad {kind} criteria: ")
+    assert "Traceback" not in run.stderr
+
+
+def test_rows_in_the_documented_forms_pass_their_verifiers_reading(cli, tmp_path):
+    rows = [
+        ROW,
+        {"id": "q2", "prompt": "x", "verifier": {"type": "math", "answer": 42}},
+        {"id": "q3", "prompt": "x", "verifier": {"type": "math", "answer": "\\frac{1}{2}"}},
+        {
+            "id": "q4",
+            "prompt": "x",
+            "verifier": {"type": "python", "entry_point": "f", "tests": [{"args": [1], "expected": 1}]},
+        },
+        {"id": "q5", "prompt": "x", "verifier": {"type": "checklist", "items": [{"check": "contains", "value": "a"}]}},
+    ]
+    run = cli("data", "check", str(_jsonl(tmp_path / "rows.jsonl", rows)))
+    assert run.returncode == 0, run.stdout

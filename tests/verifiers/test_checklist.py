@@ -130,7 +130,7 @@ def test_bad_criteria_is_an_error_naming_the_query_and_key(
 ) -> None:
     criteria = {"type": "checklist"} if items is None else {"type": "checklist", "items": items}
     result = verifier.verify(Query("bad-row", "", criteria), answered("Paris"))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA), result
     assert "'bad-row'" in result.detail and key in result.detail
     assert not result.scorable
 
@@ -247,7 +247,7 @@ def test_a_bidirectional_control_in_think_refuses_the_answer_it_reorders(verifie
 
 def test_a_value_holding_bidirectional_controls_is_a_bad_row(verifier: ChecklistVerifier) -> None:
     result = verifier.verify(row([{"check": "contains", "value": "P\u202esira"}]), answered("Paris"))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA), result
     assert '"value" holds bidirectional controls U+202E' in result.detail
 
 
@@ -345,5 +345,5 @@ def test_answer_with_nothing_visible_is_no_answer(verifier: ChecklistVerifier, b
 
 def test_value_with_nothing_visible_is_a_bad_row(verifier: ChecklistVerifier) -> None:
     result = verifier.verify(row([{"check": "not_contains", "value": "\u200b"}]), answered("Paris"))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA), result
     assert '"value" must have a visible character' in result.detail

@@ -266,7 +266,7 @@ def test_broken_rows_are_errors_naming_the_row(coq):
 )
 def test_malformed_criteria_are_errors_before_coq(criteria):
     result = CoqVerifier().verify(Query("r", "", {"type": "coq", **criteria}), answer("exact I."))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA)
 
 
 def test_the_screen_runs_without_coq_and_on_every_path():

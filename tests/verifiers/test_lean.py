@@ -108,7 +108,7 @@ def test_verify_batch_screens_every_item_and_leaves_only_screened_proofs_unavail
     expected = (
         [(Verdict.FAIL, ErrorClass.PROTOCOL_VIOLATION)] * len(REFUSED)
         + [(Verdict.UNAVAILABLE, ErrorClass.INFRASTRUCTURE)] * len(HONEST)
-        + [(Verdict.FAIL, ErrorClass.NO_ANSWER), (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)]
+        + [(Verdict.FAIL, ErrorClass.NO_ANSWER), (Verdict.ERROR, ErrorClass.BAD_CRITERIA)]
     )
     assert [(r.verdict, r.error_class) for r in results] == expected, results
     assert [r.detail for r in results] == [LeanVerifier().verify(q, c).detail for q, c in items]
@@ -165,7 +165,7 @@ def test_no_proof_is_no_answer() -> None:
 ])  # fmt: skip
 def test_bad_criteria_is_an_error_naming_the_query_and_key(criteria: dict, key: str) -> None:
     result = LeanVerifier().verify(Query("bad-row", "", {"type": "lean", **criteria}), "<answer>by trivial</answer>")
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA), result
     assert "'bad-row'" in result.detail and key in result.detail
 
 

@@ -94,7 +94,7 @@ def test_last_answer_wins() -> None:
 )  # fmt: skip
 def test_bad_criteria_is_an_error_not_a_fail(criteria: dict) -> None:
     result = MathVerifier().verify(Query("bad-row", "p", criteria), answered("1"))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA)
     assert not result.scorable and "bad-row" in result.detail
 
 

@@ -232,7 +232,7 @@ def test_memory_hog_is_memory(verifier: PytestVerifier) -> None:
 def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: PytestVerifier, criteria: dict, key: str) -> None:
     query = Query("bad-row", "", {"type": "pytest", **criteria})
     result = verifier.verify(query, fenced("def f(x):\n    return 2 * x"))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA), result
     assert "'bad-row'" in result.detail and key in result.detail
 
 

@@ -233,7 +233,7 @@ def test_broken_rows_are_errors_never_rewards(verifier, change, named):
     query = rows("chain_sum", 1)[0]
     broken = Query(query.id, query.prompt, {**query.verifier, **change})
     result = verifier.verify(broken, answered(query.verifier["entry"]["answer"]))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA)
     assert named in result.detail and query.id in result.detail
 
 
@@ -497,7 +497,7 @@ def test_composite_is_refused_by_name(verifier):
     query = rows("chain_sum", 1)[0]
     composite = Query(query.id, query.prompt, {**query.verifier, "dataset": "composite"})
     result = verifier.verify(composite, answered(query.verifier["entry"]["answer"]))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE)
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA)
     assert "rlvr does not score reasoning-gym's composite" in result.detail
 
 

@@ -194,7 +194,7 @@ def test_the_hard_kill_ends_a_check_that_outlives_the_solver_timeout() -> None:
 def test_bad_criteria_is_an_error_naming_the_query_and_key(verifier: SmtVerifier, criteria: dict, key: str) -> None:
     answer = "x" if criteria["mode"] == "equivalent" else "x = 1, y = 0"
     result = verifier.verify(Query("bad-row", "", {"type": "smt", **criteria}), answered(answer))
-    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.INFRASTRUCTURE), result
+    assert (result.verdict, result.error_class) == (Verdict.ERROR, ErrorClass.BAD_CRITERIA), result
     assert "'bad-row'" in result.detail and key in result.detail
     assert not result.scorable
 

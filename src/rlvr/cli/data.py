@@ -66,13 +66,21 @@ def _columns(args: argparse.Namespace, path: Path) -> ColumnMap | None:
 def run_check(args: argparse.Namespace) -> int:
     from rlvr.tasks.check import check_file
     from rlvr.tasks.dataset import DatasetError
-    from rlvr.verifiers.registry import known_types
+    from rlvr.verifiers.registry import close_verifiers, criteria_problem, known_types
 
     path = Path(args.file)
     columns = _columns(args, path)
-    report = check_file(
-        path, args.file_format, columns=columns, split=args.split or "train", verifier_types=known_types()
-    )
+    try:
+        report = check_file(
+            path,
+            args.file_format,
+            columns=columns,
+            split=args.split or "train",
+            verifier_types=known_types(),
+            criteria_problem=criteria_problem,
+        )
+    finally:
+        close_verifiers()
     source = f"{path} [{args.split or 'train'}]" if path.is_dir() else str(path)
     print(f"rlvr data check: {source} (format {args.file_format}): {report.good} of {report.rows} rows good")
     for line in report.problem_lines(limit=20):

@@ -8,7 +8,7 @@ goes on and names every bad row, a repeated id and an unknown verifier type incl
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,9 +56,11 @@ def check_file(
     columns: ColumnMap | None = None,
     split: str = "train",
     verifier_types: Collection[str] | None = None,
+    criteria_problem: Callable[[Query], str | None] | None = None,
 ) -> CheckReport:
     """Every row of ``path`` checked. ``columns`` maps a Hugging Face file's columns (default: the
-    layout's own); ``verifier_types``, when given, are the verifier types a row may name. A missing,
+    layout's own); ``verifier_types``, when given, are the verifier types a row may name, and
+    ``criteria_problem`` says what is wrong with a row's criteria as its verifier reads them. A missing,
     unreadable or empty file, or a missing column, raises DatasetError: then no row can be checked."""
     if file_format == "rows":
         rows: Iterator[tuple[RowPlace, Query | str]] = jsonl_rows(path)
@@ -68,7 +70,7 @@ def check_file(
     first_row_of: dict[str, str] = {}
     for place, row in rows:
         if isinstance(row, Query):
-            problem = _query_problem(row, first_row_of, verifier_types)
+            problem = _query_problem(row, first_row_of, verifier_types, criteria_problem)
             first_row_of.setdefault(row.id, report.where(place))
         else:
             problem = row
@@ -81,11 +83,16 @@ def check_file(
     return report
 
 
-def _query_problem(query: Query, first_row_of: dict[str, str], verifier_types: Collection[str] | None) -> str | None:
+def _query_problem(
+    query: Query,
+    first_row_of: dict[str, str],
+    verifier_types: Collection[str] | None,
+    criteria_problem: Callable[[Query], str | None] | None,
+) -> str | None:
     """What is wrong with a well-formed row in the company of the rows before it, or None."""
     if query.id in first_row_of:
         return f"id {query.id!r} repeats the one on {first_row_of[query.id]} (ids must be unique)"
     kind = query.verifier["type"]
     if verifier_types is not None and kind not in verifier_types:
         return f"unknown verifier type {kind!r}; known types: {', '.join(sorted(verifier_types))}"
-    return None
+    return criteria_problem(query) if criteria_problem is not None else None

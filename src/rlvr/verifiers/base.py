@@ -70,8 +70,11 @@ def unavailable(detail: str) -> VerifierResult:
 
 
 def bad_criteria(query: Query, kind: str, problem: object) -> VerifierResult:
-    """The ``error`` of a row whose criteria do not parse: the dataset's fault, never the completion's."""
-    return verifier_error(f"query {query.id!r} has bad {kind} criteria: {problem}")
+    """The ``error`` of a row whose criteria do not parse: the dataset's fault, never the completion's
+    (`rlvr data check` finds these rows before training: verifiers/registry.py `criteria_problem`)."""
+    return VerifierResult(
+        Verdict.ERROR, 0.0, ErrorClass.BAD_CRITERIA, f"query {query.id!r} has bad {kind} criteria: {problem}"
+    )
 
 
 def parse_criteria(query: Query, parse: Callable[[dict[str, Any]], Criteria], kind: str) -> Criteria | VerifierResult:

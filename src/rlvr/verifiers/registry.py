@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 
 from rlvr.errors import UserError
+from rlvr.types import ErrorClass, Query
 from rlvr.verifiers.base import Verifier
 
 VerifierFactory = Callable[[], Verifier]
@@ -53,6 +54,14 @@ def get_verifier(type_name: str) -> Verifier:
                 raise UnknownVerifierError(type_name)
             _INSTANCES[type_name] = _FACTORIES[type_name]()
         return _INSTANCES[type_name]
+
+
+def criteria_problem(query: Query) -> str | None:
+    """What is wrong with a row's criteria as its own verifier reads them (a math row without an
+    answer, a checklist without items), or None: the verifier judges an empty completion, which every
+    verifier answers from the criteria alone, without running anything."""
+    result = get_verifier(query.verifier["type"]).verify(query, "")
+    return result.detail if result.error_class == ErrorClass.BAD_CRITERIA else None
 
 
 def close_verifiers() -> None:
