@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,26 @@ def hacked_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert code == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def your_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user's runs after a first session, made by the real CLI on the atlas's default configuration
+    (each one a run of the atlas's default value of every knob), small held-out evaluations:
+    `default3-seed0`, `default3-seed1` (3 steps), `default5-seed0` (5 steps), `ppo3-seed0`
+    (`algo.algorithm=ppo` on the default configuration, as `rlvr compare` sets it, 3 steps), and
+    `cut`: the 5-step run as an interruption after step 2 leaves it (no summary.json, no final/)."""
+    root = tmp_path_factory.mktemp("your-runs") / "runs"
+    small = ["--set", "task.num_eval=8", "--set", "train.eval_samples=2", "--set", "train.threads=1", "--quiet"]
+    for name, steps, seed, extra in (("default3-seed0", 3, 0, []), ("default3-seed1", 3, 1, []),
+                                     ("default5-seed0", 5, 0, []), ("ppo3-seed0", 3, 0, ["--set", "algo.algorithm=ppo"])):  # fmt: skip
+        sets = ["--set", f"train.steps={steps}", "--set", f"train.seed={seed}", *extra, *small]
+        assert main(["train", *sets, "--out", str(root / name)]) == 0
+    cut = root / "cut"
+    shutil.copytree(root / "default5-seed0", cut)
+    (cut / "summary.json").unlink()
+    shutil.rmtree(cut / "final")
+    lines = (cut / "metrics.jsonl").read_text().splitlines()
+    kept = [line for line in lines if json.loads(line).get("step", 0) <= 2]
+    (cut / "metrics.jsonl").write_text("\n".join(kept) + "\n")
+    return root

@@ -1,5 +1,5 @@
 """The lab's first page: the shipped atlas read back, runs placed on knobs, rows and readings made
-from the numbers, and your runs beside (or instead of) the shipped ones."""
+from the numbers (your runs as an overlay: test_yours.py)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,9 @@ import yaml
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
-from rlvr.lab.effects import (
-    LABELS,
-    SHIPPED,
-    AtlasFileError,
-    Placer,
-    load_atlas,
-    page_data,
-    readings,
-    row,
-    shipped_values,
-)
+from rlvr.lab.effects import LABELS, SHIPPED, AtlasFileError, load_atlas, readings, row, shipped_values
+from rlvr.lab.effects_page import page_data
+from rlvr.lab.yours import Placer
 from rlvr.studies.atlas import KNOBS, SCHEMA, preset_path, run_card
 
 REPO = Path(__file__).resolve().parents[2]
@@ -216,13 +208,13 @@ def test_the_page_data_of_the_shipped_atlas_alone(shipped: dict, tmp_path: Path)
     data = page_data(tmp_path)  # an empty folder: no run of yours
     assert data["your_runs"] == [] and data["default_model"] == "Qwen2.5-7B"
     for knob, view in data["knobs"].items():
-        assert view["shipped"] is None and view["label"] == LABELS[knob]
-        assert [v["value"] for v in view["all"]["values"]] == [v["value"] for v in shipped["knobs"][knob]]
-        assert all(v["source"] == "shipped" for v in view["all"]["values"])
-        assert len(view["all"]["readings"]) >= 4
-    estimates = {v["value"]: v["estimate"]["Qwen2.5-7B"] for v in data["knobs"]["beta"]["all"]["values"]}
+        assert view["yours"] == {"values": [], "readings": []} and view["label"] == LABELS[knob]
+        assert [v["value"] for v in view["shipped"]["values"]] == [v["value"] for v in shipped["knobs"][knob]]
+        assert all(v["source"] == "shipped" for v in view["shipped"]["values"])
+        assert len(view["shipped"]["readings"]) >= 4
+    estimates = {v["value"]: v["estimate"]["Qwen2.5-7B"] for v in data["knobs"]["beta"]["shipped"]["values"]}
     assert "reference_weights" not in estimates["0.0"] and estimates["0.04"]["reference_weights"] > 0
-    algos = {v["value"]: v["estimate"]["Qwen2.5-7B"] for v in data["knobs"]["algorithm"]["all"]["values"]}
+    algos = {v["value"]: v["estimate"]["Qwen2.5-7B"] for v in data["knobs"]["algorithm"]["shipped"]["values"]}
     assert algos["ppo"]["critic_weights"] > 0 and "critic_weights" not in algos["grpo"]
     json.dumps(data, allow_nan=False)  # what the page embeds: no NaN
 
@@ -234,25 +226,3 @@ def test_a_broken_atlas_file_is_a_clear_error(tmp_path: Path) -> None:
         load_atlas(bad)
     with pytest.raises(AtlasFileError, match="cannot read"):
         load_atlas(tmp_path / "missing.json")
-
-
-@pytest.mark.slow
-def test_your_runs_replace_shipped_ones_and_add_values(tmp_path: Path, cli) -> None:
-    small = ["--set", "train.steps=2", "--set", "task.num_eval=8", "--set", "train.eval_samples=2",
-             "--set", "train.threads=1", "--quiet"]  # fmt: skip
-    for name, beta in (("b04", "0.4"), ("b02", "0.2")):
-        done = cli("train", "--set", f"algo.beta={beta}", *small, "--out", str(tmp_path / "runs" / name))
-        assert done.returncode == 0, done.stderr
-    data = page_data(tmp_path / "runs")
-    assert len(data["your_runs"]) == 2
-    beta = data["knobs"]["beta"]
-    values = {v["value"]: v for v in beta["all"]["values"]}
-    assert list(values) == ["0.0", "0.01", "0.04", "0.1", "0.2", "0.4"]  # in numeric order
-    assert values["0.4"]["source"] == values["0.2"]["source"] == "yours"
-    assert values["0.4"]["runs"] == [str(tmp_path / "runs" / "b04")]
-    assert values["0.4"]["row"]["steps"] == [2]
-    summary = json.loads((tmp_path / "runs" / "b04" / "summary.json").read_text())
-    assert values["0.4"]["row"]["pass@1 final"]["mean"] == pytest.approx(summary["final"]["gold_pass@1"], rel=1e-3)
-    shipped = {v["value"]: v for v in beta["shipped"]["values"]}  # the shipped atlas alone is kept
-    assert list(shipped) == ["0.0", "0.01", "0.04", "0.1", "0.4"] and shipped["0.4"]["source"] == "shipped"
-    assert data["knobs"]["lr"]["shipped"] is None  # no run of yours there

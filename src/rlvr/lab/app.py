@@ -1,7 +1,8 @@
 """The Gradio page of `rlvr lab`: tabs that read run directories and call rlvr's library functions.
 
 Knobs -> effects: pick a knob, see all its values side by side (curves, table, readings) from the
-                 shipped atlas of real runs and your own runs (effects.py, drawn in the browser).
+                 shipped atlas of real runs; your own runs beside them on request (effects.py,
+                 yours.py, drawn in the browser).
 One run:         pick knob values, see the matching run's measured numbers and curves.
 Run live:        start a real `rlvr train` of the chosen knobs; its metrics stream in as steps finish.
 Memory:          `rlvr memory`'s estimator for a chosen model preset and algorithm.
@@ -25,7 +26,7 @@ from rlvr.diagnostics.memory_model import load_model_spec, preset_names
 from rlvr.errors import UserError
 from rlvr.lab.breaks import COLUMNS as HOSTILE_COLUMNS
 from rlvr.lab.breaks import HACK_COLUMNS, HOSTILE, hacked_examples, hacked_runs, judge_hostile
-from rlvr.lab.effects import page_data
+from rlvr.lab.effects_page import page_data
 from rlvr.lab.effects_page import render as render_effects
 from rlvr.lab.evals import (
     TABLE_COLUMNS,
@@ -61,6 +62,7 @@ from rlvr.lab.runs import (
     live_metrics,
     measured,
     pick_runs,
+    progress,
     read_curves,
     read_run,
     scan_runs,
@@ -88,9 +90,7 @@ def describe_run(run: Run, others: int = 0) -> str:
     wall = m["wall_s"]
     lines = [
         f"**{run.label}**" + (f" ({others} more runs match; showing this one)" if others else ""),
-        "" if run.finished else "*unfinished: no summary.json yet; curves show the steps logged so far*",
-        f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**",
-        *run_eval_lines(run.path),
+        *heldout_lines(run, m),
         *tool_lines(run, m),
     ]
     if m["gold_pass@1"][1] is not None and run.knobs.get("fidelity") != "gold":
@@ -103,9 +103,27 @@ def describe_run(run: Run, others: int = 0) -> str:
         f"**{'n/a' if peak is None else format_bytes(peak)}**",
         f"- gradient noise scale `grad/noise_scale` (last logged step, in completions): "
         f"**{'n/a (needs 2+ micro-batches)' if noise is None else f'{noise:.1f}'}**",
-        f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps",
+        f"- wall time: **{'n/a' if wall is None else f'{wall:.0f} s'}** for {m['steps_logged']} logged steps"
+        if run.finished
+        else f"- wall time: not yet (unfinished); {m['steps_logged']} logged steps",
     ]
     return "\n".join(line for line in lines if line != "")
+
+
+def heldout_lines(run: Run, m: dict[str, Any]) -> list[str]:
+    """Held-out pass@1 base -> final (summary.json); for an unfinished run, how far it got and its
+    last held-out evaluation so far, never a pair of n/a."""
+    if run.finished:
+        return [
+            f"- held-out pass@1 with the training verifier, base -> final: **{_arrow(m['pass@1'])}**",
+            *run_eval_lines(run.path),
+        ]
+    last = m["eval/pass@1"]
+    return [
+        f"*unfinished* (no summary.json yet): **{progress(run, m['last_step'])}**; curves show the steps logged "
+        "so far, and held-out pass@1 base -> final comes with summary.json",
+        "" if last is None else f"- held-out pass@1 at the evaluation of step {last[0]}: **{_pct(last[1])}**",
+    ]
 
 
 def tool_lines(run: Run, m: dict[str, Any]) -> list[str]:

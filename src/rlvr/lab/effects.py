@@ -1,13 +1,9 @@
 """The lab's first page: each knob's values side by side, from the atlas (`rlvr atlas`) of real runs.
 
-Where the runs come from:
-- the atlas the package ships (``SHIPPED``: a file `rlvr atlas` wrote, labelled with the machine,
-  date, rlvr version and command that made it; only the small results, no model weights);
-- every run directory under the lab's folder (made by `rlvr train`, `rlvr sweep`, `rlvr atlas` or
-  the page itself). A run whose configuration is an atlas setting (seed, steps and evaluation size
-  aside) joins that setting; a run that changes only one knob's fields from the atlas default is a
-  new value of that knob. Where a setting has runs of yours, they replace the shipped ones; the
-  page can switch back to the shipped atlas alone.
+Where the runs come from: the atlas the package ships (``SHIPPED``: a file `rlvr atlas` wrote,
+labelled with the machine, date, rlvr version and command that made it; only the small results, no
+model weights). Your own runs are an overlay, placed, grouped and named by lab/yours.py; nothing of
+yours enters a shipped value's numbers.
 
 What a value shows (mean over its runs, spread over seeds):
 - curves per training step: reward, KL, entropy, gradient noise scale, and held-out pass@1 at each
@@ -25,7 +21,6 @@ computed by the memory estimator.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import math
 import statistics
@@ -33,16 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rlvr.algos import ALGORITHMS
-from rlvr.config import RunConfig, load_config
 from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
-from rlvr.diagnostics.memory_model import load_model_spec, preset_names
+from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.errors import UserError
 from rlvr.eval.stats import finite, mean_sd
-from rlvr.rundir import metrics_path, read_config, run_dirs
-from rlvr.studies.atlas import KNOBS, SCHEMA, Setting, preset_path, run_card
+from rlvr.studies.atlas import SCHEMA
 
 SHIPPED = Path(__file__).with_name("atlas") / "atlas.json"
 """The atlas the package ships (made by the command recorded inside it)."""
@@ -53,24 +44,6 @@ LABELS = {"fidelity": "verifier fidelity", "algorithm": "algorithm", "group_size
           "beta": "β (KL weight)", "lr": "learning rate"}  # fmt: skip
 ORDERED = {"group_size", "beta", "lr"}
 """Knobs whose values have an order: their readings go from the smallest value to the largest."""
-
-KNOB_FIELDS: dict[str, tuple[str, ...]] = {
-    "fidelity": ("reward.fidelity", "reward.false_positive_rate", "reward.false_negative_rate"),
-    "group_size": ("rollout.group_size",),
-    "beta": ("algo.beta",),
-    "lr": ("optim.lr",),
-    "algorithm": ("algo.", "ppo."),
-}
-"""The config fields (or section prefixes) each knob changes; a run that changes fields of one knob
-only, away from the atlas default, is a value of that knob."""
-
-INCIDENTAL = (
-    "train.seed", "train.steps", "train.threads", "train.eval_every", "train.eval_samples", "train.save_every",
-    "train.tensorboard", "train.memory_metrics", "train.trackers", "train.wandb_project", "train.wandb_mode",
-    "task.num_eval", "model.device", "model.forward", "reward.noise_seed", "reward.hacking_sample",
-    "reward.hacking_warn", "reward.backend", "reward.ray_address",
-)  # fmt: skip
-"""Fields that do not make a different setting: seeds, length, how much is evaluated, logging, devices."""
 
 CURVES = {"reward": "reward (0-1)", "kl": "KL to reference (nats/token)", "entropy": "entropy (nats/token)",
           "grad/noise_scale": "gradient noise scale (completions)"}  # fmt: skip
@@ -98,84 +71,6 @@ def load_atlas(path: str | Path = SHIPPED) -> dict[str, Any]:
     return atlas
 
 
-# ---------------------------------------------------------------------------------------------
-# Which setting a run belongs to
-
-
-def _flatten(config: dict[str, Any]) -> dict[str, Any]:
-    flat = {}
-    for section, values in config.items():
-        for key, value in (values or {}).items() if isinstance(values, dict) else ():
-            name = f"{section}.{key}"
-            if name not in INCIDENTAL:
-                flat[name] = value
-    return flat
-
-
-def _resolved(setting: Setting) -> dict[str, Any]:
-    """A setting's configuration as its run's config.yaml holds it (the trainer writes it this way)."""
-    cfg = load_config(preset_path(setting.config), list(setting.overrides))
-    return _flatten(yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False)))
-
-
-def _owner(key: str) -> str | None:
-    for knob in ("fidelity", "group_size", "beta", "lr"):
-        if key in KNOB_FIELDS[knob]:
-            return knob
-    return "algorithm" if key.startswith(KNOB_FIELDS["algorithm"]) else None
-
-
-def _label(knob: str, flat: dict[str, Any]) -> str:
-    """The name of a new value of a knob, as a user would type it."""
-    if knob == "group_size":
-        return str(flat["rollout.group_size"])
-    if knob == "beta":
-        return f"{flat['algo.beta']:g}"
-    if knob == "lr":
-        return f"{flat['optim.lr']:g}"
-    if knob == "fidelity":
-        name = flat["reward.fidelity"]
-        if name == "noisy":
-            return f"noisy fp={flat['reward.false_positive_rate']:g} fn={flat['reward.false_negative_rate']:g}"
-        return str(name)
-    return str(flat["algo.algorithm"])
-
-
-class Placer:
-    """Places run directories on the atlas's knobs by comparing resolved configurations."""
-
-    def __init__(self) -> None:
-        self.settings = []
-        for knob, values in KNOBS.items():
-            for setting in values:
-                try:
-                    self.settings.append((knob, setting, _resolved(setting)))
-                except UserError:
-                    continue  # its preset is not installed (a wheel without configs/): nothing joins it
-        self.default = next(flat for _, s, flat in self.settings if s.name == "default")
-        self.defaults = _flatten(yaml.safe_load(yaml.safe_dump(RunConfig().to_dict(), sort_keys=False)))
-
-    def place(self, config: dict[str, Any]) -> list[tuple[str, str]]:
-        """The (knob, value) pairs a run's config.yaml belongs to: every knob listing its setting,
-        or one knob it is a new value of, or none."""
-        flat = self.defaults | _flatten(config)  # a run made before a field existed has that field's default
-        same = [(knob, s.value) for knob, s, known in self.settings if known == flat]
-        if same:
-            return same
-        diff = {key for key in self.default.keys() | flat.keys() if self.default.get(key) != flat.get(key)}
-        owners = {_owner(key) for key in diff}
-        if len(owners) != 1 or None in owners:
-            return []  # changes several knobs, or fields no knob owns: not on this page
-        (knob,) = owners
-        if knob == "algorithm" and "algo.algorithm" not in diff:
-            return []  # the default algorithm with other settings: not one of its values
-        label = _label(knob, flat)
-        known = {s.value for k, s, _ in self.settings if k == knob}
-        if label in known:  # e.g. dapo with another epsilon_high: name what differs
-            label += " (" + ", ".join(f"{key}={flat.get(key)}" for key in sorted(diff) if key != "algo.algorithm") + ")"
-        return [(knob, label)]
-
-
 @dataclass
 class Value:
     """One value of one knob and its runs' cards."""
@@ -186,30 +81,15 @@ class Value:
     cards: list[dict[str, Any]]
     config: dict[str, Any] = field(default_factory=dict)
     """The fields the memory estimate reads: algorithm, group_size, beta (memory_fields)."""
+    name: str = ""
+    """What the legend and the table call it: the value itself for the atlas, "yours: ..." for yours."""
+    cohort: tuple = ()
+    """Runs that may be compared with these: the same length and held-out size (yours only)."""
+    unfinished: str | None = None
+    """For a run of yours without summary.json: how far it got ("running/interrupted at step N of M")."""
 
-
-def user_values(root: str | Path, placer: Placer | None = None) -> dict[tuple[str, str], Value]:
-    """Your runs under root, grouped by the (knob, value) they belong to."""
-    root = Path(root)
-    if not root.is_dir():
-        return {}
-    placer = placer or Placer()
-    found: dict[tuple[str, str], Value] = {}
-    for run_dir in run_dirs(root):
-        try:
-            config = read_config(run_dir)
-        except (OSError, yaml.YAMLError):
-            continue
-        if not config or not isinstance(config, dict) or not metrics_path(run_dir).is_file():
-            continue
-        card = run_card(run_dir)
-        if card is None or not card["curves"]["step"]:
-            continue
-        card["dir"] = str(run_dir)
-        for knob, label in placer.place(config):
-            value = found.setdefault((knob, label), Value(knob, label, "yours", [], memory_fields(config)))
-            value.cards.append(card)
-    return found
+    def __post_init__(self) -> None:
+        self.name = self.name or self.label
 
 
 def memory_fields(config: dict[str, Any]) -> dict[str, Any]:
@@ -449,59 +329,27 @@ def form_memory(values: list[Value], peaks: list[dict[str, Any]], name: str, kno
 # The page's data
 
 
-def _sorted(knob: str, values: list[Value]) -> list[Value]:
+def sort_values(knob: str, values: list[Value]) -> list[Value]:
+    """An ordered knob's values from the smallest to the largest; other knobs' as they come."""
     if knob not in ORDERED:
-        return values  # the atlas's order, then yours as they were found
+        return values  # the atlas's order
     orders = [_numeric(v.label) for v in values]
     ranked = sorted(zip(orders, range(len(values)), strict=True), key=lambda p: (p[0] is None, p[0] or 0.0, p[1]))
     return [values[i] for _, i in ranked]
 
 
-def _variant(knob: str, values: list[Value], models: list[str]) -> dict[str, Any]:
-    values = [v for v in _sorted(knob, values) if v.cards]
+def value_entry(value: Value, value_row: dict[str, Any], models: list[str]) -> dict[str, Any]:
+    """What the page draws of one value: its name, row, curves and memory estimates."""
+    return {"value": value.label, "name": value.name, "source": value.source, "unfinished": value.unfinished,
+            "row": value_row, "curves": curves(value), "estimate": estimates(value, models),
+            "runs": [c["dir"] for c in value.cards]}  # fmt: skip
+
+
+def view(knob: str, values: list[Value], models: list[str]) -> dict[str, Any]:
+    """The shipped atlas's rows and readings of one knob, as shipped."""
+    values = [v for v in sort_values(knob, values) if v.cards]
     rows = [row(v) for v in values]
     return {
-        "values": [
-            {"value": v.label, "source": v.source, "row": r, "curves": curves(v), "estimate": estimates(v, models),
-             "runs": [c["dir"] for c in v.cards]}
-            for v, r in zip(values, rows, strict=True)
-        ],
+        "values": [value_entry(v, r, models) for v, r in zip(values, rows, strict=True)],
         "readings": readings(knob, values, rows),
-    }  # fmt: skip
-
-
-def page_data(root: str | Path | None, atlas: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the first page draws: per knob, its values (shipped, or yours where you ran them)
-    with rows, curves, estimates and readings; and, where your runs changed something, the shipped
-    atlas alone as well."""
-    atlas = atlas if atlas is not None else load_atlas()
-    models = preset_names()
-    shipped = shipped_values(atlas)
-    yours = user_values(root) if root is not None else {}
-    knobs = {}
-    for knob in KNOBS:
-        base = shipped.get(knob, [])
-        mixed = [yours.get((knob, v.label), v) for v in base]
-        mixed += [v for (k, label), v in yours.items() if k == knob and label not in {b.label for b in base}]
-        changed = any(v.source == "yours" for v in mixed)
-        knobs[knob] = {
-            "label": LABELS[knob],
-            "ordered": knob in ORDERED,
-            "all": _variant(knob, mixed, models),
-            "shipped": _variant(knob, base, models) if changed else None,
-        }
-    return {
-        "made": atlas.get("made", {}),
-        "command": atlas.get("command"),
-        "steps": atlas.get("steps"),
-        "seeds": atlas.get("seeds"),
-        "build_wall_s": atlas.get("build_wall_s"),
-        "shipped_runs": len(atlas.get("runs", {})),
-        "your_runs": sorted({c["dir"] for v in yours.values() for c in v.cards}),
-        "read_at": datetime.datetime.now().strftime("%H:%M:%S"),
-        "root": None if root is None else str(root),
-        "models": models,
-        "default_model": DEFAULT_MODEL if DEFAULT_MODEL in models else models[0],
-        "curves": CURVES,
-        "knobs": knobs,
     }

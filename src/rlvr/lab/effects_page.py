@@ -1,12 +1,57 @@
 """The first page of the lab as one self-contained HTML document: inline CSS and JS, the data of
-effects.page_data embedded as JSON, no network. Picking a knob redraws the readings, the curves
-and the table from the embedded data in the browser, with no call to the server; the time from the
-click to the next painted frame is kept in ``window.rlvrRedraw`` (benchmarks/lab_redraw.py reads it)."""
+page_data embedded as JSON, no network. Picking a knob redraws the readings, the curves and the
+table from the embedded data in the browser, with no call to the server; the time from the click to
+the next painted frame is kept in ``window.rlvrRedraw`` (benchmarks/lab_redraw.py reads it).
+
+By default the page is the shipped atlas as shipped, whatever is under the lab's folder; the *your
+runs* box adds your runs as rows and dashed curves of their own (lab/yours.py)."""
 
 from __future__ import annotations
 
+import datetime
 import json
+from pathlib import Path
 from typing import Any
+
+from rlvr.diagnostics.memory_model import preset_names
+from rlvr.lab.effects import CURVES, DEFAULT_MODEL, LABELS, ORDERED, load_atlas, shipped_values, view
+from rlvr.lab.yours import overlay, your_values
+from rlvr.studies.atlas import KNOBS
+
+
+def page_data(root: str | Path | None, atlas: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the first page draws: per knob, the shipped atlas's values as shipped (rows,
+    curves, estimates, readings) and, apart, your runs under root (shown when asked for)."""
+    atlas = atlas if atlas is not None else load_atlas()
+    models = preset_names()
+    shipped = shipped_values(atlas)
+    yours, elsewhere = your_values(root) if root is not None else ([], [])
+    knobs = {
+        knob: {
+            "label": LABELS[knob],
+            "ordered": knob in ORDERED,
+            "shipped": view(knob, shipped.get(knob, []), models),
+            "yours": overlay(knob, [v for v in yours if v.knob == knob], models),
+        }
+        for knob in KNOBS
+    }
+    return {
+        "made": atlas.get("made", {}),
+        "command": atlas.get("command"),
+        "steps": atlas.get("steps"),
+        "seeds": atlas.get("seeds"),
+        "build_wall_s": atlas.get("build_wall_s"),
+        "shipped_runs": len(atlas.get("runs", {})),
+        "your_runs": sorted({c["dir"] for v in yours for c in v.cards}),
+        "your_runs_elsewhere": elsewhere,
+        "read_at": datetime.datetime.now().strftime("%H:%M:%S"),
+        "root": None if root is None else str(root),
+        "models": models,
+        "default_model": DEFAULT_MODEL if DEFAULT_MODEL in models else models[0],
+        "curves": CURVES,
+        "knobs": knobs,
+    }
+
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:.5em auto;max-width:1400px;color:#222;padding:0 .5em}
@@ -22,13 +67,14 @@ ul.readings{margin:.3em 0 .8em;padding-left:1.2em}ul.readings li{margin:.15em 0}
 table{border-collapse:collapse;margin:.6em 0;font-size:12.5px;width:100%}td,th{border:1px solid #d4d4d4;padding:3px 6px;
 text-align:right;vertical-align:top}th{background:#f3f3f3;font-weight:600}td.l,th.l{text-align:left}
 .sub{display:block;color:#666;font-size:11px;white-space:normal}.yours{color:#7a4b00;font-weight:600}
+tr.yours td{background:#fffaf0}ul.readings li.yours{color:#7a4b00}
 .note{color:#555;font-size:12px}svg text{font:10.5px system-ui,sans-serif;fill:#444}
 """
 
 _JS = r"""
 const D = JSON.parse(document.getElementById('effects-data').textContent);
 const COLORS = ['#1f77b4','#d62728','#2ca02c','#ff7f0e','#9467bd','#8c564b','#e377c2','#17becf','#7f7f7f','#bcbd22'];
-const state = {knob: Object.keys(D.knobs)[0], model: D.default_model, shippedOnly: false, smooth: 5, logy: true};
+const state = {knob: Object.keys(D.knobs)[0], model: D.default_model, yours: false, smooth: 5, logy: true};
 const el = (tag, attrs={}, ...kids) => { const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) { if (k === 'class') e.className = v; else e.setAttribute(k, v); }
   for (const k of kids) e.append(k); return e; };
@@ -49,9 +95,9 @@ const SHORT = {policy_weights: 'weights', reference_weights: 'ref', kv_cache: 'k
   policy_gradients: 'grads', policy_optimizer: 'adam', critic_weights: 'critic', critic_gradients: 'critic grads',
   critic_optimizer: 'critic adam'};
 
-function variant() {
-  const k = D.knobs[state.knob];
-  return state.shippedOnly && k.shipped ? k.shipped : k.all;
+function variant() {  // the shipped atlas as shipped; your runs after it, apart, when the box is ticked
+  const k = D.knobs[state.knob], yours = state.yours ? k.yours : {values: [], readings: []};
+  return {values: k.shipped.values.concat(yours.values), readings: k.shipped.readings, yours: yours.readings};
 }
 
 function smooth(xs, w) {
@@ -98,7 +144,8 @@ function chart(title, series, opts) {
     const band = xs.map((px, i) => `${px},${Y(hi[i])}`).concat(xs.map((px, i) => `${px},${Y(lo[i])}`).reverse());
     s.append(svg('polygon', {points: band.join(' '), fill: x.color, 'fill-opacity': 0.13, stroke: 'none'}));
     const line = svg('polyline', {points: xs.map((px, i) => `${px},${Y(m[i])}`).join(' '), fill: 'none',
-      stroke: x.color, 'stroke-width': 1.8, 'data-value': x.label});
+      stroke: x.color, 'stroke-width': 1.8, 'data-value': x.label, 'data-source': x.source});
+    if (x.source === 'yours') line.setAttribute('stroke-dasharray', '5 3');
     const tip = svg('title'); tip.textContent = `${x.label}: last ${g3(m[m.length - 1])}`; line.append(tip);
     s.append(line);
     if (xs.length <= 6) xs.forEach((px, i) => s.append(svg('circle', {cx: px, cy: Y(m[i]), r: 2.5, fill: x.color})));
@@ -133,10 +180,11 @@ function table(values) {
   t.append(el('tr', {}, ...head.map((h, i) => el('th', {class: i === 0 ? 'l' : ''}, h))));
   for (const v of values) {
     const r = v.row;
-    const src = v.source === 'yours' ? el('span', {class: 'yours'}, ' (yours)') : '';
     const runs = `${r.runs} (seed${r.seeds.length === 1 ? '' : 's'} ${r.seeds.join(',')}; ${r.steps.join('/')} steps)`;
-    t.append(el('tr', {'data-value': v.value},
-      el('td', {class: 'l', 'data-col': 'value'}, v.value, src),
+    const name = el('td', {class: 'l' + (v.source === 'yours' ? ' yours' : ''), 'data-col': 'value'}, v.name);
+    if (v.unfinished) { t.append(unfinishedRow(v, name)); continue; }
+    t.append(el('tr', {'data-value': v.name, 'data-source': v.source, class: v.source},
+      name,
       el('td', {'data-col': 'runs'}, runs),
       el('td', {'data-col': 'pass1'}, `${pct(r['pass@1 base'])} → ${pct(r['pass@1 final'])}`),
       el('td', {'data-col': 'gain'}, pm(r['pass@1 gain'], pts)),
@@ -151,15 +199,29 @@ function table(values) {
   return t;
 }
 
+function unfinishedRow(v, name) {  // no summary.json: no final numbers, so it says how far it got
+  const h = v.curves.heldout, last = h.step.length - 1;
+  const seen = last >= 0 ? `last held-out pass@1 (gold): ${pc(h.mean[last])}% at step ${h.step[last]}`
+    : 'no held-out evaluation yet: base and final come with its summary.json';
+  return el('tr', {'data-value': v.name, 'data-source': v.source, class: 'yours unfinished'}, name,
+    el('td', {'data-col': 'runs'}, `1 (seed ${v.row.seeds.join(',')}; unfinished)`),
+    el('td', {'data-col': 'pass1', colspan: 4, class: 'l'}, `unfinished: ${v.unfinished}`, el('span', {class: 'sub'}, seen)),
+    memoryCell(v.row), estimateCell(v),
+    el('td', {'data-col': 'variance'}, pm(v.row['grad variance'], g3)),
+    el('td', {'data-col': 'noise'}, pm(v.row['noise scale'], g3)),
+    el('td', {'data-col': 'wall'}, 'unfinished'));
+}
+
 function draw() {
   const v = variant(), values = v.values;
   document.querySelectorAll('nav button').forEach(b => b.setAttribute('aria-pressed', String(b.dataset.knob === state.knob)));
   const readings = document.getElementById('readings');
-  readings.replaceChildren(...v.readings.map(line => el('li', {}, line)));
+  readings.replaceChildren(...v.readings.map(line => el('li', {}, line)),
+    ...v.yours.map(line => el('li', {class: 'yours'}, line)));
   const coloured = values.map((x, i) => ({...x, color: COLORS[i % COLORS.length]}));
   document.getElementById('legend').replaceChildren(...coloured.map(x =>
-    el('span', {}, el('i', {class: 'sw', style: `background:${x.color}`}), x.value + (x.source === 'yours' ? ' (yours)' : ''))));
-  const series = (key) => coloured.map(x => ({label: x.value, color: x.color, ...x.curves[key]}));
+    el('span', {class: x.source, 'data-value': x.name}, el('i', {class: 'sw', style: `background:${x.color}`}), x.name)));
+  const series = (key) => coloured.map(x => ({label: x.name, color: x.color, source: x.source, ...x.curves[key]}));
   const charts = [chart('held-out pass@1, gold verifier (0-1), vs step', series('heldout'), {key: 'heldout'})];
   for (const [key, title] of Object.entries(D.curves)) {
     const log = state.logy && (key === 'kl' || key === 'grad/noise_scale');
@@ -169,7 +231,7 @@ function draw() {
   document.getElementById('charts').replaceChildren(...charts);
   document.getElementById('table').replaceChildren(table(values));
   if (window.frameElement) window.frameElement.style.height = (document.body.offsetHeight + 40) + 'px';  // fit, grow or shrink
-  document.body.dataset.drawn = state.knob + '|' + state.model + '|' + state.shippedOnly + '|' + state.smooth + '|' + state.logy;
+  document.body.dataset.drawn = state.knob + '|' + state.model + '|' + state.yours + '|' + state.smooth + '|' + state.logy;
 }
 
 function redraw(event) {
@@ -186,9 +248,14 @@ function init() {
   prov.append(`Shipped atlas: ${D.shipped_runs} runs of ${D.steps} steps, seeds ${(D.seeds || []).join(', ')}; made ${m.date} on ${m.machine} `
     + `with rlvr ${m.rlvr}${m.commit ? ' (' + m.commit + ')' : ''} by `, el('code', {}, D.command || 'rlvr atlas'),
     D.build_wall_s ? ` in ${(D.build_wall_s / 60).toFixed(1)} min. ` : '. ');
-  prov.append(D.your_runs.length
-    ? `${D.your_runs.length} run(s) of yours under ${D.root} take the place of shipped ones for their settings (marked "yours"); read at ${D.read_at}.`
-    : `No run of yours under ${D.root || 'the lab folder'} matches an atlas setting yet (read at ${D.read_at}); runs you make with rlvr train, sweep or atlas appear here.`);
+  const where = D.root || 'the lab folder', n = D.your_runs.length, off = D.your_runs_elsewhere.length;
+  prov.append(n
+    ? `${n} run(s) of yours under ${where} fit this page (read at ${D.read_at}): tick "your runs" to draw them beside the `
+      + 'atlas as rows and dashed curves of their own, each named by what it is, grouped only with runs of the same '
+      + 'length and settings, never averaged with the atlas.'
+    : `No run of yours under ${where} fits this page yet (read at ${D.read_at}); a run of the atlas's default `
+      + 'configuration, or one knob away from it, made with rlvr train, sweep or atlas, can be drawn here with "your runs".');
+  if (off) prov.append(` ${off} other run(s) there change several knobs or settings no knob holds: see them in the One run tab.`);
   const nav = document.getElementById('knobs');
   for (const [name, k] of Object.entries(D.knobs)) {
     const b = el('button', {'data-knob': name, id: 'knob-' + name, type: 'button'}, k.label);
@@ -199,9 +266,10 @@ function init() {
   for (const name of D.models) model.append(el('option', {value: name}, name));
   model.value = state.model;
   model.addEventListener('change', (e) => { state.model = model.value; redraw(e); });
-  const only = document.getElementById('shipped-only');
-  only.disabled = !D.your_runs.length;
-  only.addEventListener('change', (e) => { state.shippedOnly = only.checked; redraw(e); });
+  const yours = document.getElementById('your-runs');
+  yours.disabled = !D.your_runs.length;
+  yours.parentElement.append(` (${D.your_runs.length})`);
+  yours.addEventListener('change', (e) => { state.yours = yours.checked; redraw(e); });
   const sm = document.getElementById('smooth');
   sm.addEventListener('change', (e) => { state.smooth = Number(sm.value); redraw(e); });
   const lg = document.getElementById('logy');
@@ -220,7 +288,7 @@ _BODY = """
 <label>curves: running mean over <select id="smooth"><option value="1">1</option><option value="5" selected>5</option>
 <option value="10">10</option></select> steps</label>
 <label><input type="checkbox" id="logy" checked> log scale for KL and noise scale</label>
-<label><input type="checkbox" id="shipped-only"> shipped atlas only</label>
+<label><input type="checkbox" id="your-runs"> your runs</label>
 </div>
 <ul class="readings" id="readings"></ul>
 <div class="legend" id="legend"></div>

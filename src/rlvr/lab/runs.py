@@ -166,7 +166,14 @@ def measured(run: Run) -> dict[str, Any]:
         "grad/noise_scale": last_value(rows, "grad/noise_scale"),
         "wall_s": summary.get("wall_s"),
         "steps_logged": len({row["step"] for row in rows if "reward" in row and "step" in row}),
+        "last_step": max((row["step"] for row in rows if "reward" in row and "step" in row), default=0),
+        "eval/pass@1": _last_eval(rows, "eval/pass@1"),
     }
+
+
+def progress(run: Run, last_step: int) -> str:
+    """How far an unfinished run got, as the first page says it too."""
+    return f"running/interrupted at step {last_step} of {run.knobs.get('steps') or '?'}"
 
 
 def sweep_command(choice: dict[str, str], root: str | Path, config: str = "configs/smoke.yaml") -> str:
