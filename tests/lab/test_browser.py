@@ -21,6 +21,7 @@ pytestmark = [
 
 from rlvr.lab import run_lab  # noqa: E402
 from rlvr.lab.effects import load_atlas  # noqa: E402
+from rlvr.lab.effects_page import page_data, render  # noqa: E402
 from rlvr.lab.runs import measured, read_run  # noqa: E402
 
 from .test_app import free_port  # noqa: E402
@@ -108,6 +109,51 @@ def test_first_page_shows_every_knob_from_the_shipped_atlas(tmp_path: Path, cli)
         app.close()
     assert errors == []
     assert all((tmp_path / f"effects-{knob}.png").stat().st_size > 10_000 for knob in atlas["knobs"])
+    _keep_screenshots(tmp_path)
+
+
+DRAWN = "['readings', 'legend', 'charts', 'table'].map(id => document.getElementById(id).innerHTML)"
+"""What the first page draws for a knob: readings, legend, charts and table, as HTML."""
+
+
+def test_your_runs_are_drawn_only_on_request_each_named(your_runs: Path, tmp_path: Path) -> None:
+    """The first page, opened over a folder with runs of yours, draws exactly what it draws over an
+    empty folder until "your runs" is ticked; then your runs are rows and dashed curves of their own."""
+    atlas = load_atlas()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        errors: list[str] = []
+        drawn: dict[tuple[str, str], list[str]] = {}
+        for name, root in (("none", tmp_path / "empty"), ("yours", your_runs)):
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})  # a fresh page: its script declares D
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.set_content(render(page_data(root)))
+            for knob in atlas["knobs"]:
+                page.locator(f"#knob-{knob}").click()
+                drawn[name, knob] = page.evaluate(DRAWN)
+        for knob in atlas["knobs"]:
+            assert drawn["yours", knob] == drawn["none", knob], knob
+        page.locator("#your-runs").check()
+        page.locator("#knob-beta").click()
+        yours = page.locator('#effects-table tr[data-source="yours"]')
+        playwright.expect(yours).to_have_count(3)
+        playwright.expect(page.locator("#effects-table tr[data-source=shipped]")).to_have_count(
+            len(atlas["knobs"]["beta"])
+        )
+        cut = page.locator(
+            '#effects-table tr[data-value="yours: grpo, β 0.04, seed 0, running/interrupted at step 2 of 5"]'
+        )
+        playwright.expect(cut).to_contain_text("unfinished: running/interrupted at step 2 of 5")
+        assert "n/a → n/a" not in page.locator("#effects-table").inner_text()
+        legend = page.locator("#legend span").all_inner_texts()
+        assert len(legend) == len(atlas["knobs"]["beta"]) + 3 and all(text.strip() for text in legend)
+        dashed = page.locator('.chart[data-metric="reward"] polyline[stroke-dasharray]')
+        playwright.expect(dashed).to_have_count(3)  # your runs' curves, apart from the atlas's
+        page.locator("#knob-algorithm").click()
+        playwright.expect(page.locator("#readings li.yours").first).to_contain_text("your 3-step runs: ")
+        page.screenshot(path=str(tmp_path / "effects-yours.png"), full_page=True)
+        browser.close()
+    assert errors == []
     _keep_screenshots(tmp_path)
 
 
@@ -199,6 +245,7 @@ def test_views_in_a_browser(
 
 
 SCREENSHOTS = {"effects-beta.png": "effects-beta.png", "effects-algorithm.png": "effects-algorithm.png",
+               "effects-yours.png": "effects-yours.png",
                "effects-fidelity.png": "effects-fidelity.png", "knobs-beta0.04.png": "one-run.png", "live.png": "live.png", "memory.png": "memory.png",
                "passk.png": "passk.png", "one-step.png": "one-step.png", "paradigms.png": "paradigms.png",
                "verifiers.png": "verifiers.png"}  # fmt: skip

@@ -294,8 +294,9 @@ _BODY = """
 <div class="legend" id="legend"></div>
 <div class="charts" id="charts"></div>
 <p class="note">Lines: mean over a value's runs (seeds) at each step, then a running mean; bands: min..max over
-the runs. Held-out pass@1: 100 held-out queries x 4 samples, judged by the gold verifier, before training (step 0),
-every 20 steps and after the last.</p>
+the runs. Held-out pass@1 of the atlas's runs: 100 held-out queries x 4 samples, judged by the gold verifier, before
+training (step 0), every 20 steps and after the last. Dashed lines: your runs (with "your runs" ticked), evaluated as
+each run's config.yaml says.</p>
 <div id="table"></div>
 <p class="note">Cells: mean ± standard deviation over the runs. pass@1, its gain and greedy accuracy are judged
 by the gold verifier (what the model can do, whatever it was trained against). Hacking rate: share of held-out samples the training verifier passed and gold
