@@ -8,8 +8,8 @@ run through these names and functions.
     <run>/checkpoint/     the latest resumable state (policy in Hugging Face format + trainer_state.pt)
     <run>/final/          the trained policy, loadable as any Hugging Face model
     <run>/best/           the best policy by held-out score, when train.keep_best asks for it
-    <run>/step-<N>/       the policy after N steps, one per checkpoint, when train.keep_checkpoints
-                          asks for them (Hugging Face format: model and tokenizer)
+    <run>/steps/<N>/      the policy after N steps, every train.keep_every steps when it asks for
+                          them (Hugging Face format: model and tokenizer)
     <run>/curves.png      reward, held-out pass@1 and greedy, KL and entropy over steps (`rlvr train`)
 
 Directories written by earlier versions use the same names and formats and read the same.
@@ -33,7 +33,7 @@ CHECKPOINT = "checkpoint"
 FINAL = "final"
 BEST = "best"
 CURVES = "curves.png"
-STEP_PREFIX = "step-"
+STEPS = "steps"
 MODEL_CONFIG = "config.json"
 """The file that makes a directory a loadable Hugging Face model."""
 STATE_FILE = "trainer_state.pt"
@@ -68,14 +68,15 @@ def best_dir(run_dir: str | Path) -> Path:
 
 
 def step_dir(run_dir: str | Path, step: int) -> Path:
-    """Where the policy after `step` steps is kept (train.keep_checkpoints)."""
-    return Path(run_dir) / f"{STEP_PREFIX}{step}"
+    """Where the policy after `step` steps is kept (train.keep_every)."""
+    return Path(run_dir) / STEPS / str(step)
 
 
 def keep_step(run_dir: str | Path, step: int, save: Callable[[Path], None]) -> Path:
-    """Keep the policy after `step` steps in step-<step>/: `save(folder)` writes model and tokenizer
+    """Keep the policy after `step` steps in steps/<step>/: `save(folder)` writes model and tokenizer
     into a fresh folder beside it, which then takes the name, so a kill never leaves half of one."""
     kept = step_dir(run_dir, step)
+    kept.parent.mkdir(parents=True, exist_ok=True)
     tmp = kept.with_name(f".{kept.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     save(tmp)
@@ -85,16 +86,15 @@ def keep_step(run_dir: str | Path, step: int, save: Callable[[Path], None]) -> P
 
 
 def saved_models(run_dir: str | Path, checkpoint_step: Callable[[Path], int]) -> dict[int, Path]:
-    """The run's loadable models by the step they were saved after, in step order: each step-<N>/,
+    """The run's loadable models by the step they were saved after, in step order: each steps/<N>/,
     final/ at the finished run's summary "steps", and the checkpoint at its state's step
     (`checkpoint_step(checkpoint)` reads it: engine/checkpoint.py) when it holds a whole model (with
     LoRA it holds the adapters alone). One step's several copies hold the same weights; the first
     of that order is given."""
     saved: dict[int, Path] = {}
-    for path in Path(run_dir).glob(f"{STEP_PREFIX}*"):
-        step = path.name.removeprefix(STEP_PREFIX)
-        if step.isdigit() and (path / MODEL_CONFIG).is_file():
-            saved[int(step)] = path
+    for path in (Path(run_dir) / STEPS).glob("*"):
+        if path.name.isdigit() and (path / MODEL_CONFIG).is_file():
+            saved[int(path.name)] = path
     try:
         finished = (read_summary(run_dir) or {}).get("steps")
     except ValueError:  # a summary that is not JSON says nothing about the step of final/

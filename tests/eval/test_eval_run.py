@@ -25,7 +25,7 @@ def unchanged_run(tmp_path_factory):
     """A finished run whose weights never moved (an update far below float32's resolution, no weight
     decay), with its best model and the model after each step (save_every=1) kept."""
     out = tmp_path_factory.mktemp("run")
-    keep = ["train.keep_best=pass@1", "train.keep_checkpoints=true", "train.save_every=1"]
+    keep = ["train.keep_best=pass@1", "train.keep_every=1"]
     train(load_config(None, [*RUN, "optim.lr=1e-30", "optim.weight_decay=0", *keep]), out, progress=False)
     final = load_file(out / "final" / "model.safetensors")
     base = load_file(resolve_model_path("tiny-arith") / "model.safetensors")
@@ -62,28 +62,30 @@ def test_the_best_model_of_a_run(unchanged_run, tmp_path, cli):
 
 
 def test_the_model_after_a_kept_step(unchanged_run, tmp_path, cli):
-    """train.keep_checkpoints kept step-1/ and step-2/, each a whole model with its tokenizer."""
+    """train.keep_every=1 kept steps/1/ and steps/2/, each a whole model with its tokenizer."""
     assert all(
-        (unchanged_run / f"step-{n}" / name).is_file() for n in (1, 2) for name in ("config.json", "tokenizer.json")
+        (unchanged_run / "steps" / str(n) / name).is_file()
+        for n in (1, 2)
+        for name in ("config.json", "tokenizer.json")
     )
-    assert not list(unchanged_run.glob(".step-*"))  # no half-written copy left behind
+    assert not list((unchanged_run / "steps").glob(".*"))  # no half-written copy left behind
     done, report = _eval(cli, tmp_path, "--run", str(unchanged_run), "--checkpoint", "1")
     assert done.returncode == 0, done.stderr
-    assert report["models"]["model"]["path"] == str(unchanged_run / "step-1")
+    assert report["models"]["model"]["path"] == str(unchanged_run / "steps" / "1")
     assert report["models"]["model"]["per_query"] == report["models"]["base"]["per_query"]  # nothing moved
 
 
 def test_a_step_is_found_in_the_checkpoint_of_an_unfinished_run(unchanged_run, tmp_path, cli):
     """Without kept steps nor final/, the model after step 2 is checkpoint/'s (its state is at step 2)."""
     run = _copy(unchanged_run, tmp_path)
-    for name in ("step-1", "step-2", "final"):
+    for name in ("steps", "final"):
         shutil.rmtree(run / name)
     (run / "summary.json").unlink()
     done, report = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "2")
     assert done.returncode == 0, done.stderr
     assert report["models"]["model"]["path"] == str(run / "checkpoint")
     done, _ = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "1")
-    assert "(saved after steps 2; train.keep_checkpoints=true keeps one" in done.stderr
+    assert "(saved after steps 2; train.keep_every=N keeps one" in done.stderr
     done, _ = _eval(cli, tmp_path, "--run", str(run))
     assert (
         done.returncode == 2
@@ -137,6 +139,6 @@ def test_a_best_model_not_kept_is_named(tmp_path, cli):
     train(load_config(None, RUN), run, progress=False)
     done, _ = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "best")
     assert done.returncode == 2 and "no best/ model there" in done.stderr and "train.keep_best" in done.stderr
-    assert not list(run.glob("step-*"))  # train.keep_checkpoints is off unless asked
+    assert not (run / "steps").exists()  # train.keep_every is off unless asked
     done, _ = _eval(cli, tmp_path, "--run", str(run), "--checkpoint", "1")  # final/ is the model after step 2
-    assert done.returncode == 2 and "(saved after steps 2; train.keep_checkpoints=true" in done.stderr
+    assert done.returncode == 2 and "(saved after steps 2; train.keep_every=N" in done.stderr

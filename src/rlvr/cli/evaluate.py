@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--checkpoint",
         type=checkpoint_choice,
         help="with --run: its final/ model (default), best/ (kept with train.keep_best), or the model saved after "
-        "step STEP (a step-STEP/ kept with train.keep_checkpoints=true, or checkpoint/ when it is at STEP)",
+        "step STEP (steps/STEP/ kept with train.keep_every, checkpoint/ when it is at STEP, final/ at the last step)",
         metavar="best|final|STEP",
     )
     p.add_argument("--base", help="a second model to compare against, usually the one training started from")
@@ -157,7 +157,7 @@ def _run_model(run: Path, checkpoint: str | int) -> Path:
             have = f"saved after steps {', '.join(map(str, saved))}" if saved else "no model saved at any step"
             raise UsageError(
                 f"--checkpoint {checkpoint}: --run {run} has no model saved after step {checkpoint} ({have}; "
-                "train.keep_checkpoints=true keeps one every train.save_every steps)"
+                "train.keep_every=N keeps one every N steps)"
             )
         return saved[checkpoint]
     model = rundir.best_dir(run) if checkpoint == "best" else rundir.final_dir(run)

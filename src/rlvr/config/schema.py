@@ -307,8 +307,8 @@ class TrainConfig:
     """Also log held-out pass@k for these k (each 2..train.eval_samples), from the same n samples: eval/pass@<k>."""
     save_every: int = non_negative(1)
     """Write a resumable checkpoint every this many steps (0 = only at the end)."""
-    keep_checkpoints: bool = False
-    """Also keep the policy of every checkpoint (every train.save_every steps, and the last) in the run's step-<N>/ (Hugging Face format, model and tokenizer; merged under LoRA) for `rlvr eval --run DIR --checkpoint N`; each costs a model's size on disk."""
+    keep_every: int = non_negative(0)
+    """Keep the policy every this many steps in the run's steps/<N>/ (Hugging Face format, model and tokenizer; merged under LoRA), whatever train.save_every is, for `rlvr eval --run DIR --checkpoint N` and `rlvr inspect --run DIR --step N+1`; 0 keeps none; each costs a model's size on disk."""
     keep_best: Literal["none", "pass@1", "greedy"] = "none"
     """Keep the model with the best held-out score of this name in the run's best/ (the base's, every train.eval_every steps, the final; ties keep the earlier), and its step in summary.json's "best"."""
     threads: int = non_negative(0)

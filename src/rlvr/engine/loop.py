@@ -214,8 +214,8 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
         log.log(done, metrics)
         if main and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
             trainer.save(done)
-            if cfg.train.keep_checkpoints:
-                rundir.keep_step(trainer.out_dir, done, lambda path: _save_final(trainer, path))
+        if main and cfg.train.keep_every and done % cfg.train.keep_every == 0:
+            rundir.keep_step(trainer.out_dir, done, lambda path: _save_final(trainer, path))
         bar.set_postfix(
             reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}", kl=f"{metrics.get('kl', 0.0):.3f}"
         )
