@@ -170,6 +170,11 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+def last_step(run_dir: str | Path) -> int:
+    """The last step the run logged in metrics.jsonl (0 before its first)."""
+    return max((row["step"] for row in read_metrics(run_dir) if isinstance(row.get("step"), int)), default=0)
+
+
 def read_summary(run_dir: str | Path) -> dict[str, Any] | None:
     """The finished run's summary; None while it is unfinished. Raises ValueError when the file is
     not JSON."""

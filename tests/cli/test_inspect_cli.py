@@ -54,9 +54,10 @@ def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
     assert capture["update_norm"] == pytest.approx(logged["update_norm"], rel=1e-6)
     assert capture["grad_noise"]["grad/variance"] == pytest.approx(logged["grad/variance"], rel=1e-6)
     assert sum(map(sum, capture["rewards"])) / 16 == pytest.approx(logged["reward"])
-    # a step with no checkpoint behind it is shown from the base weights, and says so
+    # a step with no weights kept before it is shown from the nearest saved ones, and says which
     done = rlvr("inspect", "--run", str(run), "--step", "2", "--out", str(tmp_path / "again"))
-    assert done.returncode == 0 and "warning:" in done.stdout and "inspect --step 3" in done.stdout
+    assert done.returncode == 0 and "warning: no model kept after step 1" in done.stdout
+    assert "inspected from the model in final/ after step 2" in done.stdout and "--step 3 repeats" in done.stdout
 
     done = rlvr(
         "inspect",
@@ -165,3 +166,54 @@ def test_inspect_with_lora_over_a_fully_trained_run_captures_and_replays_the_ada
     result = json.loads((inspected / "replay.json").read_text())
     assert result["loss_before"] == pytest.approx(capture["loss"], rel=1e-5, abs=1e-7)
     assert result["grad_norm_before"] == pytest.approx(capture["grad_norm"], rel=1e-5)
+
+
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory):
+    """A finished 4-step run that kept the model after step 2 (train.keep_every=2) and checkpointed
+    only at the end (train.save_every=0): models after steps 2 and 4, and the base."""
+    from rlvr.config import load_config
+    from rlvr.engine.loop import train
+
+    run = tmp_path_factory.mktemp("kept") / "run"
+    sets = [s for s in SMALL if s != "--set"] + ["train.steps=4", "train.keep_every=2", "train.save_every=0"]
+    train(load_config(None, sets), run, progress=False)
+    return run
+
+
+def test_inspect_a_step_starts_from_the_model_kept_before_it(kept_run, tmp_path, cli):
+    from safetensors.torch import load_file
+
+    done = cli("inspect", "--run", str(kept_run), "--step", "3", "--out", str(tmp_path / "i3"))
+    assert done.returncode == 0, done.stderr
+    assert "the model in steps/2/ after step 2 (weights only" in done.stdout and "warning" not in done.stdout
+    # the captured pass started from exactly the kept weights (one pass: nothing moved before it)
+    kept, captured = (
+        load_file(kept_run / "steps/2/model.safetensors"),
+        load_file(tmp_path / "i3/policy/model.safetensors"),
+    )
+    assert kept.keys() == captured.keys() and all(kept[name].equal(captured[name]) for name in kept)
+    capture = json.loads((tmp_path / "i3" / "capture.json").read_text())
+    assert capture["source"]["step"] == 3 and "warning" not in capture["source"]
+
+
+def test_inspect_a_step_without_a_kept_model_says_which_weights_it_uses(kept_run, tmp_path, cli):
+    # step 4 starts from the model after step 3, which no one kept: the nearest (after step 2 or 4;
+    # a tie goes to the later) is steps/4/, and the output says so, never silently the base
+    done = cli("inspect", "--run", str(kept_run), "--step", "4", "--out", str(tmp_path / "i4"))
+    assert done.returncode == 0, done.stderr
+    warning = next(line for line in done.stdout.splitlines() if line.startswith("warning:"))
+    assert "no model kept after step 3 (train.keep_every=N" in warning and "after steps 2, 4" in warning
+    assert "step 4 is inspected from the model in steps/4/ after step 4" in warning
+    assert "--step 5 repeats the run's own update from its checkpoint" in warning
+
+
+@pytest.mark.parametrize("step", ["6", "500"])
+def test_inspect_refuses_a_step_the_run_never_took(kept_run, tmp_path, cli, step):
+    done = cli("inspect", "--run", str(kept_run), "--step", step, "--out", str(tmp_path / "never"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == (
+        f"rlvr: error: --step {step}: {kept_run} took steps 1-4; inspect a step from 1 to 5 "
+        "(5: the update it would take next)"
+    )
+    assert not (tmp_path / "never").exists()

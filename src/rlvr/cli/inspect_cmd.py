@@ -32,7 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--step",
         type=int_at_least(1, " (steps count from 1, as in metrics.jsonl)"),
-        help="with --run: the update logged as this step in metrics.jsonl",
+        help="with --run: the update logged as this step in metrics.jsonl, from the model after step N-1 "
+        "(the run's checkpoint at N-1 repeats it exactly; train.keep_every=K keeps a model every K steps; "
+        "without one the output names the weights used); a step past the run's next is refused",
     )
     p.add_argument("--replay", metavar="CAPTURE", help="a capture.json to recompute under --set algo.* settings")
 

@@ -10,11 +10,11 @@ from typing import Any
 from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
 from rlvr.engine.build import RunParts, build_run, restore
-from rlvr.engine.checkpoint import load_state
+from rlvr.engine.checkpoint import saved_step
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
 from rlvr.rollout.tools import calls_run
-from rlvr.rundir import find_checkpoint, not_a_run, read_config
+from rlvr.rundir import STATE_FILE, find_checkpoint, last_step, not_a_run, read_config, saved_models
 
 CAPTURE_FILE = "capture.json"
 
@@ -34,11 +34,12 @@ def inspect_config(cfg: RunConfig, out_dir: Path, *, step: int = 1) -> dict[str,
 def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -> dict[str, Any]:
     """Capture the update logged as `step` in run_dir/metrics.jsonl, from the run's config.
 
-    The policy it starts from is the one after step − 1 steps: the run's checkpoint when it holds
-    exactly that step (then the optimizer and RNG state are the run's too, and the capture repeats
-    the real step), the base model for step 1, and otherwise the base model with a warning
-    recorded in `source.warning` (a run keeps only its latest checkpoint; `overrides` may change
-    model.lora_*, and then the checkpoint's weights do not fit the policy they describe).
+    The update starts from the policy after step − 1 steps: the base model for step 1; the run's
+    checkpoint when it holds exactly that step (then the optimizer and RNG state are the run's too,
+    and the capture repeats the real step); a model kept then (train.keep_every's steps/<N>/, or
+    final/), weights only; otherwise the saved weights nearest that step, and `source.warning` says
+    which (`overrides` may change model.lora_*, and then weights saved for another policy do not
+    fit). A step after the one the run would take next is refused.
     """
     if problem := not_a_run(run_dir):
         raise InspectError(problem)
@@ -46,25 +47,66 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
         raise InspectError(f"--step {step}: steps count from 1, as in metrics.jsonl")
     cfg = load_config(None, overrides, base=config_from_dict(read_config(run_dir)))
     checkpoint = find_checkpoint(run_dir)
-    saved = None if checkpoint is None else load_state(checkpoint)["step"]
+    saved = None if checkpoint is None else saved_step(checkpoint)
+    taken = max(last_step(run_dir), saved or 0)
+    if step > taken + 1:
+        took = f"took steps 1-{taken}" if taken else "has taken no step yet"
+        raise InspectError(
+            f"--step {step}: {run_dir} {took}; inspect a step from 1 to {taken + 1} "
+            f"({taken + 1}: the update it would take next)"
+        )
     mismatch = None if checkpoint is None else checkpoint_mismatch(checkpoint, cfg.model)
-    source = {"kind": "run", "run": str(run_dir), "step": step}
-    if saved is not None and saved == step - 1 and mismatch is None:
+    source: dict[str, Any] = {"kind": "run", "run": str(run_dir), "step": step}
+    if step == 1:
+        parts = build_run(cfg)
+        source["policy"] = _policy(cfg, None)
+    elif saved == step - 1 and mismatch is None:
         parts = build_run(cfg, checkpoint)
         restore(parts.context, checkpoint)  # the run's optimizer and RNG state: the real step again
         source["policy"] = _policy(cfg, saved)
     else:
-        parts = build_run(cfg)
-        source["policy"] = _policy(cfg, None)
-        if step > 1:
-            if saved == step - 1:
-                have = f"a checkpoint after step {saved}, but it {mismatch}"
-            elif saved is None:
-                have = "no checkpoint"
-            else:
-                have = f"only a checkpoint after step {saved} (inspect --step {saved + 1})"
-            source["warning"] = f"{run_dir} has {have}; step {step} is shown from the base model's weights"
+        weights = _saved_weights(run_dir, cfg, None if mismatch else checkpoint)
+        used = min(weights, key=lambda s: (abs(s - (step - 1)), -s))  # the nearest; a tie goes to the later
+        parts = build_run(cfg, weights[used])
+        source["policy"] = _kept_policy(cfg, run_dir, used, weights[used])
+        if used != step - 1:
+            source["warning"] = _not_kept(run_dir, step, weights, saved, mismatch) + (
+                f"; step {step} is inspected from {source['policy']}"
+            )
     return _capture(parts, step, source, out_dir)
+
+
+def _saved_weights(run_dir: Path, cfg: RunConfig, checkpoint: Path | None) -> dict[int, Path | None]:
+    """The weights a captured policy can start from, by the step they were saved after: the base
+    (None) at 0, the run's whole models (rundir.saved_models) when the policy is not LoRA, and
+    `checkpoint` (one that fits the policy: adapters under LoRA)."""
+    weights: dict[int, Path | None] = {0: None}
+    if not cfg.model.lora_rank:  # a kept model is merged: a LoRA policy cannot start from it
+        weights |= saved_models(run_dir, saved_step)
+    if checkpoint is not None:
+        weights.setdefault(saved_step(checkpoint), checkpoint)
+    return weights
+
+
+def _kept_policy(cfg: RunConfig, run_dir: Path, used: int, path: Path | None) -> str:
+    """The captured policy's weights when they are not the run's own state before the step."""
+    if path is None:
+        return _policy(cfg, None)
+    where = "the checkpoint" if (path / STATE_FILE).is_file() else f"the model in {path.relative_to(run_dir)}/"
+    return f"{where} after step {used} (weights only: fresh optimizer state and random draws)"
+
+
+def _not_kept(
+    run_dir: Path, step: int, weights: dict[int, Path | None], saved: int | None, mismatch: str | None
+) -> str:
+    """Why step − 1's weights are not at hand: a checkpoint that does not fit, or none kept."""
+    if saved == step - 1 and mismatch:
+        return f"{run_dir} has a checkpoint after step {saved}, but it {mismatch}"
+    have = ", ".join(str(s) for s in weights if s)
+    holds = f"{run_dir} holds weights after steps {have}" if have else f"{run_dir} holds no saved weights"
+    usable = saved is not None and not mismatch
+    repeat = f"; --step {saved + 1} repeats the run's own update from its checkpoint" if usable else ""
+    return f"no model kept after step {step - 1} (train.keep_every=N keeps one every N steps; {holds}){repeat}"
 
 
 def _policy(cfg: RunConfig, saved_step: int | None) -> str:
