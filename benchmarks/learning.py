@@ -139,13 +139,10 @@ def seed_line(seed: int, summary: dict, keys: tuple[str, ...]) -> str:
         for k in _shown_ks(numbers)
     )
     own = ", ".join(f"{key} {summary['base'][key]:.3f} -> {summary['final'][key]:.3f}" for key in keys)
-    trained = summary.get("measured_wall_s")
-    took = f"trained in {trained:.0f} s" if trained is not None else "training skipped (--eval-only)"
-    return (
-        f"seed {seed}: {shown}\n"
-        f"  training's own held-out check: {own}; {summary['steps']} steps, {took}; "
-        f"rlvr eval {numbers['measured_wall_s']:.0f} s"
-    )
+    trained, evaluated = summary.get("measured_wall_s"), numbers["measured_wall_s"]
+    took = f"trained in {trained:.0f} s" if trained is not None else f"trained earlier ({summary['wall_s']:.0f} s)"
+    how = f"rlvr eval {evaluated:.0f} s" if evaluated is not None else "eval.json read as it was (--eval-only)"
+    return f"seed {seed}: {shown}\n  training's own held-out check: {own}; {summary['steps']} steps, {took}; {how}"
 
 
 def summary_lines(rows: list[dict]) -> tuple[list[str], dict]:
@@ -186,7 +183,8 @@ def _arguments(recipe: Recipe) -> argparse.Namespace:
     parser.add_argument(
         "--eval-only",
         action="store_true",
-        help="skip training for a seed whose final/ is already there (its summary.json is reused); evaluate anyway",
+        help="reuse a seed whose final/ is already there (its summary.json) instead of training it, and its "
+        "eval/eval.json if written after final/ with these --eval-* settings instead of evaluating it",
     )
     return parser.parse_args()
 
@@ -203,9 +201,22 @@ def _base(recipe: Recipe, out: Path) -> Path | str:
     return base
 
 
+def _current_eval(run_dir: Path, args: argparse.Namespace) -> dict | None:
+    """`eval_numbers` of run_dir/eval/eval.json if it was written after final/ with these --eval-*
+    settings (measured_wall_s None: not measured now), else None."""
+    path, final = run_dir / "eval" / "eval.json", run_dir / "final" / "model.safetensors"
+    if not path.is_file() or not final.is_file() or path.stat().st_mtime < final.stat().st_mtime:
+        return None
+    report = json.loads(path.read_text())
+    wanted = (args.eval_n, [int(k) for k in args.eval_k.split(",")], args.eval_queries)
+    if (report["n"], report["k"], report["num_queries"]) != wanted or "difference" not in report:
+        return None
+    return eval_numbers(path) | {"measured_wall_s": None}
+
+
 def _seed(recipe: Recipe, base: Path | str, seed: int, args: argparse.Namespace) -> dict:
     """The seed's summary.json (trained now, or as it is with --eval-only and a final/ there) with
-    its evaluation under "eval"."""
+    its evaluation under "eval" (evaluated now, or with --eval-only an eval.json already there)."""
     run_dir = args.out / f"seed{seed}"
     if args.eval_only and (run_dir / "final" / "config.json").is_file():
         summary = json.loads((run_dir / "summary.json").read_text())
@@ -214,7 +225,8 @@ def _seed(recipe: Recipe, base: Path | str, seed: int, args: argparse.Namespace)
             args.lr is not None
         )
         summary = train(base, run_dir, seed, [*recipe.overrides, *common], config=recipe.config)
-    summary["eval"] = evaluate(run_dir, n=args.eval_n, ks=args.eval_k, num_queries=args.eval_queries)
+    evaluated = _current_eval(run_dir, args) if args.eval_only else None
+    summary["eval"] = evaluated or evaluate(run_dir, n=args.eval_n, ks=args.eval_k, num_queries=args.eval_queries)
     print(seed_line(seed, summary, recipe.summary_keys), flush=True)
     return summary
 
