@@ -61,8 +61,8 @@ def test_compare_grpo_and_dpo_end_to_end(tmp_path):
         assert algo["memory"]["memory/reference_weights"]["mean"] == algo["memory"]["memory/policy_weights"]["mean"]
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "compare.md").read_text().startswith("| quantity |")
-    again = rlvr("compare", "--algorithms", "grpo,dpo", "--seeds", "0,1", "--steps", "8", *TINY, "--out", str(out))
-    assert again.returncode == 2 and "already holds a run" in again.stderr
+    again = rlvr("compare", "--algorithms", "grpo,dpo", "--seeds", "0,1", "--steps", "9", *TINY, "--out", str(out))
+    assert again.returncode == 2 and "holds a run of other settings (train.steps: 8 there, 9 now)" in again.stderr
 
 
 @pytest.mark.parametrize(

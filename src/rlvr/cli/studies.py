@@ -109,10 +109,13 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:
         "--config preset with --set overrides; only algo.algorithm, train.seed and train.steps differ), "
         "then compare memory (measured memory/* metrics), online exploration, reward stability, held-out "
         "pass@1 / pass@k / CoT-pass@k and wall time. Each run is an ordinary run directory under --out. "
-        "See docs/algorithms.md.",
+        "The same command again with the same --out continues: finished runs are kept, interrupted ones "
+        "resume from their checkpoint, a run of other settings there is refused. The base model is "
+        "evaluated once per seed and shared by the runs of every algorithm (they draw the same held-out "
+        "samples). See docs/algorithms.md.",
         config="base YAML preset shared by every run (see configs/)",
         overrides="override one config field for every run (repeatable)",
-        out="folder for the runs and compare.{json,md,png} (default runs/compare-<time>)",
+        out="folder for the runs and compare.{json,md,png} (default runs/compare-<time>); an existing one continues",
     )
     p.add_argument(
         "--algorithms", type=name_list, help="comma-separated (default: those of grpo,ppo,dpo this build has)"

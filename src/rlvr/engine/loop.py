@@ -136,18 +136,31 @@ def _write_summary(trainer: Trainer, final: HeldoutResult) -> dict:
     return summary
 
 
-def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True) -> dict:
-    """Run training as configured; write the run directory; return the summary."""
+def train(
+    cfg: RunConfig,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    base_eval: HeldoutResult | None = None,
+) -> dict:
+    """Run training as configured; write the run directory; return the summary. `base_eval` is the
+    base model's held-out evaluation when one was made already, to use instead of making it again:
+    the same base, held-out split, sampling settings and train.seed draw the same samples
+    (rollout/draws.py), so `rlvr compare` evaluates a base once for all the runs that share it."""
     out_dir = Path(out_dir)
     main = world().is_main  # under accelerate/torchrun only rank 0 evaluates and writes (engine/distributed.py)
     trainer = _start(cfg, out_dir, resume=resume, main=main)
     say = print if progress and main else (lambda *_: None)
     log = _metrics_log(cfg, out_dir, trainer.start_step if resume else 0) if main else NullLog()
     if trainer.base_eval is None and main:
-        say(
-            f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x {cfg.train.eval_samples} samples"
-        )
-        trainer.base_eval = trainer.evaluate()
+        if base_eval is None:
+            say(
+                f"evaluating the base model: {len(trainer.eval_queries)} held-out queries x "
+                f"{cfg.train.eval_samples} samples"
+            )
+            base_eval = trainer.evaluate()
+        trainer.base_eval = base_eval
         trainer.keep_if_best(0, trainer.base_eval)
         say(f"base held-out pass@1 {trainer.base_eval.pass_at_1:.3f}, greedy {trainer.base_eval.greedy:.3f}")
     _run_steps(trainer, log, main=main, progress=progress and main)

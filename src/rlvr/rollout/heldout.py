@@ -39,6 +39,23 @@ class HeldoutResult:
     pass_at_k: dict[int, float] = field(default_factory=dict)
     """train.eval_ks: the unbiased pass@k from the same n samples, for each k asked."""
 
+    @classmethod
+    def from_dict(cls, data: dict[str, float | int]) -> HeldoutResult:
+        """The result `to_dict` wrote (a summary.json's "base" or "final")."""
+        ks = {int(key[5:]): value for key, value in data.items() if key.startswith("pass@") and key != "pass@1"}
+        return cls(
+            pass_at_1=data["pass@1"],
+            greedy=data["greedy"],
+            n=data["n"],
+            num_queries=data["num_queries"],
+            unscorable=data["unscorable"],
+            gold_pass_at_1=data.get("gold_pass@1"),
+            hacking_rate=data.get("hacking_rate"),
+            gold_greedy=data.get("gold_greedy"),
+            tool_use_rate=data.get("tool_use_rate"),
+            pass_at_k=ks,
+        )
+
     def to_dict(self) -> dict[str, float | int]:
         extra = (
             {}

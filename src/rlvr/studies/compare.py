@@ -4,8 +4,16 @@ set them side by side on memory, online exploration, reward stability and held-o
 Each (algorithm, seed) is an ordinary run directory `<out>/<algorithm>-seed<seed>/`, trained in
 this process by the runner (studies/runner.py); after training, its final policy is evaluated on
 held-out pass@k and CoT-pass@k with the same sampler and counts as `rlvr eval`
-(studies/passk_eval.py). The numbers are computed from those files by eval/compare.py and written
-to `<out>/compare.json` and `<out>/compare.png`.
+(studies/passk_eval.py), into `<run>/passk.json`. The numbers are computed from those files by
+eval/compare.py and written to `<out>/compare.json` and `<out>/compare.png`.
+
+The same command run again with the same --out continues: a finished run and its passk.json are
+kept, an interrupted run resumes from its checkpoint, and a run of other settings there is refused.
+Each base is evaluated once: the held-out evaluation `rlvr train` makes before its first step is
+made once per seed (`<out>/base-eval-seed<N>.json`) and shared by the runs of every algorithm with
+that seed, which draw the same samples from it (paired draws, rollout/draws.py: they depend on the
+base, the held-out split, the sampling settings and train.seed, not on the algorithm); the base's
+pass@k is made once too (`<out>/base-passk.json`).
 """
 
 from __future__ import annotations
@@ -13,17 +21,22 @@ from __future__ import annotations
 import json
 import time
 import typing
+from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from rlvr.algos import ALGORITHMS
 from rlvr.bases import resolve_model_path
-from rlvr.config import AlgoConfig, RunConfig, load_config
+from rlvr.config import AlgoConfig, RunConfig, config_from_dict, load_config
+from rlvr.engine.checkpoint import saved_step
+from rlvr.engine.loop import Trainer
 from rlvr.errors import UserError
 from rlvr.eval.compare import curve_mean, format_table, plot_compare, summarize_algorithm
 from rlvr.eval.curves import curves
 from rlvr.models import load_policy
 from rlvr.rollout.prompts import PromptFormat
-from rlvr.rundir import final_dir, is_run_dir, read_metrics
+from rlvr.rundir import final_dir, find_checkpoint, is_finished, is_run_dir, read_config, read_metrics, read_summary
 from rlvr.studies.passk_eval import count_samples
 from rlvr.studies.runner import RunSpec, run
 from rlvr.tasks import load_task
@@ -37,6 +50,13 @@ MIN_STEPS = 8
 """Fewer steps leave a last quarter of one step and too few step-to-step changes to say anything."""
 EVAL_SEED = 0
 """Every model's held-out samples start from this RNG state, so differences are the models'."""
+RUN_PASSK = "passk.json"
+"""<run>/passk.json: a run's held-out pass@k, with how it was made (Evaluation.record) and its time."""
+BASE_PASSK = "base-passk.json"
+"""<out>/base-passk.json: the base model's held-out pass@k, the same way."""
+BASE_EVAL = "base-eval-seed{seed}.json"
+"""<out>/base-eval-seed<N>.json: {"settings", "base"}: the base's held-out evaluation that every run
+of seed N starts its summary with (RunSpec.base_eval), and the settings it was made under."""
 
 
 class CompareBudgetError(UserError):
@@ -134,28 +154,26 @@ def compare_algorithms(
     num_queries: int | None = 100,
     progress: bool = True,
 ) -> dict:
-    """Train every algorithm with every seed, evaluate, and write out/compare.json and .png."""
+    """Train every algorithm with every seed (keeping finished runs, resuming interrupted ones),
+    evaluate, and write out/compare.json and .png."""
     ks = ks or passk_ks(n)
     check_budget(seeds, steps, n, ks)
     sets = {(a, s): _run_sets(overrides, a, s, steps) for a in algorithms for s in seeds}
     configs = {key: load_config(config, value) for key, value in sets.items()}  # all valid before any run
-    taken = [out / f"{a}-seed{s}" for a, s in configs if is_run_dir(out / f"{a}-seed{s}")]
-    if taken:
-        raise UserError(f"{taken[0]} already holds a run; pick another --out for this comparison")
+    for (algorithm, seed), cfg in configs.items():
+        if problem := other_settings(out / f"{algorithm}-seed{seed}", cfg):
+            raise UserError(problem)
     say = print if progress else (lambda *_: None)
+    evaluation = Evaluation(n, ks, num_queries, progress)
     per_algorithm: dict[str, list[dict]] = {a: [] for a in algorithms}
     for index, ((algorithm, seed), cfg) in enumerate(configs.items(), start=1):
         run_dir = out / f"{algorithm}-seed{seed}"
-        say(f"[{index}/{len(configs)}] {algorithm}, seed {seed}: {steps} steps -> {run_dir}")
-        spec = RunSpec(str(run_dir), config, tuple(sets[algorithm, seed]), resume=False, progress=progress)
-        per_algorithm[algorithm].append(
-            _train_and_measure(spec, cfg, n=n, ks=ks, num_queries=num_queries, progress=progress)
-        )
+        say(f"[{index}/{len(configs)}] {algorithm}, seed {seed}: {_plan(run_dir, steps)} -> {run_dir}")
+        base_eval = None if is_finished(run_dir) or find_checkpoint(run_dir) else shared_base_eval(out, cfg, say)
+        spec = RunSpec(str(run_dir), config, tuple(sets[algorithm, seed]), progress=progress, base_eval=base_eval)
+        per_algorithm[algorithm].append(_train_and_measure(spec, cfg, evaluation))
     first = next(iter(configs.values()))
-    say(f"base model {first.model.name}: held-out pass@k")
-    base = _heldout_curves(
-        first.model.name, first, n=n, ks=ks, num_queries=num_queries, progress=progress, label="base"
-    )
+    base = _base_curves(out, first, evaluation, say)
     report = _report(config, overrides, steps, seeds, n, ks, first, per_algorithm, base)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -164,25 +182,130 @@ def compare_algorithms(
     return report
 
 
-def _train_and_measure(
-    spec: RunSpec, cfg: RunConfig, *, n: int, ks: list[int], num_queries: int | None, progress: bool
-) -> dict:
-    """Train one run, then its held-out pass@k (also written to <run>/passk.json); what
-    summarize_algorithm takes of it."""
-    started = time.perf_counter()
-    run(spec)
-    label = f"{cfg.algo.algorithm} seed {cfg.train.seed}"
-    passk = _heldout_curves(
-        str(final_dir(spec.out)), cfg, n=n, ks=ks, num_queries=num_queries, progress=progress, label=label
-    )
+@dataclass(frozen=True)
+class Evaluation:
+    """How every model of a comparison is evaluated on held-out queries."""
+
+    n: int
+    ks: list[int]
+    num_queries: int | None
+    progress: bool
+
+    def record(self, **also) -> dict:
+        """How a passk.json was made (and `also`, what else decides it), to tell whether to keep it."""
+        return {"k": self.ks, "n": self.n, "queries_asked": self.num_queries, "draw_seed": EVAL_SEED, **also}
+
+    def kept(self, path: Path, **also) -> dict | None:
+        """The curves in `path` when they were made this way; None otherwise."""
+        made = _read_json(path)
+        return made if made and all(made.get(key) == value for key, value in self.record(**also).items()) else None
+
+    def curves(self, model_path: str, cfg: RunConfig, label: str, path: Path, **also) -> dict:
+        """The model's held-out curves: those kept in `path`, or made now and written there."""
+        kept = self.kept(path, **also)
+        if kept is not None:
+            return kept
+        started = time.perf_counter()
+        passk = _heldout_curves(
+            model_path, cfg, n=self.n, ks=self.ks, num_queries=self.num_queries, progress=self.progress, label=label
+        )
+        made = {**self.record(**also), **passk, "wall_s": round(time.perf_counter() - started, 2)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(made, indent=1) + "\n")
+        return made
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def other_settings(run_dir: Path, cfg: RunConfig) -> str | None:
+    """What stops `run_dir` from being kept or resumed as this comparison's run: a run of other
+    settings (the first field that differs), or a config.yaml rlvr cannot read. None when there is
+    no run there or it is this one."""
+    if not is_run_dir(run_dir):
+        return None
+    again = "rerun with the same flags to continue it, or pick another --out"
+    try:
+        saved = config_from_dict(read_config(run_dir)).to_dict()
+    except (UserError, ValueError, yaml.YAMLError) as err:
+        return f"{run_dir} holds a run whose config.yaml cannot be read ({err}); pick another --out"
+    wanted = cfg.to_dict()
+    for section, fields in wanted.items():
+        for key, value in fields.items():
+            if saved.get(section, {}).get(key) != value:
+                there = saved.get(section, {}).get(key)
+                return f"{run_dir} holds a run of other settings ({section}.{key}: {there!r} there, {value!r} now); {again}"
+    return None
+
+
+def _plan(run_dir: Path, steps: int) -> str:
+    """What this call does with one run, for the progress line."""
+    if is_finished(run_dir):
+        return "finished, kept"
+    checkpoint = find_checkpoint(run_dir)
+    if checkpoint is not None:
+        return f"resumes after step {saved_step(checkpoint)} of {steps}"
+    return f"{steps} steps"
+
+
+def base_settings(cfg: RunConfig) -> dict:
+    """What decides a run's base evaluation (`rlvr train`'s, before its first step): the whole
+    config but the algorithm and the number of steps."""
+    settings = cfg.to_dict()
+    settings.pop("algo")
+    settings["train"] = {key: value for key, value in settings["train"].items() if key != "steps"}
+    return settings
+
+
+def shared_base_eval(out: Path, cfg: RunConfig, say=print) -> str:
+    """`<out>/base-eval-seed<N>.json` for cfg's train.seed: the base's held-out evaluation as a run
+    makes it before its first step, made once and shared by every run of that seed (made again
+    when the settings it was made under differ)."""
+    path = out / BASE_EVAL.format(seed=cfg.train.seed)
+    settings = base_settings(cfg)
+    if (_read_json(path) or {}).get("settings") == settings:
+        return str(path)
+    say(f"base model {cfg.model.name}, seed {cfg.train.seed}: held-out evaluation, shared by every run of the seed")
+    trainer = Trainer(cfg, out)  # the parts a run builds: its evaluation is the run's own
+    try:
+        result = trainer.evaluate()
+    finally:
+        trainer.close()
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"settings": settings, "base": result.to_dict()}, indent=1) + "\n")
+    return str(path)
+
+
+def _train_and_measure(spec: RunSpec, cfg: RunConfig, evaluation: Evaluation) -> dict:
+    """Train one run unless it is finished, then its held-out pass@k (<run>/passk.json, kept when
+    made the same way); what summarize_algorithm takes of it. Its wall time is training's (every
+    segment, summary.json) plus its pass@k evaluation's."""
+    if not spec.finished():
+        run(spec)
     run_dir = Path(spec.out)
-    (run_dir / "passk.json").write_text(json.dumps({"k": ks, "n": n, **passk}, indent=1) + "\n")
+    label = f"{cfg.algo.algorithm} seed {cfg.train.seed}"
+    passk = evaluation.curves(str(final_dir(run_dir)), cfg, label, run_dir / RUN_PASSK)
     return {
         "seed": cfg.train.seed,
         "rows": read_metrics(run_dir),
         "passk": passk,
-        "wall_s": time.perf_counter() - started,
+        "wall_s": (read_summary(run_dir) or {}).get("wall_s", 0.0) + passk.get("wall_s", 0.0),
     }
+
+
+def _base_curves(out: Path, first: RunConfig, evaluation: Evaluation, say) -> dict:
+    """The base model's held-out pass@k (<out>/base-passk.json, kept when made the same way from
+    the same base and held-out settings)."""
+    path = out / BASE_PASSK
+    held_out = {key: value for key, value in base_settings(first).items() if key != "train"}
+    if evaluation.kept(path, settings=held_out) is None:
+        say(f"base model {first.model.name}: held-out pass@k")
+    return evaluation.curves(first.model.name, first, "base", path, settings=held_out)
 
 
 def _report(

@@ -32,6 +32,7 @@ from transformers.utils import logging as hf_logging
 from rlvr.config import RunConfig, config_from_dict, eval_fields, load_config
 from rlvr.engine.loop import train
 from rlvr.errors import UserError
+from rlvr.rollout.heldout import HeldoutResult
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rundir import final_dir, find_checkpoint, is_finished, is_run_dir, read_config
 from rlvr.studies.passk_eval import evaluate_passk
@@ -64,6 +65,10 @@ class RunSpec:
     """Progress bar and messages on stdout."""
     log: str | None = None
     """Where a child's output goes (None: `<out>.log` beside the run directory)."""
+    base_eval: str | None = None
+    """A JSON file whose "base" is the base model's held-out evaluation, made already for the same
+    base, held-out split, sampling settings and train.seed (a summary.json of such a run, or the one
+    `rlvr compare` shares): used instead of evaluating the base again (None: evaluate it)."""
 
     def finished(self) -> bool:
         return is_finished(self.out)
@@ -114,7 +119,9 @@ def run(spec: RunSpec) -> dict[str, Any]:
         cfg = load_config(spec.config, [*spec.overrides, *seed])
     if spec.threads:
         torch.set_num_threads(spec.threads)
-    return train(cfg, spec.out, resume=checkpoint is not None, progress=spec.progress)
+    base = None if spec.base_eval is None else json.loads(Path(spec.base_eval).read_text())["base"]
+    base_eval = None if base is None else HeldoutResult.from_dict(base)
+    return train(cfg, spec.out, resume=checkpoint is not None, progress=spec.progress, base_eval=base_eval)
 
 
 def evaluate(spec: PasskSpec) -> dict[str, Any]:
