@@ -4,6 +4,7 @@ and when asked for, rows of their own, each named, split by length, never averag
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -104,3 +105,19 @@ def test_the_one_run_tab_shows_an_unfinished_run_as_unfinished(your_runs: Path) 
     text = describe_run(read_run(your_runs / "cut"))
     assert "running/interrupted at step 2 of 5" in text and "n/a -> n/a" not in text
     assert "n/a" not in text.split("peak training memory")[0]
+
+
+@pytest.mark.slow
+def test_runs_of_one_length_with_other_held_out_sizes_are_split_and_named(your_runs: Path, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    for name in ("default3-seed0", "default3-seed1", "ppo3-seed0"):
+        shutil.copytree(your_runs / name, root / name)
+    config = root / "default3-seed1" / "config.yaml"  # as if evaluated on 16 held-out queries
+    config.write_text(config.read_text().replace("num_eval: 8", "num_eval: 16"))
+    yours = page_data(root)["knobs"]["algorithm"]["yours"]
+    assert [v["name"] for v in yours["values"]] == [
+        "yours: grpo, 3 steps, seed 0, held-out 8×2",
+        f"yours: {PPO}, 3 steps, seed 0",
+        "yours: grpo, 3 steps, seed 1, held-out 16×2",
+    ]
+    assert yours["readings"] and all(line.startswith("your 3-step runs (held-out 8×2): ") for line in yours["readings"])

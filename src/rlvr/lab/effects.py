@@ -272,8 +272,8 @@ def readings(knob: str, values: list[Value], rows: list[dict[str, Any]]) -> list
     def extremes(key: str, what: str, fmt) -> str:
         ranked = sorted((r[key]["mean"], v.label, r[key]) for v, r in zip(values, rows, strict=True)
                         if r[key]["mean"] is not None)  # fmt: skip
-        if not ranked:
-            return f"{what}: not measured"
+        if len(ranked) < 2:  # one value measured: nothing to rank
+            return f"{what}: measured for {len(ranked)} value(s) only"
         (_, low, low_stat), (_, high, high_stat) = ranked[0], ranked[-1]
         return f"{what}: highest with {high} ({fmt(high_stat)}), lowest with {low} ({fmt(low_stat)})"
 

@@ -67,7 +67,7 @@ ul.readings{margin:.3em 0 .8em;padding-left:1.2em}ul.readings li{margin:.15em 0}
 table{border-collapse:collapse;margin:.6em 0;font-size:12.5px;width:100%}td,th{border:1px solid #d4d4d4;padding:3px 6px;
 text-align:right;vertical-align:top}th{background:#f3f3f3;font-weight:600}td.l,th.l{text-align:left}
 .sub{display:block;color:#666;font-size:11px;white-space:normal}.yours{color:#7a4b00;font-weight:600}
-tr.yours td{background:#fffaf0}ul.readings li.yours{color:#7a4b00}
+tr.yours td{background:#fffaf0;color:#222;font-weight:normal}tr.yours td.yours{color:#7a4b00;font-weight:600}ul.readings li.yours{color:#7a4b00;font-weight:normal}
 .note{color:#555;font-size:12px}svg text{font:10.5px system-ui,sans-serif;fill:#444}
 """
 

@@ -195,9 +195,10 @@ def your_values(root: str | Path, placer: Placer | None = None) -> tuple[list[Va
     return [value for value, _ in groups.values()] + alone, elsewhere
 
 
-def _cohort_name(values: list[Value]) -> str:
-    steps, (queries, samples) = values[0].cohort
-    sizes = {v.cohort[1] for v in values}
+def _cohort_name(cohort: tuple, finished: list[Value]) -> str:
+    """ "your 3-step runs", naming the held-out size too where runs of that length have several."""
+    steps, (queries, samples) = cohort
+    sizes = {v.cohort[1] for v in finished if v.cohort[0] == steps}
     return f"your {steps}-step runs" + (f" (held-out {queries}×{samples})" if len(sizes) > 1 else "")
 
 
@@ -206,15 +207,16 @@ def overlay(knob: str, values: list[Value], models: list[str]) -> dict[str, Any]
     unfinished run; readings compare only values whose runs have the same length and held-out size."""
     finished = [v for v in sort_values(knob, values) if v.unfinished is None]
     cohorts: dict[tuple, list[Value]] = {}
-    for value in sorted(finished, key=lambda v: (v.cohort[0] or 0, str(v.cohort[1]))):
+    for value in sorted(finished, key=lambda v: (v.cohort[0] or 0, tuple(x or 0 for x in v.cohort[1]))):
         cohorts.setdefault(value.cohort, []).append(value)
     ordered = [v for members in cohorts.values() for v in members] + [v for v in values if v.unfinished]
     rows = [row(v) for v in ordered]
+    row_of = {id(v): r for v, r in zip(ordered, rows, strict=True)}
     lines = []
-    for members in cohorts.values():
+    for cohort, members in cohorts.items():
         if len(members) > 1:
-            prefix = _cohort_name([v for v in finished if v.cohort[0] == members[0].cohort[0]])
-            lines += [f"{prefix}: {line}" for line in readings(knob, members, [row(v) for v in members])]
+            prefix = _cohort_name(cohort, finished)
+            lines += [f"{prefix}: {line}" for line in readings(knob, members, [row_of[id(v)] for v in members])]
     if ordered and not lines:
         lines = [f"Your runs: each is compared only with runs of yours of the same length; no two values of "
                  f"{LABELS[knob].split(' (')[0]} have such runs yet."]  # fmt: skip
