@@ -304,8 +304,8 @@ failed. Measured memory: the peak of each <code>memory/*</code> metric (bytes of
 the tiny model). Estimate: <code>rlvr memory</code> for the chosen model with this value's algorithm, G and β
 (B=32, 256+1024 tokens, bf16 mixed, AdamW; fidelity and learning rate change no tensor). Gradient variance and
 noise scale: the median over steps of <code>grad/variance</code> and <code>grad/noise_scale</code> (n/a with one
-micro-batch per step, e.g. G=2). Wall time: the whole run with its evaluations, two runs side by side on the
-machine named above.</p>
+micro-batch per step, e.g. G=2). Wall time: the whole run with its evaluations (the atlas's: two runs side by side
+on the machine named above).</p>
 """
 
 
