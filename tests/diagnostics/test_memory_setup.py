@@ -25,3 +25,19 @@ def test_a_run_config_maps_to_its_setup_and_to_the_rlvr_memory_command(capsys):
     printed = json.loads(capsys.readouterr().out)["components"]
     expected = estimate(load_model_spec("Qwen2.5-0.5B"), setup).components
     assert {k: v["bytes"] for k, v in printed.items()} == {k: round(c.bytes) for k, c in expected.items()}
+
+
+def test_the_tiny_arith_prompt_width_is_that_of_the_default_task():
+    """`rlvr memory`'s default P for tiny-arith is the padded width of the default run's prompts."""
+    from rlvr.bases import resolve_model_path
+    from rlvr.diagnostics.memory_setup import ARITH_PROMPT_LEN
+    from rlvr.models import load_policy
+    from rlvr.rollout.hf import encode_prompts
+    from rlvr.rollout.prompts import PromptFormat
+    from rlvr.tasks import load_task
+
+    cfg = load_config(None, [])
+    train, heldout = load_task(cfg.task)
+    _, tokenizer = load_policy(str(resolve_model_path("tiny-arith")))
+    ids, _ = encode_prompts(tokenizer, [q.prompt for q in train + heldout], fmt=PromptFormat.of(cfg.task))
+    assert ids.shape[1] == ARITH_PROMPT_LEN

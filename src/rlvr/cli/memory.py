@@ -6,6 +6,7 @@ import argparse
 import json
 
 from rlvr.cli.common import add_command
+from rlvr.diagnostics.memory_model import preset_names
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +29,7 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         default="tiny-arith",
-        help="preset (tiny-arith, Qwen2.5-0.5B, Qwen2.5-1.5B, Qwen2.5-7B, Llama-3-8B) or a Hugging Face config.json / model directory",
+        help=f"preset ({', '.join(preset_names())}) or a Hugging Face config.json / model directory",
     )
     p.add_argument(
         "--algorithm", default="grpo", help="an algo.algorithm name: grpo, gspo, ... (docs/algorithms.md; default grpo)"
@@ -47,8 +48,9 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _batch_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prompt-len", type=int, default=256, help="prompt tokens P (default 256)")
-    p.add_argument("--completion-len", type=int, default=1024, help="completion tokens T (default 1024)")
+    lengths = "default: 8 and 40 for tiny-arith (rlvr train's default run), else 256 and 1024, scaled to fit the model's context"
+    p.add_argument("--prompt-len", type=int, help=f"prompt tokens P ({lengths})")
+    p.add_argument("--completion-len", type=int, help="completion tokens T (see --prompt-len)")
     p.add_argument("--batch", type=int, default=32, help="B: queries per step; DPO: pairs (default 32)")
     p.add_argument("--group", type=int, help="G: completions per query (default 8; DPO: 2, chosen and rejected)")
     p.add_argument("--micro-batch", type=int, default=8, help="sequences per forward/backward per GPU (default 8)")
@@ -95,8 +97,14 @@ def _rollout_flags(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rlvr.diagnostics.memory_estimate import estimate, format_table
     from rlvr.diagnostics.memory_model import load_model_spec
-    from rlvr.diagnostics.memory_setup import setup_from_flags
+    from rlvr.diagnostics.memory_setup import default_lengths, lengths_line, setup_from_flags
 
-    result = estimate(load_model_spec(args.model), setup_from_flags(vars(args)))
-    print(json.dumps(result.to_dict(), indent=2) if args.json else format_table(result))
+    spec = load_model_spec(args.model)
+    result = estimate(spec, setup_from_flags(vars(args), spec))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    print(format_table(result))
+    if args.prompt_len is None or args.completion_len is None:  # an assumption the reader must see
+        print(lengths_line(result.setup, default_lengths(spec)[2]))
     return 0

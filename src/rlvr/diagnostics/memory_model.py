@@ -32,6 +32,8 @@ class ModelSpec:
     tie_embeddings: bool
     qkv_bias: bool = False
     """Qwen2 adds a bias to the q, k and v projections."""
+    context: int | None = None
+    """max_position_embeddings: the longest sequence the model was built for (None: not given)."""
 
     @property
     def layer_params(self) -> int:
@@ -86,6 +88,7 @@ def spec_from_config(config: dict, name: str) -> ModelSpec:
         vocab_size=int(config["vocab_size"]),
         tie_embeddings=bool(config.get("tie_word_embeddings", False)),
         qkv_bias=bool(config.get("attention_bias", config.get("model_type") == "qwen2")),
+        context=int(config["max_position_embeddings"]) if config.get("max_position_embeddings") else None,
     )
 
 

@@ -9,11 +9,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rlvr.algos import ALGORITHMS
+from rlvr.config import RolloutConfig
 from rlvr.diagnostics.memory_estimate import SHARDING_STAGES, TrainingSetup
 from rlvr.errors import UserError
 
 if TYPE_CHECKING:
     from rlvr.config import RunConfig
+    from rlvr.diagnostics.memory_model import ModelSpec
 
 
 def setup_for_run(cfg: RunConfig, *, prompt_len: int, gpu_memory_gib: float = 80.0) -> TrainingSetup:
@@ -75,10 +77,40 @@ def default_group(algorithm: str, online_pairs: int = 0) -> int:
     return 8 if online_pairs else ALGORITHMS[algorithm].memory_group_size
 
 
-def setup_from_flags(flags: Mapping[str, Any]) -> TrainingSetup:
+LONG_PROMPT_LEN, LONG_COMPLETION_LEN = 256, 1024
+"""P and T when the model says nothing shorter: a long-answer task (GSM8K-style prompts, reasoning)."""
+ARITH_PROMPT_LEN = 8
+"""P of `rlvr train`'s default task with tiny-arith: arith prompts padded to 7 characters + BOS
+(docs/memory.md; tests/diagnostics/test_memory_setup.py encodes them to check)."""
+
+
+def default_lengths(spec: ModelSpec) -> tuple[int, int, str]:
+    """(P, T, where they come from) when `rlvr memory` is not given --prompt-len / --completion-len:
+    for the tiny-arith preset those `rlvr train` runs with by default (arith prompts,
+    rollout.max_new_tokens); otherwise 256 + 1024, scaled down to the model's context when the
+    config's max_position_embeddings is shorter."""
+    if spec.name == "tiny-arith":
+        return ARITH_PROMPT_LEN, RolloutConfig().max_new_tokens, "rlvr train's default run on tiny-arith"
+    prompt, completion = LONG_PROMPT_LEN, LONG_COMPLETION_LEN
+    if spec.context is None or prompt + completion <= spec.context:
+        return prompt, completion, "the defaults for a long-answer task"
+    prompt = spec.context // 5  # 256 : 1024 is 1 : 4
+    return prompt, spec.context - prompt, f"256 + 1024 scaled to the model's {spec.context}-token context"
+
+
+def lengths_line(setup: TrainingSetup, why: str) -> str:
+    """The sequence lengths an estimate assumed, and why, for the table's reader (when a flag did not give them)."""
+    return (
+        f"sequences: P = {setup.prompt_len} prompt + T = {setup.completion_len} completion tokens "
+        f"({why}; --prompt-len and --completion-len set them)"
+    )
+
+
+def setup_from_flags(flags: Mapping[str, Any], spec: ModelSpec | None = None) -> TrainingSetup:
     """The TrainingSetup of `rlvr memory`'s flags, by their argparse names (`vars(args)`): each field
-    from the flag of its name, zero_stage from --sharding, gpu_memory_gib from --gpu-memory, and G
-    from `default_group` when --group is not given. An unknown algorithm or sharding is refused."""
+    from the flag of its name, zero_stage from --sharding, gpu_memory_gib from --gpu-memory, G
+    from `default_group` when --group is not given, and P and T from `default_lengths(spec)` when
+    their flags are not given (None). An unknown algorithm or sharding is refused."""
     algorithm, sharding = flags["algorithm"], flags["sharding"]
     if algorithm not in ALGORITHMS:
         raise UserError(f"--algorithm {algorithm}: unknown; pick one of {', '.join(ALGORITHMS)}")
@@ -87,5 +119,9 @@ def setup_from_flags(flags: Mapping[str, Any]) -> TrainingSetup:
     values = {field.name: flags[field.name] for field in dataclasses.fields(TrainingSetup) if field.name in flags}
     if flags["group"] is None:
         values["group"] = default_group(algorithm, flags["online_pairs"])
+    prompt, completion, _ = default_lengths(spec) if spec else (LONG_PROMPT_LEN, LONG_COMPLETION_LEN, "")
+    for name, length in (("prompt_len", prompt), ("completion_len", completion)):
+        if values.get(name) is None:
+            values[name] = length
     values |= {"zero_stage": SHARDING_STAGES[sharding], "gpu_memory_gib": flags["gpu_memory"]}
     return TrainingSetup(**values)
