@@ -12,7 +12,7 @@ from rlvr.config import EVAL_FIELDS, load_config
 from rlvr.studies import runner
 from rlvr.studies.atlas import AtlasRun, preset_path
 from rlvr.studies.reproduce import PASSK, STUDIES, ReproduceError, passk_spec, reproduce
-from rlvr.studies.study_reports import accuracy_line, expansion_verdict, lowers, raises
+from rlvr.studies.study_reports import accuracy_line, expansion_verdict, length_report, lowers, raises
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
@@ -52,6 +52,41 @@ def test_a_change_counts_only_beyond_two_standard_errors() -> None:
     assert raises(steady) and not lowers(steady)  # +20 points every seed; greedy -1 +- 0.6: noise
     noisy = [_run(0.4, 0.7, (1.0, 0.8)), _run(0.4, 0.2, (1.0, 0.8)), _run(0.4, 0.45, (1.0, 0.8))]
     assert not raises(noisy) and lowers(noisy)  # +30, -20, +5 points: no sign; greedy -20 every seed
+
+
+def _lengths(wrong: list[float]) -> dict:
+    """A run card whose wrong answers are `wrong` tokens long at steps 1, 2, ...; right ones 5."""
+    steps = list(range(1, len(wrong) + 1))
+    curves = {
+        "step": steps,
+        "completions/wrong_mean_length": wrong,
+        "completions/correct_mean_length": [5.0] * len(wrong),
+    }
+    return {"card": {"evals": {"step": []}, "curves": curves}}
+
+
+@pytest.mark.parametrize(
+    "steps, early, late, labels",
+    [
+        # 10 steps: windows of 5, steps 1-5 (mean 3) and 6-10 (mean 8); one 10-step window would be
+        # both, and a growth of +0.00 by construction
+        (10, 3.0, 8.0, ("(steps 1-5)", "(last 5 steps)")),
+        (2, 1.0, 2.0, ("(step 1)", "(last step)")),  # the shortest study: step 1 against step 2
+        (25, 5.5, 20.5, ("(steps 1-10)", "(last 10 steps)")),  # a full window each, as at 100 steps
+    ],
+)
+def test_length_bias_compares_disjoint_windows(steps, early, late, labels) -> None:
+    grows = [float(s) for s in range(1, steps + 1)]  # wrong answers one token longer each step
+    flat = [1.0] * steps
+    lines = length_report({"a": [_lengths(grows), _lengths([x + 1 for x in grows])], "b": [_lengths(flat)] * 2})
+    assert (
+        f"a: wrong answers {early + 0.5:.1f} ± 0.7 tokens {labels[0]} -> {late + 0.5:.1f} ± 0.7 tokens {labels[1]}"
+        in lines[0]
+    )
+    # under a, each seed grew late - early tokens; under b, 0: the difference is that, with no spread
+    assert lines[-1].startswith(
+        f"reading: wrong answers grew {late - early:+.2f} ± 0.00 tokens more under a than under b"
+    )
 
 
 def _report(base: list[float], model: list[float]) -> dict:

@@ -181,13 +181,15 @@ def sharpening_report(arms: dict[str, list[dict]]) -> list[str]:
 def length_report(arms: dict[str, list[dict]]) -> list[str]:
     lines, growth = [], {}
     for arm, runs in arms.items():
-        early = [_window(r, "completions/wrong_mean_length", 0, 10) for r in runs]
-        late = [_window(r, "completions/wrong_mean_length", -10, None) for r in runs]
-        right = mean_sd([_window(r, "completions/correct_mean_length", -10, None) for r in runs])
+        width = _edge_width(runs)
+        early = [_early(r, "completions/wrong_mean_length", width) for r in runs]
+        late = [_late(r, "completions/wrong_mean_length", width) for r in runs]
+        right = mean_sd([_late(r, "completions/correct_mean_length", width) for r in runs])
         growth[arm] = [b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None]
+        first, last = _edge_labels(width)
         lines.append(
-            f"{arm}: wrong answers {_fmt(mean_sd(early), 1, ' tokens')} (steps 1-10) -> "
-            f"{_fmt(mean_sd(late), 1, ' tokens')} (last 10 steps); right answers in the last 10 steps "
+            f"{arm}: wrong answers {_fmt(mean_sd(early), 1, ' tokens')} ({first}) -> "
+            f"{_fmt(mean_sd(late), 1, ' tokens')} ({last}); right answers in the {last} "
             f"{_fmt(right, 1, ' tokens')}"
         )
     (first, a), (second, b) = list(growth.items())[:2]
@@ -206,10 +208,12 @@ def length_report(arms: dict[str, list[dict]]) -> list[str]:
 def self_check_report(arms: dict[str, list[dict]]) -> list[str]:
     lines = []
     for arm, runs in arms.items():
-        early = [_window(r, "selfcheck/rate", 0, 10) for r in runs]
-        late = [_window(r, "selfcheck/rate", -10, None) for r in runs]
-        checked = mean_sd([_window(r, "selfcheck/accuracy_checked", -10, None) for r in runs])
-        unchecked = mean_sd([_window(r, "selfcheck/accuracy_unchecked", -10, None) for r in runs])
+        width = _edge_width(runs)
+        first, last = _edge_labels(width)
+        early = [_early(r, "selfcheck/rate", width) for r in runs]
+        late = [_late(r, "selfcheck/rate", width) for r in runs]
+        checked = mean_sd([_late(r, "selfcheck/accuracy_checked", width) for r in runs])
+        unchecked = mean_sd([_late(r, "selfcheck/accuracy_unchecked", width) for r in runs])
         change = mean_sd(b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None)
         shift = change.mean if change.mean is not None else float("nan")
         margin = _two_se(change)
@@ -219,12 +223,40 @@ def self_check_report(arms: dict[str, list[dict]]) -> list[str]:
         mean = [statistics.fmean(c["selfcheck/rate"][i] for c in curves) for i in range(len(steps))]
         peak = max(range(len(mean)), key=mean.__getitem__) if mean else None
         lines.append(
-            f"{arm}: completions that check a step {_fmt(mean_sd(early))} (steps 1-10) -> {_fmt(mean_sd(late))} "
-            f"(last 10 steps), {verdict}"
+            f"{arm}: completions that check a step {_fmt(mean_sd(early))} ({first}) -> {_fmt(mean_sd(late))} "
+            f"({last}), {verdict}"
             + (f"; the mean over seeds peaks at {100 * mean[peak]:.1f}% at step {steps[peak]}" if mean else "")
-            + f"; training accuracy in the last 10 steps with a check {_fmt(checked)}, without {_fmt(unchecked)}"
+            + f"; training accuracy in the {last} with a check {_fmt(checked)}, without {_fmt(unchecked)}"
         )
     return [*lines, *(accuracy_line(arm, runs) for arm, runs in arms.items())]
+
+
+EDGE_STEPS = 10
+"""Steps in each of the early and late windows a reading compares; runs shorter than twice that
+get windows of half their length, so that the two never share a step (and a change is never 0 by
+construction)."""
+
+
+def _edge_width(runs: list[dict]) -> int:
+    steps = min((len(r["card"]["curves"].get("step", [])) for r in runs), default=0)
+    return min(EDGE_STEPS, steps // 2)
+
+
+def _edge_labels(width: int) -> tuple[str, str]:
+    """How the early and late windows of `width` steps read: ("steps 1-10", "last 10 steps")."""
+    if width == 1:
+        return "step 1", "last step"
+    return f"steps 1-{width}", f"last {width} steps"
+
+
+def _early(run: dict, key: str, width: int) -> float | None:
+    """The mean of `key` over the run's first `width` steps (None without a value there)."""
+    return _window(run, key, 0, width)
+
+
+def _late(run: dict, key: str, width: int) -> float | None:
+    """The mean of `key` over the run's last `width` steps (None without a value there)."""
+    return _window(run, key, -width, None) if width else None
 
 
 def _window(run: dict, key: str, start: int, stop: int | None) -> float | None:
