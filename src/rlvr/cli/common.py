@@ -89,6 +89,38 @@ def add_command(
     return parser
 
 
+def _base_names() -> str:
+    from rlvr.bases import BASE_NAMES
+
+    return ", ".join(BASE_NAMES)
+
+
+def _study_names() -> str:
+    from rlvr.studies.reproduce import STUDIES
+
+    return ", ".join(STUDIES)
+
+
+REGISTRY_MARKS: dict[str, Callable[[], str]] = {"{built-in bases}": _base_names, "{studies}": _study_names}
+"""Marks a command's description or epilog may hold, each replaced by its registry's names when the
+help is printed (`RegistryHelp`): the registries load torch, too slow to import for every command,
+and a list written out by hand drifts from them."""
+
+
+class RegistryHelp(argparse.HelpFormatter):
+    """--help with each of REGISTRY_MARKS in the description and epilog filled in."""
+
+    def _format_text(self, text: str) -> str:
+        for mark, names in REGISTRY_MARKS.items():
+            if mark in text:
+                text = text.replace(mark, names())
+        return super()._format_text(text)
+
+
+class RawRegistryHelp(RegistryHelp, argparse.RawDescriptionHelpFormatter):
+    """RegistryHelp that keeps the description's and epilog's line breaks."""
+
+
 def add_quiet(parser: argparse.ArgumentParser, help: str = "no progress bar") -> None:
     parser.add_argument("--quiet", action="store_true", help=help)
 

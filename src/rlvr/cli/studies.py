@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rlvr.cli.common import Flag, UsageError, add_command, add_quiet, quiet_hugging_face
+from rlvr.cli.common import Flag, RegistryHelp, UsageError, add_command, add_quiet, quiet_hugging_face
 from rlvr.cli.validators import SEEDS, int_at_least, int_list, name_list
 
 JOBS_HELP = "runs side by side, one torch thread each (default: one per core)"
@@ -170,12 +170,13 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
         sub,
         "reproduce",
         run_reproduce,
-        help="measure a published claim about RLVR end to end (controls, pass@k sharpening, length bias)",
-        description="Run one study end to end: its arms over several seeds (single-thread runs side by side; "
+        help="measure a published claim about RLVR end to end (rlvr reproduce --list names the studies)",
+        description="Run one study ({studies}) end to end: its arms over several seeds (single-thread runs side by side; "
         "an interrupted study resumes), pass@k evaluations where the claim needs them, then print each "
         "paper's claim beside the measured numbers and write <out>/reproduce.json and <out>/reproduce.png. "
         "`rlvr reproduce --list` names the studies and their time on 2 cores.",
         out="study folder: runs/, reproduce.json, reproduce.png (default runs/reproduce/NAME)",
+        formatter_class=RegistryHelp,  # the description names every study
     )
     p.add_argument("name", nargs="?", help="the study (see --list)")
     p.add_argument("--list", action="store_true", help="list the studies and exit")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from rlvr import rundir
-from rlvr.cli.common import UsageError, add_command, add_quiet, quiet_hugging_face
+from rlvr.cli.common import RawRegistryHelp, UsageError, add_command, add_quiet, quiet_hugging_face
 from rlvr.config import RunConfig, config_from_dict, describe_fields, load_config
 
 
@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="train a policy with GRPO (no arguments: the embedded tiny model on arith)",
         description="Train with GRPO: sample G completions per query, verify, group-normalise, update.",
         epilog="settable keys (--set section.key=value):\n" + describe_fields(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawRegistryHelp,  # model.name's help names the built-in bases
         config="YAML preset (see configs/); --set overrides it",
         overrides="override one config field, e.g. --set algo.beta=0.1 (repeatable)",
         seed="shorthand for --set train.seed=N",

@@ -77,7 +77,7 @@ def share(default: Any) -> Any:
 @dataclass
 class ModelConfig:
     name: str = "tiny-arith"
-    """Policy to train: 'tiny-arith' (the embedded ~0.9M-parameter Llama warmed up on arith), 'tiny-funcsynth' (the same warmed up on funcsynth) or a path to a Hugging Face model directory."""
+    """Policy to train: a built-in base, one of {built-in bases} ('tiny-arith', the default, is the embedded ~0.9M-parameter Llama warmed up on arith; the others are it warmed up further, docs/models.md), or a path to a Hugging Face model directory."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where to train and sample; 'auto' picks CUDA when present."""
     forward: Literal["auto", "lean", "hf"] = "auto"
