@@ -59,7 +59,7 @@ _PLACEHOLDER = re.compile(r"^\[?(--[\w-]+)?[A-Z][A-Z0-9_]*(=[A-Z][A-Z0-9_]*)?\]?
 _COMMENT = re.compile(r"\s+#(?=[^'\"]*$).*$")  # a trailing comment, not a '#' inside quotes
 _ERROR_PREFIX = "rlvr: error: "
 _INPUT_FILE = re.compile(r"(?:--input\s+|data check\s+|_path=)([\w./-]+\.jsonl)\b")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(min|minutes|s)\b")
+_DURATION = re.compile(r"(\d+)\s*min(?:utes)?(?:\s+(\d+)\s*s\b)?|(\d+(?:\.\d+)?)\s*s\b")  # 4 min 6 s, 495 s
 LONG_S = 120
 """A table row whose time cell says more than this is skipped as long."""
 TIMEOUT_S = 300
@@ -179,7 +179,10 @@ def fenced_commands(path: Path) -> list[Command]:
 
 def _seconds(text: str) -> float:
     """The longest duration a table's time cell names ("4 min 50 s", "180-1168 s per seed")."""
-    spans = [float(n) * (60 if unit.startswith("min") else 1) for n, unit in _DURATION.findall(text)]
+    spans = [
+        60 * float(minutes or 0) + float(seconds or 0) + float(alone or 0)
+        for minutes, seconds, alone in _DURATION.findall(text)
+    ]
     return max(spans, default=0.0)
 
 
@@ -275,19 +278,27 @@ def _answers(command: Command, url: str, cwd: Path, env: dict[str, str]) -> Outc
         process.wait(timeout=30)
 
 
+def _finish(command: Command, cwd: Path, env: dict[str, str]) -> Outcome:
+    """Run it to its end, or stop it (its worker processes too) after TIMEOUT_S."""
+    start = time.monotonic()
+    process = subprocess.Popen(["bash", "-c", command.shell], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        _, stderr = process.communicate(timeout=TIMEOUT_S)
+        return Outcome(process.returncode, stderr, time.monotonic() - start)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.communicate()
+        return Outcome(None, f"still running after {TIMEOUT_S} s: mark it '# long: ...'", TIMEOUT_S)
+
+
 def run(command: Command, cwd: Path, env: dict[str, str]) -> Outcome:
     """Run one command in `cwd` and say how it ended against what its page shows."""
     _write_rows(command, cwd)
     if command.serves:
         outcome = _serve(command, cwd, env)
     else:
-        start = time.monotonic()
-        try:
-            done = subprocess.run(["bash", "-c", command.shell], cwd=cwd, env=env, capture_output=True, text=True,
-                                  timeout=TIMEOUT_S)  # fmt: skip
-            outcome = Outcome(done.returncode, done.stderr, time.monotonic() - start)
-        except subprocess.TimeoutExpired:
-            outcome = Outcome(None, f"still running after {TIMEOUT_S} s: mark it '# long: ...'", TIMEOUT_S)
+        outcome = _finish(command, cwd, env)
     if outcome.code != command.exit_code:
         tail = "\n    ".join(outcome.stderr.strip().splitlines()[-6:])
         outcome.problems.append(f"exit {outcome.code}, the page expects {command.exit_code}:\n    {tail}")
@@ -323,11 +334,29 @@ def test_documented_command_ends_as_documented(command: Command, request: pytest
     assert not outcome.problems, f"{command}\n  ran: {command.shell}\n  " + "\n  ".join(outcome.problems)
 
 
+@pytest.mark.slow
+def test_the_slowest_commands_are_named(outcomes: dict[Command, Outcome], capsys: pytest.CaptureFixture):
+    """Where the run's time went, for whoever shortens it next."""
+    slowest = sorted(outcomes.items(), key=lambda item: -item[1].seconds)[:6]
+    with capsys.disabled():
+        print(f"\ndoc commands: {len(outcomes)} ran in {sum(o.seconds for o in outcomes.values()):.0f} s; slowest: "
+              + "; ".join(f"{c.path}:{c.line} {o.seconds:.0f} s" for c, o in slowest))  # fmt: skip
+    assert all(outcome.seconds <= TIMEOUT_S for outcome in outcomes.values())
+
+
+def _kind(skip: str) -> str:
+    """A skip's reason in a word or three, for the count."""
+    if skip == "synopsis" or skip.startswith("long"):
+        return skip.split(":")[0]
+    kinds = {"GPU": "needs a GPU", "network": "needs the network", "model": "needs a local model"}
+    return next((kind for word, kind in kinds.items() if word in skip), "needs an input the page does not give")
+
+
 def skip_counts() -> dict[str, int]:
     counts: dict[str, int] = {}
     for command in COMMANDS:
         if command.skip is not None:
-            reason = "synopsis" if command.skip == "synopsis" else command.skip.split(":")[0].split(" (")[0]
+            reason = _kind(command.skip)
             counts[reason] = counts.get(reason, 0) + 1
     return counts
 
@@ -351,13 +380,13 @@ def test_markers_and_inline_rows_are_read(tmp_path: Path):
         "rlvr eval --model PATH [--n N]\n```\n\n"
         "| to | run | time |\n|---|---|---|\n"
         '| check | `rlvr verify --input r.jsonl` with rows `{"query": {}, "completion": "x"}` | 2 s |\n'
-        "| study | `rlvr reproduce controls` | 4 min 50 s |\n"
+        "| study | `rlvr reproduce controls` | 2 min 48 s |\n"
     )
     shown, script, build, lab, synopsis, verify, study = page_commands(page)
     assert (shown.exit_code, shown.error, shown.skip) == (2, "rlvr: error: group too small", None)
     assert script.exit_code == 2 and script.shell == ".venv/bin/python benchmarks/gpu_check.py"
     assert build.skip == "long: ~15 min" and lab.serves and lab.shell == "rlvr lab --port 7861"
-    assert synopsis.skip == "synopsis" and study.skip == "long: 4 min 50 s"
+    assert synopsis.skip == "synopsis" and study.skip == "long: 2 min 48 s"
     assert verify.rows == ('{"query": {}, "completion": "x"}',) and verify.shell.endswith("r.jsonl")
     assert shown.shell == "rlvr train --set rollout.group_size=1"  # meant to fail: not shortened
 
