@@ -13,7 +13,9 @@ SHORT += ["train.eval_samples=2", "train.threads=1", "train.save_every=0"]
 
 def test_a_model_that_never_passes_is_told_why_and_what_to_change(tmp_path, capsys):
     # tiny-arith has never seen a function-synthesis query: no sample passes, every group is all 0
-    summary = train(load_config(None, [*SHORT, "task.name=funcsynth", "task.num_train=64", "rollout.max_new_tokens=16"]), tmp_path)
+    summary = train(
+        load_config(None, [*SHORT, "task.name=funcsynth", "task.num_train=64", "rollout.max_new_tokens=16"]), tmp_path
+    )
     (warning,) = summary["warnings"]
     assert warning["check"] == "no_learning_signal" and warning["step"] == 5
     assert "every sample of every group got reward 0" in warning["message"]
