@@ -46,6 +46,22 @@ def fenced_blocks(path: Path) -> list[list[Line]]:
     return blocks
 
 
+def logical_lines(lines: list[Line]) -> list[tuple[int, str]]:
+    """(first line number, text) per logical line of a block: backslash-newline continuations joined."""
+    joined, start, parts = [], None, []
+    for line in lines:
+        start = line.number if start is None else start
+        text = line.text.strip()
+        if text.endswith("\\"):
+            parts.append(text[:-1].strip())
+            continue
+        joined.append((start, " ".join([*parts, text])))
+        start, parts = None, []
+    if parts:
+        joined.append((start, " ".join(parts)))
+    return joined
+
+
 def prose_lines(path: Path) -> list[Line]:
     """Every line outside fenced code blocks."""
     inside = {line.number for block in fenced_blocks(path) for line in block}

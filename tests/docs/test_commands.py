@@ -22,7 +22,7 @@ from rlvr.config import RunConfig, apply_mapping, eval_set_problem, load_config,
 from rlvr.errors import UserError
 from rlvr.studies.sweep import parse_grid, plan
 
-from .mdtext import DOCS, REPO, fenced_blocks, relative
+from .mdtext import DOCS, REPO, fenced_blocks, logical_lines, relative
 
 _COMMAND = re.compile(r"^(?:\.venv/bin/)?rlvr\s+[a-z][a-z-]*(?:\s|$)")  # not output such as "rlvr eval: 200 ..."
 _OPTIONAL_GROUP = re.compile(r"\[(--[^\[\]]*)\]")
@@ -47,26 +47,10 @@ class DocCommand:
         return f"{self.path}:{self.line}: {self.text}"
 
 
-def _join_continuations(lines):
-    """(first line number, text) per logical line, with backslash-newline continuations joined."""
-    joined, start, parts = [], None, []
-    for line in lines:
-        start = line.number if start is None else start
-        text = line.text.strip()
-        if text.endswith("\\"):
-            parts.append(text[:-1].strip())
-            continue
-        joined.append((start, " ".join([*parts, text])))
-        start, parts = None, []
-    if parts:
-        joined.append((start, " ".join(parts)))
-    return joined
-
-
 def doc_commands(path: Path) -> list[DocCommand]:
     commands = []
     for block in fenced_blocks(path):
-        logical = _join_continuations(block)
+        logical = logical_lines(block)
         prompted = any(text.lstrip().startswith("$ ") for _, text in logical)
         for index, (number, text) in enumerate(logical):
             text = text.strip()

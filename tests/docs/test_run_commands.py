@@ -47,7 +47,17 @@ import pytest
 from rlvr.config import eval_fields
 from rlvr.tasks.registry import task_names
 
-from .mdtext import DOCS, REPO, Line, code_spans, fenced_blocks, is_separator, relative, split_cells, table_blocks
+from .mdtext import (
+    DOCS,
+    REPO,
+    code_spans,
+    fenced_blocks,
+    is_separator,
+    logical_lines,
+    relative,
+    split_cells,
+    table_blocks,
+)
 
 _PROGRAM = re.compile(
     r"^(?:[A-Z_]+=\S+\s+)*(?:\./setup\.sh|(?:\.venv|/tmp/[\w-]+)/bin/\S+|rlvr\s+[a-z][a-z-]*(?:\s|$)"
@@ -105,22 +115,6 @@ class Command:
         return text
 
 
-def _joined(lines: list[Line]) -> list[tuple[int, str]]:
-    """(first line number, text) per logical line: backslash-newline continuations joined."""
-    joined, start, parts = [], None, []
-    for line in lines:
-        start = line.number if start is None else start
-        text = line.text.strip()
-        if text.endswith("\\"):
-            parts.append(text[:-1].strip())
-            continue
-        joined.append((start, " ".join([*parts, text])))
-        start, parts = None, []
-    if parts:
-        joined.append((start, " ".join(parts)))
-    return joined
-
-
 AWAITING_MARKERS = {
     "docs/lab.md: pip install -e '.[lab]'": "needs the network",
     "docs/lab.md: rlvr lab --runs runs/ --port 7860": "serves http://127.0.0.1:7860/",
@@ -158,7 +152,7 @@ def fenced_commands(path: Path) -> list[Command]:
     lines = path.read_text(encoding="utf-8").splitlines()
     commands = []
     for block in fenced_blocks(path):
-        logical = _joined(block)
+        logical = logical_lines(block)
         fence = lines[block[0].number - 2].strip() if block else ""
         prompted = any(text.startswith("$ ") for _, text in logical)
         shell = fence in _SHELL_FENCES or (logical and _PROGRAM.match(logical[0][1]))
