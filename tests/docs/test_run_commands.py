@@ -316,7 +316,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[Command, Outcome]
 
 
 def _case(command: Command):
-    marks = [pytest.mark.slow] if command.skip is None else []
+    marks = [pytest.mark.slow, pytest.mark.heavy] if command.skip is None else []
     return pytest.param(command, id=f"{command.path}:{command.line}", marks=marks)
 
 
@@ -329,6 +329,7 @@ def test_documented_command_ends_as_documented(command: Command, request: pytest
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_the_slowest_commands_are_named(outcomes: dict[Command, Outcome], capsys: pytest.CaptureFixture):
     """Where the run's time went, for whoever shortens it next."""
     slowest = sorted(outcomes.items(), key=lambda item: -item[1].seconds)[:6]
