@@ -9,6 +9,8 @@ from rlvr.engine.rollouts import collect_rollouts, concat_batches, select_groups
 from rlvr.models.logprobs import token_logprobs
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
+from rlvr.types import Verdict
+from rlvr.verifiers.fidelity import coins
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8"]
 
@@ -112,3 +114,18 @@ def test_overlong_filter_removes_truncated_samples_from_the_loss(base_policy):
         )
         grad = sum(float(p.grad.abs().sum()) for p in model.parameters() if p.grad is not None)
         assert (grad == 0.0) is filtered
+
+
+def test_a_random_reward_is_a_coin_per_rollout_of_the_trainer(base_model_dir, tmp_path):
+    """reward.fidelity=random (Shao et al. 2025): the trainer's rewards are the step's coins,
+    whatever the completions say; the correctness the run logs stays gold's."""
+    sets = [f"model.name={base_model_dir}", *SMALL, "reward.fidelity=random", "reward.random_rate=0.5"]
+    trainer = Trainer(load_config(None, sets), tmp_path)
+    queries = batch_queries(trainer.train_queries, 0, 4, 0)
+    rollouts = collect_rollouts(trainer.context, 0, queries, Timer())
+    assert rollouts.rewards.flatten().tolist() == coins(trainer.cfg.train.seed, "0-0", 16, 0.5)
+    gold = [s.results["correctness"].verdict is Verdict.PASS for s in rollouts.scored]
+    assert [s.correct for s in rollouts.scored] == gold
+    again = collect_rollouts(trainer.context, 1, queries, Timer())  # another step: other coins
+    assert again.rewards.flatten().tolist() == coins(trainer.cfg.train.seed, "1-0", 16, 0.5)
+    assert trainer.context.hacking is None  # nothing in the text can exploit a coin

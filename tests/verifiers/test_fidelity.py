@@ -10,12 +10,14 @@ from rlvr.verifiers.fidelity import (
     Noisy,
     VisibleOnly,
     answer_appears,
+    coins,
     gold_of,
     unit_draw,
     weakened_verifier_for,
 )
 from rlvr.verifiers.math import MathVerifier
 from rlvr.verifiers.registry import get_verifier
+from rlvr.verifiers.reward import RewardFunction
 
 ARITH = Query("q1", "(7*8)-5", {"type": "math", "answer": "51"})
 
@@ -92,9 +94,25 @@ def test_a_fidelity_weakens_only_its_row_type_and_gold_of_undoes_it():
         (["reward.false_positive_rate=0.1"], "apply only with reward.fidelity=noisy"),
         (["reward.fidelity=noisy", "reward.false_negative_rate=1.5"], "must be in [0, 1]"),
         (["reward.hacking_sample=-1"], "reward.hacking_sample must be >= 0"),
+        (["reward.fidelity=random", "reward.correctness_weight=0"], "set reward.correctness_weight > 0"),
+        (["reward.fidelity=random", "reward.random_rate=2"], "must be in [0, 1]"),
     ],
 )
 def test_config_refuses_a_fidelity_that_does_not_fit(sets, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         load_config(None, sets)
     assert load_config(None, ["task.name=funcsynth", "reward.fidelity=visible_only"]).reward.fidelity == "visible_only"
+
+
+def test_random_reward_is_a_coin_per_rollout_whatever_its_text():
+    """Shao et al.'s random reward: Bernoulli(rate) per rollout, the same text getting independent
+    coins, fixed by (seed, batch key, position) so a resumed run draws them again."""
+    drawn = coins(7, "3-0", 4000, 0.3)
+    assert set(drawn) == {0.0, 1.0} and 1080 < sum(drawn) < 1320  # Binomial(4000, 0.3): mean 1200, sd 29
+    assert drawn == coins(7, "3-0", 4000, 0.3)
+    assert drawn != coins(8, "3-0", 4000, 0.3) and drawn != coins(7, "4-0", 4000, 0.3)
+    assert coins(7, "3-0", 50, 0.0) == [0.0] * 50 and coins(7, "3-0", 50, 1.0) == [1.0] * 50
+    same_text = [(ARITH, "<think>7</think><answer>7</answer>")] * 64
+    scored = RewardFunction({"correctness": 2.0, "format": 0.5}).score_batch(same_text, coins(1, "0-0", 64, 0.5))
+    assert {s.reward for s in scored} == {2.5, 0.5}  # coin * 2 + format (the text has the format)
+    assert not any(s.correct for s in scored)  # what the run logs as correct stays gold's verdict

@@ -228,6 +228,8 @@ def _fidelity(cfg: RunConfig) -> str | None:
         return "reward.fidelity=noisy needs reward.false_positive_rate or reward.false_negative_rate > 0"
     if r.fidelity != "noisy" and noise:
         return "reward.false_positive_rate / false_negative_rate apply only with reward.fidelity=noisy"
+    if r.fidelity == "random" and not r.correctness_weight:
+        return "reward.fidelity=random replaces the correctness reward by a coin; set reward.correctness_weight > 0"
     row_type = get_task(cfg.task.name).row_type
     needed = _WEAKENED_ROW_TYPE.get(r.fidelity)
     if needed and row_type is not None and row_type != needed:

@@ -200,14 +200,16 @@ class RewardConfig:
     """Weight of the format check (<think>...</think><answer>...</answer>); 0 keeps rewards binary."""
     reasoning_weight: float = 0.0
     """Weight of the reasoning check (task arith): 1 when every step is a true claim that chains through the query to the answer (the CoT-pass@k checker); with correctness_weight 0 the reward is CoT-correctness."""
-    fidelity: Literal["gold", "visible_only", "lenient", "noisy"] = "gold"
-    """Training verifier: gold, visible_only (python: hidden tests dropped), lenient (math: answer anywhere in the text) or noisy (gold with injected errors); see docs/hacking.md."""
+    fidelity: Literal["gold", "visible_only", "lenient", "noisy", "random"] = "gold"
+    """Training verifier: gold, visible_only (python: hidden tests dropped), lenient (math: answer anywhere in the text), noisy (gold with injected errors) or random (the correctness reward is a coin per rollout, Shao et al. 2025); see docs/hacking.md."""
     false_positive_rate: float = unit_interval(0.0)
     """fidelity=noisy: probability that a gold fail is reported as a pass."""
     false_negative_rate: float = unit_interval(0.0)
     """fidelity=noisy: probability that a gold pass is reported as a fail."""
     noise_seed: int = 0
     """fidelity=noisy: seed of the flips (each is fixed by seed, query id and completion)."""
+    random_rate: float = unit_interval(0.5)
+    """fidelity=random: the probability that a rollout's correctness reward is 1, whatever its text (one coin per rollout, drawn from train.seed, the step and the rollout's place in it)."""
     hacking_sample: int = non_negative(32, "; 0 scores every completion")
     """Completions per step also scored by the gold verifier for hacking/rate (0 = all); unused when fidelity=gold."""
     hacking_warn: float = unit_interval(0.2)

@@ -16,6 +16,7 @@ from rlvr.algos import groups_with_signal, overlong_filter_mask, overlong_penalt
 from rlvr.engine.context import Rollouts, StepContext, Timer
 from rlvr.types import Query, RolloutBatch
 from rlvr.verifiers import ScoredCompletion
+from rlvr.verifiers.fidelity import coins
 
 
 def select_groups(batch: RolloutBatch, scored: list[ScoredCompletion], groups: list[int]) -> tuple[RolloutBatch, list]:
@@ -67,8 +68,9 @@ def reward_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: 
     return torch.tensor(values, dtype=torch.float32).view(num_queries, group_size)  # [B, G]
 
 
-def sample_round(ctx: StepContext, queries: list[Query], timer: Timer) -> Rollouts:
-    """Sample and verify one round; rewards [B, G] with DAPO's overlong penalty if configured."""
+def sample_round(ctx: StepContext, queries: list[Query], timer: Timer, key: str) -> Rollouts:
+    """Sample and verify one round (`key`: its step and round); rewards [B, G] with DAPO's overlong
+    penalty if configured, the correctness part a coin per rollout with reward.fidelity=random."""
     cfg = ctx.cfg
     with timer.phase("generate"), ctx.memory.rollout():
         batch = ctx.sampler.sample(  # rollout.backend: rollout/backends.py
@@ -79,7 +81,11 @@ def sample_round(ctx: StepContext, queries: list[Query], timer: Timer) -> Rollou
             top_p=cfg.rollout.top_p,
         )
     with timer.phase("verify"):
-        scored = ctx.reward_fn.score_batch([(batch.query_of(i), t) for i, t in enumerate(batch.texts)])
+        items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
+        coin = None
+        if cfg.reward.fidelity == "random":
+            coin = coins(cfg.train.seed, key, len(items), cfg.reward.random_rate)
+        scored = ctx.reward_fn.score_batch(items, coin)
     rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
     if cfg.algo.overlong_penalty:
         lengths = batch.completion_mask.sum(dim=1)  # [N]
@@ -100,7 +106,7 @@ def collect_rollouts(ctx: StepContext, step: int, queries: list[Query], timer: T
     (fewer than B); if it kept none, on round 0's batch, whose advantages are all 0.
     """
     cfg = ctx.cfg
-    first = sample_round(ctx, queries, timer)
+    first = sample_round(ctx, queries, timer, f"{step}-0")
     if not cfg.algo.dynamic_sampling:
         return first
     wanted, kept, generated, rounds = len(queries), [], 0, 0
@@ -114,7 +120,7 @@ def collect_rollouts(ctx: StepContext, step: int, queries: list[Query], timer: T
         if sum(len(k.batch.queries) for k in kept) >= wanted or rounds >= cfg.algo.max_sampling_rounds:
             break
         pool = random.Random(f"{cfg.train.seed}-{step}-{rounds}")
-        current = sample_round(ctx, pool.sample(ctx.train_queries, wanted), timer)
+        current = sample_round(ctx, pool.sample(ctx.train_queries, wanted), timer, f"{step}-{rounds}")
     result = _merge(kept, wanted, ctx.tokenizer.pad_token_id) if kept else first
     result.metrics = {
         "dynamic_sampling/rounds": rounds,

@@ -88,8 +88,9 @@ class HackingMonitor:
     def for_run(
         cls, reward_cfg: RewardConfig, weights: dict[str, float], verifier_for: Callable[[str], Verifier], seed: int
     ) -> HackingMonitor | None:
-        """A monitor when the training verifier has a gold counterpart, else None (nothing to compare)."""
-        if reward_cfg.fidelity == "gold":
+        """A monitor when the training verifier has a gold counterpart, else None (nothing to compare;
+        a random reward ignores the text, so no text can exploit it)."""
+        if reward_cfg.fidelity in ("gold", "random"):
             return None
         gold_fn = RewardFunction(weights, verifier_for=gold_of(verifier_for))
         return cls(gold_fn, reward_cfg.hacking_sample, reward_cfg.hacking_warn, seed)

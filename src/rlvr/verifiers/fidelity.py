@@ -15,6 +15,10 @@ gold one fails):
 - ``noisy`` (any row type): the gold verdict, flipped with a false-positive rate (fail -> pass)
   and a false-negative rate (pass -> fail). The flip is a pure function of (seed, query id,
   completion), so a repeated check of the same completion gets the same verdict.
+- ``random`` (any row type): not a verifier but a reward, Shao et al. 2025's "random reward"
+  (arXiv 2506.10947): each rollout's correctness score is a coin, 1 with probability
+  ``reward.random_rate``, drawn per rollout (``coins``), so two rollouts with the same text get
+  independent rewards. The verifiers still judge with gold, for what the run logs as correct.
 
 A gold ``error``/``unavailable`` result is passed through unchanged: an infrastructure failure is
 never turned into a verdict.
@@ -35,9 +39,15 @@ from rlvr.verifiers.math import MathCriteria
 if TYPE_CHECKING:
     from rlvr.config import RewardConfig
 
-FIDELITIES = ("gold", "visible_only", "lenient", "noisy")
+FIDELITIES = ("gold", "visible_only", "lenient", "noisy", "random")
 
-ROW_TYPE: dict[str, str | None] = {"gold": None, "visible_only": "python", "lenient": "math", "noisy": None}
+ROW_TYPE: dict[str, str | None] = {
+    "gold": None,
+    "visible_only": "python",
+    "lenient": "math",
+    "noisy": None,
+    "random": None,
+}
 """The row type a fidelity applies to (None: every type). Rows of other types are judged by gold."""
 
 
@@ -103,6 +113,13 @@ def unit_draw(seed: int, query_id: str, completion: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def coins(seed: int, key: str, count: int, rate: float) -> list[float]:
+    """fidelity=random: `count` rewards, each 1.0 with probability `rate` and 0.0 otherwise, fixed
+    by (seed, key, position): `key` names the batch (its step and sampling round), so a resumed run
+    draws the same coins and no two rollouts share one."""
+    return [float(unit_draw(seed, f"coin {key}", str(index)) < rate) for index in range(count)]
+
+
 class Noisy(WeakenedVerifier):
     """The gold verdict with injected false positives and false negatives."""
 
@@ -165,7 +182,7 @@ def weakened_verifier_for(
     cache: dict[str, Verifier] = {}
 
     def verifier_for(type_name: str) -> Verifier:
-        applies = fidelity != "gold" and type_name != "format" and ROW_TYPE[fidelity] in (None, type_name)
+        applies = fidelity in builders and type_name != "format" and ROW_TYPE[fidelity] in (None, type_name)
         if not applies:
             return gold_for(type_name)
         if type_name not in cache:

@@ -57,8 +57,12 @@ class RewardFunction:
     def score(self, query: Query, completion: str) -> ScoredCompletion:
         return self.score_batch([(query, completion)])[0]
 
-    def score_batch(self, items: list[tuple[Query, str]]) -> list[ScoredCompletion]:
-        """Each component runs as one batch per verifier, so pooled verifiers overlap their work."""
+    def score_batch(
+        self, items: list[tuple[Query, str]], correctness: list[float] | None = None
+    ) -> list[ScoredCompletion]:
+        """Each component runs as one batch per verifier, so pooled verifiers overlap their work.
+        `correctness` (one score per item) replaces the correctness verifier's score in the reward,
+        as reward.fidelity=random's coins do; the verifier still judges, for `correct`."""
         results: list[dict[str, VerifierResult]] = [{} for _ in items]
         for name in self.components:
             if name == CORRECTNESS:
@@ -67,7 +71,9 @@ class RewardFunction:
                 batch = self._verifier_for(name).verify_batch(items)
                 for per_item, result in zip(results, batch, strict=True):
                     per_item[name] = result
-        return [self._combine(per_item) for per_item in results]
+        if correctness is None:
+            return [self._combine(per_item) for per_item in results]
+        return [self._combine(per_item, score) for per_item, score in zip(results, correctness, strict=True)]
 
     def _score_correctness(self, items: list[tuple[Query, str]], results: list[dict[str, VerifierResult]]) -> None:
         indices_by_type: dict[str, list[int]] = {}
@@ -78,10 +84,15 @@ class RewardFunction:
             for index, result in zip(indices, batch, strict=True):
                 results[index][CORRECTNESS] = result
 
-    def _combine(self, results: dict[str, VerifierResult]) -> ScoredCompletion:
-        weighted = [(weight, results[name]) for name, weight in self.weights.items() if weight != 0]
-        if all(result.scorable for _, result in weighted):
-            reward: float | None = float(sum(weight * result.score for weight, result in weighted))
+    def _combine(self, results: dict[str, VerifierResult], correctness: float | None = None) -> ScoredCompletion:
+        weighted = [(name, weight, results[name]) for name, weight in self.weights.items() if weight != 0]
+        if correctness is not None:  # a score given for the component: nothing left unjudged in it
+            weighted = [(n, w, r) for n, w, r in weighted if n != CORRECTNESS]
+        if all(result.scorable for _, _, result in weighted):
+            scores = [weight * result.score for _, weight, result in weighted]
+            if correctness is not None:
+                scores.append(self.weights.get(CORRECTNESS, 0.0) * correctness)
+            reward: float | None = float(sum(scores))
         else:
             reward = None
         correct = results[CORRECTNESS].verdict is Verdict.PASS
