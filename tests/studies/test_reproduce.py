@@ -25,14 +25,23 @@ def test_every_arm_of_every_study_is_a_valid_configuration(name: str) -> None:
     assert set(study.passk_arms) <= {arm.value for arm in study.arms}
 
 
-def test_the_control_arms_change_only_the_reward() -> None:
-    arms = {arm.value: arm for arm in STUDIES["controls"].arms}
-    random = load_config(None, list(arms["random reward"].overrides))
-    assert (random.reward.fidelity, random.reward.false_positive_rate, random.reward.false_negative_rate) == (
-        "noisy", 0.5, 0.5)  # fmt: skip
-    fmt = load_config(None, list(arms["format only"].overrides))
+def test_the_control_arms_change_only_the_reward_and_the_clip() -> None:
+    """Shao et al.'s controls: every arm with several updates per batch (so the clip can act), the
+    Bernoulli arms differing from gold only in the reward and from each other only in the clip."""
+    arms = {arm.value: load_config(None, list(arm.overrides)) for arm in STUDIES["controls"].arms}
+    assert all(cfg.algo.num_iterations >= 2 and cfg.optim.lr == 1e-4 for cfg in arms.values())
+    gold, coin, no_clip, fmt = arms["gold"], arms["bernoulli"], arms["bernoulli no-clip"], arms["format only"]
+    assert (coin.reward.fidelity, coin.reward.random_rate, coin.algo.epsilon) == ("random", 0.5, 0.2)
+    assert no_clip.algo.epsilon >= 100 and no_clip.reward == coin.reward  # a ratio never leaves [1 - 100, 1 + 100]
     assert (fmt.reward.correctness_weight, fmt.reward.format_weight) == (0.0, 1.0)
-    assert arms["gold"].overrides == ()
+    assert gold.reward.fidelity == "gold" and gold.algo == coin.algo
+    assert STUDIES["controls"].passk_arms == tuple(arms)  # every arm ships per-query counts
+
+
+def test_every_study_says_what_would_refute_it(cli) -> None:
+    assert all(len(study.falsifier) > 40 and " if " in study.falsifier for study in STUDIES.values())
+    listed = cli("reproduce", "--list").stdout
+    assert listed.count("falsifiable: ") == len(STUDIES)
 
 
 def _run(base: float, final: float, greedy: tuple[float, float]) -> dict:

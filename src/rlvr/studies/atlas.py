@@ -201,7 +201,7 @@ SCHEMA = "rlvr.atlas/1"
 CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate",
           "completions/mean_length", "completions/correct_mean_length", "completions/wrong_mean_length",
           "selfcheck/rate", "selfcheck/redo_rate", "selfcheck/accuracy_checked", "selfcheck/accuracy_unchecked",
-          "time/step")  # fmt: skip
+          "clip_ratio/region_mean", "time/step")  # fmt: skip
 """Per-step metrics a run card keeps (docs/metrics.md); a metric the run did not log is left out."""
 
 EVALS = ("pass@1", "greedy", "gold_pass@1", "gold_greedy", "hacking_rate", "unscorable")

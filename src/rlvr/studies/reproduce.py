@@ -28,6 +28,7 @@ from rlvr.errors import UserError
 from rlvr.studies.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
 from rlvr.studies.runner import EVAL_REPORT, PasskSpec, run_many
 from rlvr.studies.study_card import draw_card, passk_curves, passk_of
+from rlvr.studies.study_data import reward_of, run_data, study_data, write_study_data
 from rlvr.studies.study_reports import (
     controls_report,
     expansion_report,
@@ -63,12 +64,21 @@ class Study:
     minutes: int
     """What the whole study takes on 2 cores, measured (docs/results.md)."""
     passk_arms: tuple[str, ...] = ()
-    """Arms whose trained models `rlvr eval` compares with the base at k = 1..256."""
+    """Arms whose trained models `rlvr eval` compares with the base, each seed with its own sampling seed."""
+    passk_ks: tuple[int, ...] = PASSK
+    """The k of that evaluation; n = the largest k samples per held-out query (Yue et al. 2025 go to 256)."""
+    falsifier: str = ""
+    """The result that would have refuted the claim here, said before the study runs."""
     report: Callable[[dict[str, list[dict]]], list[str]] = field(default=lambda arms: [], repr=False)
     """Lines that set the measurements beside the claims, from {arm: [run results]}."""
 
 
 NOISY = ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")
+CLIP_CAN_ACT = ("optim.lr=1e-4", "algo.num_iterations=4")
+"""Four optimisation passes over each batch, so the importance ratios leave 1 and the clip can act
+(Shao et al.'s mechanism), at the learning rate the atlas found stable for the gold reward."""
+BERNOULLI = ("reward.fidelity=random", "reward.random_rate=0.5")
+"""Shao et al.'s random reward: 1 with probability 0.5 per rollout, whatever it says."""
 SELF_CHECK = ("model.name=tiny-arith-check", "rollout.max_new_tokens=64")
 """The base that sometimes checks a step (bases/tiny_arith_check.py), with room for its checks."""
 
@@ -81,17 +91,27 @@ STUDIES: dict[str, Study] = {
             (
                 Claim("Shao et al. 2025 (arXiv 2506.10947)",
                       "Qwen2.5-Math-7B on MATH-500: ground truth +28.8, random reward +21.4, format-only +13.8 "
-                      "points; no gains on Llama3 or OLMo2"),
+                      "points; no gains on Llama3 or OLMo2. The mechanism: with several updates per batch the "
+                      "clip favours what the base already does often; with clipping off the random-reward "
+                      "gain goes away"),
                 Claim("Wu et al. 2025 (arXiv 2507.10532)",
                       "on a clean arithmetic generator only accurate rewards beat the base; random ones do not"),
             ),
             (
-                Setting("controls", "gold"),
-                Setting("controls", "random reward", None, NOISY),
-                Setting("controls", "format only", None, ("reward.correctness_weight=0", "reward.format_weight=1")),
+                Setting("controls", "gold", None, CLIP_CAN_ACT),
+                Setting("controls", "bernoulli", None, (*CLIP_CAN_ACT, *BERNOULLI)),
+                Setting("controls", "bernoulli no-clip", None, (*CLIP_CAN_ACT, *BERNOULLI, "algo.epsilon=1000")),
+                Setting("controls", "format only", None,
+                        (*CLIP_CAN_ACT, "reward.correctness_weight=0", "reward.format_weight=1")),
             ),
             steps=100,
-            minutes=5,
+            minutes=15,
+            passk_arms=("gold", "bernoulli", "bernoulli no-clip", "format only"),
+            passk_ks=(1, 2, 4, 8, 16),
+            falsifier="Shao et al.'s mechanism is refuted here if the Bernoulli arm with clipping does not move "
+                      "pass@1 further from the base than the arm without clipping (by two standard errors over "
+                      "seeds); Wu et al.'s claim if a Bernoulli or format-only arm raises pass@1 as the gold "
+                      "arm does",
             report=controls_report,
         ),
         Study(
@@ -110,6 +130,8 @@ STUDIES: dict[str, Study] = {
             steps=100,
             minutes=6,
             passk_arms=("default",),
+            falsifier="Yue et al.'s reading is refuted here if the trained model's pass@k stays above the base's "
+                      "at every k up to 256; Wen et al.'s if the trained CoT-pass@k falls below the base's at some k",
             report=sharpening_report,
         ),
         Study(
@@ -126,6 +148,10 @@ STUDIES: dict[str, Study] = {
             steps=500,
             minutes=17,
             passk_arms=("step-checked reward",),
+            falsifier="expansion is refuted here if the trained model is not above the base at every k on every "
+                      "seed, or gains under 30 points at k = 256 over a base at most 10% there; Yue et al.'s "
+                      "reading if it is. This arm trains on the step checker it is scored by (CoT-pass@k), so "
+                      "it tests what that reward can teach, not Wen et al.'s answer-only claim",
             report=expansion_report,
         ),
         Study(
@@ -142,6 +168,9 @@ STUDIES: dict[str, Study] = {
             ),
             steps=100,
             minutes=7,
+            falsifier="R1's emergence is refuted here if the share of completions that check a step does not "
+                      "rise under the gold reward beyond two standard errors over seeds, or rises as much under "
+                      "the random reward",
             report=self_check_report,
         ),
         Study(
@@ -157,6 +186,9 @@ STUDIES: dict[str, Study] = {
             ),
             steps=100,
             minutes=3,
+            falsifier="the bias is refuted here if wrong answers do not grow more under sequence_mean than "
+                      "under constant, beyond two standard errors; arith's wrong answers have little room to "
+                      "grow, so a null here is weak evidence",
             report=length_report,
         ),
     )
@@ -164,12 +196,13 @@ STUDIES: dict[str, Study] = {
 
 
 def study_list() -> list[str]:
-    """What `rlvr reproduce --list` prints: each study's name and title, then its arms, steps and time."""
+    """What `rlvr reproduce --list` prints: each study's name and title, its arms, steps and time,
+    and the result that would refute its claim."""
     lines = []
     for study in STUDIES.values():
         arms = ", ".join(arm.value for arm in study.arms)
         lines.append(f"{study.name:<12} {study.title}\n{'':<12} arms: {arms}; {study.steps} steps; about "
-                     f"{study.minutes} min on 2 cores with seeds 0,1,2")  # fmt: skip
+                     f"{study.minutes} min on 2 cores with seeds 0,1,2\n{'':<12} falsifiable: {study.falsifier}")  # fmt: skip
     return lines
 
 
@@ -188,12 +221,13 @@ def runs_of(study: Study, seeds: list[int], steps: int | None = None) -> list[At
     return [AtlasRun(arm, seed, steps or study.steps) for arm in study.arms for seed in seeds]
 
 
-def passk_spec(out: Path, run: AtlasRun, queries: int) -> PasskSpec:
+def passk_spec(out: Path, run: AtlasRun, queries: int, ks: tuple[int, ...] = PASSK) -> PasskSpec:
     """The pass@k evaluation of one trained run against the base it started from, on the run's own
-    held-out task, at k = 1..256, into `<run>/eval/` (one torch thread, its log beside the run)."""
+    held-out task, at `ks` with n = the largest, into `<run>/eval/` (one torch thread, its log beside
+    the run). Both models draw with the run's own seed: each seed's base is its own draw."""
     run_dir = out / "runs" / run.dir_name
     return PasskSpec(
-        run_dir=str(run_dir), out=str(run_dir / "eval"), n=PASSK[-1], ks=PASSK, num_queries=queries, threads=1
+        run_dir=str(run_dir), out=str(run_dir / "eval"), n=ks[-1], ks=ks, num_queries=queries, seed=run.seed, threads=1
     )
 
 
@@ -215,7 +249,9 @@ def _train_and_evaluate(
 ) -> None:
     """Every run trained (or kept), then the pass@k arms evaluated (or kept), each side by side."""
     run_all(out, runs, jobs=jobs, progress=progress, desc=study.name)
-    evaluations = [passk_spec(out, run, queries) for run in runs if run.setting.value in study.passk_arms]
+    evaluations = [
+        passk_spec(out, run, queries, study.passk_ks) for run in runs if run.setting.value in study.passk_arms
+    ]
     failed = run_many(evaluations, jobs=jobs, progress=False).failed
     if failed:
         raise ReproduceError(f"rlvr eval failed for {Path(failed[0].run_dir).name}: see {failed[0].log_path()}")
@@ -265,6 +301,7 @@ def reproduce(
         "seeds": list(seeds),
         "steps": steps or study.steps,
         "claims": [{"source": c.source, "text": c.text} for c in study.claims],
+        "falsifier": study.falsifier,
         "measured": study.report(arms),
         "arms": {
             arm: [{k: v for k, v in r.items() if k != "eval"} | {"eval": passk_of(r["eval"])} for r in results]
@@ -272,7 +309,22 @@ def reproduce(
         },  # fmt: skip
     }
     _write(card, out)
+    write_study_data(study_data(card, _arm_data(study, runs, arms)), out)
     return card
+
+
+def _arm_data(study: Study, runs: list[AtlasRun], arms: dict[str, list[dict]]) -> dict[str, dict[str, Any]]:
+    """{arm: its config, overrides and reward in words, and each seed's raw data} (study_data.py)."""
+    data = {}
+    for setting in study.arms:
+        cfg = load_config(preset_path(setting.config), next(r.overrides for r in runs if r.setting == setting))
+        data[setting.value] = {
+            "config": setting.config,
+            "overrides": list(setting.overrides),
+            "reward": reward_of(cfg),
+            "seeds": [run_data(run) for run in arms[setting.value]],
+        }
+    return data
 
 
 def _write(card: dict[str, Any], out: Path) -> None:

@@ -82,6 +82,8 @@ def lowers(runs: list[dict], key: str = "gold_greedy") -> bool:
 
 def controls_report(arms: dict[str, list[dict]]) -> list[str]:
     lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    if "bernoulli" in arms and "bernoulli no-clip" in arms:
+        lines.append(clip_reading(arms["bernoulli"], arms["bernoulli no-clip"]))
     others = [arm for arm in arms if arm != "gold" and raises(arms[arm])]
     if raises(arms["gold"]) and not others:
         reading = ("only the accurate reward raises gold pass@1 (mean gain above two standard errors), as Wu et al. "
@@ -90,6 +92,34 @@ def controls_report(arms: dict[str, list[dict]]) -> list[str]:
     else:
         reading = f"arms whose gold pass@1 gain is above two standard errors: {', '.join(others) or 'none'}"
     return [*lines, f"reading: {reading}"]
+
+
+def eval_pass1_change(run: dict) -> float | None:
+    """Trained minus base pass@1 of a run's pass@k evaluation (n samples a query), or None."""
+    report = run.get("eval")
+    if not report:
+        return None
+    return report["models"]["model"]["pass@k"][0] - report["models"]["base"]["pass@k"][0]
+
+
+def clip_reading(clipped: list[dict], unclipped: list[dict]) -> str:
+    """Shao et al.'s mechanism: the Bernoulli arm's pass@1 change with the clip minus without, seed by
+    seed (the same seed draws the same coins and the same evaluation), and the clip's share of tokens."""
+    pairs = [(eval_pass1_change(a), eval_pass1_change(b)) for a, b in zip(clipped, unclipped, strict=True)]
+    diffs = [a - b for a, b in pairs if a is not None and b is not None]
+    if not diffs:
+        return "clip: no pass@k evaluation to compare"
+    spread = mean_sd(diffs)
+    share = mean_sd([statistics.fmean(v for v in r["card"]["curves"].get("clip_ratio/region_mean", []) if v is not None)
+                     for r in clipped if any(v is not None for v in r["card"]["curves"].get("clip_ratio/region_mean", []))])  # fmt: skip
+    beyond = abs(spread.mean) > _two_se(spread) and len(diffs) > 1
+    return (
+        f"clip (Shao et al.'s mechanism): Bernoulli pass@1 change with the clip minus without, same seeds and coins, "
+        f"{_fmt(spread, unit=' points', signed=True)} over {len(diffs)} seeds; the clip acted on "
+        f"{_fmt(share, unit='%')} of tokens -> "
+        + ("the clip moves pass@1 beyond two standard errors" if beyond
+           else "no effect of the clip beyond two standard errors: the mechanism is not shown here")
+    )  # fmt: skip
 
 
 def passk_mean(reports: list[dict], model: str, key: str) -> list[float]:

@@ -1,0 +1,133 @@
+"""A study's raw data, `<out>/<study>.json`, and the tables the README and docs show from it.
+
+The file keeps, per arm and per seed, what a reader needs to recompute every number of the study:
+the arm's overrides and its reward in words, the held-out pass@1 and greedy accuracy (gold) before
+and after training, the share of tokens the clip switched off, and, where the study evaluates pass@k,
+each held-out query's counts for the base and the trained model (`per_query`: [n, correct], the
+base drawn with that seed's own sampling seed). A study's file as measured for the docs is shipped
+in the package (`studies/results/<study>.json`); `rlvr reproduce --tables` prints every shipped
+study's table, and tests/studies/test_study_tables.py checks that the pages show exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from rlvr.config import RunConfig
+from rlvr.eval.stats import mean_sd
+
+SCHEMA = "rlvr.study/1"
+RESULTS = Path(__file__).with_name("results")
+"""The studies' files as measured for the docs (the package's copy)."""
+
+
+def reward_of(cfg: RunConfig) -> str:
+    """The reward an arm trains on, in words."""
+    r = cfg.reward
+    parts = []
+    if r.correctness_weight:
+        correctness = {
+            "gold": "gold correctness",
+            "random": f"Bernoulli({r.random_rate:g}) per rollout, whatever the text",
+            "noisy": f"correctness with {r.false_positive_rate:g} false passes, {r.false_negative_rate:g} false fails",
+        }.get(r.fidelity, f"correctness judged {r.fidelity}")
+        parts.append(correctness if r.correctness_weight == 1 else f"{r.correctness_weight:g} x {correctness}")
+    if r.reasoning_weight:
+        parts.append(f"{r.reasoning_weight:g} x every step checked")
+    if r.format_weight:
+        parts.append("format" if r.format_weight == 1 else f"{r.format_weight:g} x format")
+    return " + ".join(parts) or "none"
+
+
+def _curve_mean(card: dict, key: str) -> float | None:
+    values = [v for v in card["curves"].get(key, []) if v is not None]
+    return round(statistics.fmean(values), 6) if values else None
+
+
+def run_data(run: dict) -> dict[str, Any]:
+    """One seed of one arm: held-out accuracy before and after, the clip's share, and the
+    per-query counts of its pass@k evaluation (when there is one)."""
+    card, report = run["card"], run.get("eval")
+    evals = card["evals"]
+    data: dict[str, Any] = {
+        "seed": run["seed"],
+        "dir": run["dir"],
+        "heldout": {key: {"base": evals[key][0], "final": evals[key][-1]} for key in ("gold_pass@1", "gold_greedy")},
+        "clipped_tokens": _curve_mean(card, "clip_ratio/region_mean"),
+    }
+    if report:
+        models = report["models"]
+        data["passk"] = {
+            "k": report["k"],
+            "n": report["n"],
+            "sampling_seed": report.get("seed"),
+            **{f"{m}_{key}": models[m][key] for m in ("base", "model") for key in ("pass@k", "cot_pass@k")},
+        }
+        data["per_query"] = {
+            "query_ids": models["model"]["query_ids"],
+            "base": [row[:2] for row in models["base"]["per_query"]],
+            "trained": [row[:2] for row in models["model"]["per_query"]],
+        }
+    return data
+
+
+def study_data(card: dict[str, Any], arms: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The study's file: its card's claims and lines, and {arm: {overrides, reward, seeds: [run_data]}}."""
+    keys = ("study", "title", "command", "made", "wall_s", "seeds", "steps", "claims", "falsifier", "measured")
+    return {"schema": SCHEMA, **{key: card.get(key) for key in keys}, "arms": arms}
+
+
+def write_study_data(data: dict[str, Any], out: Path) -> Path:
+    path = out / f"{data['study']}.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+def shipped() -> dict[str, dict[str, Any]]:
+    """{study: its shipped file}, for the studies measured for the docs."""
+    return {path.stem: json.loads(path.read_text()) for path in sorted(RESULTS.glob("*.json"))}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def pass1(counts: list[list[int]]) -> float:
+    """Mean over queries of correct / n: pass@1 from per-query counts."""
+    return statistics.fmean(correct / n for n, correct in counts if n)
+
+
+def _pm(values: list[float], scale: float = 100.0, signed: bool = False) -> str:
+    spread = mean_sd(values)
+    text = f"{scale * spread.mean:{'+' if signed else ''}.1f}"
+    return text if spread.sd is None else f"{text} ± {scale * spread.sd:.1f}"
+
+
+def arm_row(arm: str, entry: dict[str, Any]) -> str:
+    """One arm's line: its reward; pass@1 (from the per-query counts) base -> trained and the
+    change, mean ± sd over seeds, with how many seeds rose; greedy; the clip's share."""
+    seeds = entry["seeds"]
+    base = [pass1(s["per_query"]["base"]) for s in seeds]
+    trained = [pass1(s["per_query"]["trained"]) for s in seeds]
+    change = [t - b for b, t in zip(base, trained, strict=True)]
+    greedy = [(s["heldout"]["gold_greedy"]["base"], s["heldout"]["gold_greedy"]["final"]) for s in seeds]
+    clipped = [s["clipped_tokens"] for s in seeds if s["clipped_tokens"] is not None]
+    return (
+        f"| {arm} | {entry['reward']} | {_pm(base)} → {_pm(trained)} | {_pm(change, signed=True)} | "
+        f"{sum(c > 0 for c in change)} of {len(seeds)} | {_pm([g[0] for g in greedy])} → {_pm([g[1] for g in greedy])} | "
+        f"{_pm(clipped, 100.0) if clipped else 'n/a'} |"
+    )
+
+
+def study_table(data: dict[str, Any]) -> str:
+    """The study's table in Markdown: one row per arm with per-query counts."""
+    arms = {arm: entry for arm, entry in data["arms"].items() if all("per_query" in s for s in entry["seeds"])}
+    n = next(iter(arms.values()))["seeds"][0]["passk"]["n"] if arms else 0
+    head = (
+        f"| arm | reward | pass@1 base → trained, % (n = {n}) | change, points | seeds above base | "
+        "greedy base → final, % | tokens clipped, % |\n|---|---|---|---|---|---|---|"
+    )
+    return "\n".join([head, *(arm_row(arm, entry) for arm, entry in arms.items())])
