@@ -12,7 +12,18 @@ import yaml
 
 from rlvr.algos import ALGORITHMS
 from rlvr.config import load_config
-from rlvr.lab.effects import LABELS, SHIPPED, AtlasFileError, load_atlas, readings, row, shipped_values
+from rlvr.lab.effects import (
+    LABELS,
+    SHIPPED,
+    AtlasFileError,
+    Value,
+    _exploitation,
+    load_atlas,
+    readings,
+    row,
+    shipped_values,
+    sort_values,
+)
 from rlvr.lab.effects_page import page_data
 from rlvr.lab.yours import Placer
 from rlvr.studies.atlas import KNOBS, SCHEMA, preset_path, run_card
@@ -175,8 +186,9 @@ def test_rows_are_spreads_of_the_cards_numbers(shipped: dict) -> None:
             assert r["pass@1 final"]["sd"] == pytest.approx(statistics.stdev(finals))
             assert r["pass@1 gain"]["mean"] == pytest.approx(statistics.fmean(gains))
             assert r["wall s"]["mean"] == pytest.approx(statistics.fmean(c["wall_s"] for c in value.cards))
-            noise = [statistics.median(x for x in c["curves"]["grad/noise_scale"] if x is not None)
-                     for c in value.cards if any(x is not None for x in c["curves"].get("grad/noise_scale", []))]  # fmt: skip
+            early = [[x for step, x in zip(c["curves"]["step"], c["curves"].get("grad/noise_scale", [])) if step <= 5
+                      and x is not None] for c in value.cards]  # fmt: skip
+            noise = [statistics.median(xs) for xs in early if xs]  # steps 1-5 of every run: matched steps
             if noise:
                 assert r["noise scale"]["mean"] == pytest.approx(statistics.fmean(noise))
             assert r["runs"] == len(value.cards) >= 3
@@ -226,3 +238,52 @@ def test_a_broken_atlas_file_is_a_clear_error(tmp_path: Path) -> None:
         load_atlas(bad)
     with pytest.raises(AtlasFileError, match="cannot read"):
         load_atlas(tmp_path / "missing.json")
+
+
+def test_readings_compare_like_with_like(shipped: dict) -> None:
+    """No variance ranking across algorithms (losses scaled differently); the G knob's noise scale
+    also in prompts, the controlled sweep's unit; a weakened verifier's false passes of the base's
+    wrong answers (its own error) kept apart from a rise during training (exploitation)."""
+    values = shipped_values(shipped)
+    algorithms = readings("algorithm", values["algorithm"], [row(v) for v in values["algorithm"]])
+    assert not any(line.startswith("gradient variance (") for line in algorithms)
+    assert any("not ranked across algorithms" in line for line in algorithms)
+    groups = sort_values("group_size", values["group_size"])
+    rows = [row(v) for v in groups]
+    per_prompt = next(line for line in readings("group_size", groups, rows) if "in prompts" in line)
+    measured = [(v, r) for v, r in zip(groups, rows) if r["noise scale"]["mean"] is not None]
+    (low, a), (high, b) = measured[0], measured[-1]
+    assert (
+        f"{a['noise scale']['mean'] / int(low.label):.3g} → {b['noise scale']['mean'] / int(high.label):.3g}"
+        in per_prompt
+    )
+    fidelity = sort_values("fidelity", values["fidelity"])
+    lines = readings("fidelity", fidelity, [row(v) for v in fidelity])
+    for value in fidelity:
+        cards = value.cards
+        own = [c["evals"]["hacking_rate"][0] / (1 - c["evals"]["gold_pass@1"][0]) for c in cards
+               if c["evals"].get("hacking_rate") and c["evals"]["hacking_rate"][0]]  # fmt: skip
+        line = next((line for line in lines if line.startswith(f"{value.label}: the training verifier passes")), None)
+        assert (line is None) == (not own), value.label  # gold judges itself: nothing to separate
+        if own:
+            assert f"passes {100 * statistics.fmean(own):.1f}% of the base's wrong" in line
+
+
+def test_a_verifier_that_only_errs_is_not_called_exploited() -> None:
+    def card(seed: int, hacking: tuple[float, float], gold: tuple[float, float]) -> dict:
+        evals = {"step": [0, 60], "gold_pass@1": list(gold), "hacking_rate": list(hacking), "gold_greedy": [1, 1]}
+        return {"seed": seed, "steps": 60, "finished": True, "evals": evals, "curves": {"step": []}, "memory": {}}
+
+    # 30% false passes of wrong answers before and after; wrong answers shrink from 50% to 10%
+    steady = Value("fidelity", "noisy 30%", "shipped", [card(s, (0.15, 0.03), (0.5, 0.9)) for s in range(3)])
+    # wrong answers it passes climb from 20% to 90-94%: the policy found what it lets through
+    gamed = Value(
+        "fidelity", "visible_only", "shipped", [card(s, (0.1, 0.45 + 0.01 * s), (0.5, 0.5)) for s in range(3)]
+    )
+    lines = _exploitation([steady, gamed], [row(steady), row(gamed)])
+    assert lines[0].startswith("noisy 30%: the training verifier passes 30.0% of the base's wrong held-out answers")
+    assert "no rise beyond two standard errors" in lines[0]
+    assert (
+        "92.0% of the trained model's (+72.0 ± 2.0 points)" in lines[1]
+        and "a rise beyond two standard errors" in lines[1]
+    )

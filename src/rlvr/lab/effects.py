@@ -51,6 +51,10 @@ CURVES = {"reward": "reward (0-1)", "kl": "KL to reference (nats/token)", "entro
 
 TAIL = 10
 """Readings of per-step quantities (KL, entropy) average the last TAIL logged steps of each run."""
+MATCHED = 5
+"""Gradient variance and noise scale are compared over steps 1..MATCHED of every run: the same steps,
+before the runs' trajectories part (a median over whole runs compares different points of
+different trajectories)."""
 
 
 class AtlasFileError(UserError):
@@ -143,8 +147,10 @@ def _band(series: list[tuple[list[int], list[Any]]]) -> dict[str, list]:
     }
 
 
-def _median_over_steps(card: dict[str, Any], key: str) -> float | None:
-    xs = finite(card["curves"].get(key, []))
+def _median_matched(card: dict[str, Any], key: str) -> float | None:
+    """The median of `key` over steps 1..MATCHED of the run."""
+    curves = card["curves"]
+    xs = finite([x for step, x in zip(curves.get("step", []), curves.get(key, []), strict=False) if step <= MATCHED])
     return statistics.median(xs) if xs else None
 
 
@@ -161,9 +167,22 @@ def _eval_at(card: dict[str, Any], key: str, which: int) -> float | None:
     return evals[key][which]
 
 
+def _false_pass(card: dict[str, Any], which: int) -> float | None:
+    """The training verifier's pass rate on the held-out answers gold fails: hacking rate / gold
+    fail rate, of the base model (which=0: the verifier's own false passes) or the trained one."""
+    hacking, gold = _eval_at(card, "hacking_rate", which), _eval_at(card, "gold_pass@1", which)
+    if hacking is None or gold is None or gold >= 1.0:
+        return None
+    return min(1.0, hacking / (1.0 - gold))
+
+
 def _gain(card: dict[str, Any]) -> float | None:
     base, final = _eval_at(card, "gold_pass@1", 0), _eval_at(card, "gold_pass@1", -1)
     return None if base is None or final is None else final - base
+
+
+def _difference(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
 
 
 def row(value: Value) -> dict[str, Any]:
@@ -182,9 +201,12 @@ def row(value: Value) -> dict[str, Any]:
         "greedy final": spread([_eval_at(c, "gold_greedy", -1) for c in cards]),
         "train pass@1 final": spread([_eval_at(c, "pass@1", -1) for c in cards]),
         "hacking final": spread([_eval_at(c, "hacking_rate", -1) for c in cards]),
+        "false pass base": spread([_false_pass(c, 0) for c in cards]),
+        "false pass final": spread([_false_pass(c, -1) for c in cards]),
+        "exploitation": spread([_difference(_false_pass(c, -1), _false_pass(c, 0)) for c in cards]),
         "memory": {key: spread([c["memory"].get(key) for c in cards]) for key in memory_keys},
-        "grad variance": spread([_median_over_steps(c, "grad/variance") for c in cards]),
-        "noise scale": spread([_median_over_steps(c, "grad/noise_scale") for c in cards]),
+        "grad variance": spread([_median_matched(c, "grad/variance") for c in cards]),
+        "noise scale": spread([_median_matched(c, "grad/noise_scale") for c in cards]),
         "kl tail": spread([_tail_mean(c, "kl") for c in cards]),
         "entropy tail": spread([_tail_mean(c, "entropy") for c in cards]),
         "wall s": spread([c.get("wall_s") for c in cards]),
@@ -278,19 +300,60 @@ def readings(knob: str, values: list[Value], rows: list[dict[str, Any]]) -> list
         return f"{what}: highest with {high} ({fmt(high_stat)}), lowest with {low} ({fmt(low_stat)})"
 
     form = trend if knob in ORDERED else extremes
+    matched = f"median over steps 1-{MATCHED}, the same steps of every run"
     lines = [
         form("pass@1 gain", "held-out pass@1 gain (gold, final - base)", _points),
         form("kl tail", f"KL to the reference (mean over {tail})", lambda s: _num(s)),
-        form("noise scale", "gradient noise scale (median over steps)", lambda s: _num(s)),
-        form("grad variance", "gradient variance (median over steps)", lambda s: _num(s)),
+        form("noise scale", f"gradient noise scale, in completions ({matched})", lambda s: _num(s)),
     ]
-    if any((r["hacking final"]["mean"] or 0) > 0 for r in rows):
-        lines.append(form("hacking final", "held-out hacking rate (training verifier passes, gold fails)", _pct))
+    if knob == "algorithm":  # a variance carries its loss's scale; the noise scale, a ratio, does not
+        lines.append("gradient variance is not ranked across algorithms: their losses are scaled differently "
+                     "(sequence mean, token mean, sequence sum, preference pairs); the noise scale tr(Σ)/|G|², "
+                     "a ratio in which the scale cancels, is compared instead")  # fmt: skip
+    else:
+        lines.append(form("grad variance", f"gradient variance ({matched})", lambda s: _num(s)))
+    if knob == "group_size":
+        lines.append(_noise_per_prompt(values, rows, matched))
+    lines += _exploitation(values, rows)
     peaks = [r["memory"].get("peak_total", {"mean": None}) for r in rows]
     if len({round(p["mean"] or 0, -4) for p in peaks}) > 1:
         lines.append(form_memory(values, peaks, name, knob))
     lines.append(form("wall s", "wall time per run", _secs))
     lines += _same_numbers(values, rows)
+    return lines
+
+
+def _noise_per_prompt(values: list[Value], rows: list[dict[str, Any]], matched: str) -> str:
+    """The G knob's noise scale in prompts (completions / G), the unit of `rlvr grad-variance`'s
+    controlled sweep (docs/results.md), so the two read alike."""
+    measured = [(v.label, r["noise scale"]["mean"] / int(v.label)) for v, r in zip(values, rows, strict=True)
+                if r["noise scale"]["mean"] is not None and v.label.isdigit()]  # fmt: skip
+    if len(measured) < 2:
+        return "gradient noise scale in prompts: measured for fewer than two values of G"
+    (first, a), (last, b) = measured[0], measured[-1]
+    return (f"G {first} → {last}: gradient noise scale in prompts (completions / G, assuming a group's completions "
+            f"independent; {matched}) {_direction(a, b)}, {a:.3g} → {b:.3g}; the controlled sweep at equal prompt "
+            "count (rlvr grad-variance, docs/results.md) measures it directly")  # fmt: skip
+
+
+def _exploitation(values: list[Value], rows: list[dict[str, Any]]) -> list[str]:
+    """Per weakened verifier: how often it passes wrong answers of the base (its own false-pass
+    rate) and of the trained model; only a rise is the policy exploiting it."""
+    lines = []
+    for value, r in zip(values, rows, strict=True):
+        base, final, rise = r["false pass base"], r["false pass final"], r["exploitation"]
+        if base["mean"] is None or final["mean"] is None or not (base["mean"] or final["mean"]):
+            continue
+        two_se = 2 * rise["sd"] / math.sqrt(rise["n"]) if rise["sd"] is not None else 0.0
+        verdict = (
+            "a rise beyond two standard errors: the policy found wrong answers it passes"
+            if rise["mean"] - two_se > 1e-9
+            else "no rise beyond two standard errors: what it passes is its own error, not exploitation"
+        )
+        lines.append(
+            f"{value.label}: the training verifier passes {_pct(base)} of the base's wrong held-out answers "
+            f"(its own false passes) and {_pct(final)} of the trained model's ({_points(rise)}): {verdict}"
+        )
     return lines
 
 

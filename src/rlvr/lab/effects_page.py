@@ -190,7 +190,8 @@ function table(values) {
       el('td', {'data-col': 'gain'}, pm(r['pass@1 gain'], pts)),
       el('td', {'data-col': 'greedy'}, `${pct(r['greedy base'])} → ${pct(r['greedy final'])}`),
       el('td', {'data-col': 'hacking'}, pct(r['hacking final']),
-        el('span', {class: 'sub'}, `pass@1: training verifier ${pct(r['train pass@1 final'])}, gold ${pct(r['pass@1 final'])}`)),
+        el('span', {class: 'sub'}, `pass@1: training verifier ${pct(r['train pass@1 final'])}, gold ${pct(r['pass@1 final'])}`),
+        el('span', {class: 'sub'}, `wrong answers it passes: base ${pct(r['false pass base'])} → trained ${pct(r['false pass final'])}`)),
       memoryCell(r), estimateCell(v),
       el('td', {'data-col': 'variance'}, pm(r['grad variance'], g3)),
       el('td', {'data-col': 'noise'}, pm(r['noise scale'], g3)),
@@ -300,11 +301,13 @@ each run's config.yaml says.</p>
 <div id="table"></div>
 <p class="note">Cells: mean ± standard deviation over the runs. pass@1, its gain and greedy accuracy are judged
 by the gold verifier (what the model can do, whatever it was trained against). Hacking rate: share of held-out samples the training verifier passed and gold
-failed. Measured memory: the peak of each <code>memory/*</code> metric (bytes of the tensors each part holds, on
+failed; below it, the share of wrong answers (gold fails) the training verifier passes, of the base model (the
+verifier's own false passes) and of the trained one: only a rise is the policy exploiting the verifier. Measured memory: the peak of each <code>memory/*</code> metric (bytes of the tensors each part holds, on
 the tiny model). Estimate: <code>rlvr memory</code> for the chosen model with this value's algorithm, G and β
 (B=32, 256+1024 tokens, bf16 mixed, AdamW; fidelity and learning rate change no tensor). Gradient variance and
-noise scale: the median over steps of <code>grad/variance</code> and <code>grad/noise_scale</code> (n/a with one
-micro-batch per step, e.g. G=2). Wall time: the whole run with its evaluations (the atlas's: two runs side by side
+noise scale: the median over steps 1-5 (the same steps of every run) of <code>grad/variance</code> and
+<code>grad/noise_scale</code> (in completions; n/a with one micro-batch per step, e.g. G=2). Variances are not
+comparable across algorithms, whose losses are scaled differently; the noise scale, a ratio, is. Wall time: the whole run with its evaluations (the atlas's: two runs side by side
 on the machine named above).</p>
 """
 
