@@ -160,7 +160,7 @@ def test_list_names_every_study_with_its_time(cli) -> None:
 
 @pytest.mark.slow
 def test_a_pass_at_k_study_end_to_end(tmp_path: Path) -> None:
-    card = reproduce("sharpening", tmp_path, seeds=(0,), steps=2, jobs=2, progress=False, eval_queries=4)
+    card = reproduce("sharpening", tmp_path, seeds=(0,), steps=2, jobs=2, progress=False, eval_queries=2)
     saved = json.loads((tmp_path / "reproduce.json").read_text())
     assert saved["measured"] == card["measured"] and saved["made"]["machine"] and saved["made"]["rlvr"]
     assert (tmp_path / "reproduce.png").stat().st_size > 10_000
@@ -168,9 +168,19 @@ def test_a_pass_at_k_study_end_to_end(tmp_path: Path) -> None:
     assert set(card["arms"]) == arms
     (default,) = card["arms"]["default"]
     evaluation = json.loads((tmp_path / default["dir"] / "eval" / "eval.json").read_text())
-    assert evaluation["k"] == list(PASSK) and evaluation["num_queries"] == 4
+    assert evaluation["k"] == list(PASSK) and evaluation["num_queries"] == 2
     assert default["eval"]["models"]["base"]["pass@k"] == evaluation["models"]["base"]["pass@k"]
-    assert all(r["eval"] is None for arm in arms - {"default"} for r in card["arms"][arm])  # pass@k only where claimed
+    assert all(r["eval"] for arm in arms for r in card["arms"][arm])  # a pass@k curve for every arm
+    # free sharpening: the base alone at each lower temperature, drawn with the seed's own draws
+    data = json.loads((tmp_path / "sharpening.json").read_text())
+    (seed,) = data["arms"]["default"]["seeds"]
+    assert set(seed["base_at_temperature"]) == {"0.3", "0.6"}
+    cooled = json.loads((tmp_path / default["dir"] / "eval-T0.3" / "eval.json").read_text())
+    assert cooled["temperature"] == 0.3 and set(cooled["models"]) == {"model"} and cooled["seed"] == 0
+    assert cooled["models"]["model"]["path"] == "tiny-arith"
+    assert seed["base_at_temperature"]["0.3"]["pass@k"] == cooled["models"]["model"]["pass@k"]
+    assert seed["per_query"]["trained"] == [row[:2] for row in evaluation["models"]["model"]["per_query"]]
+    assert any(line.startswith("base at T = 0.3 (no training): pass@1") for line in card["measured"])
     summary = json.loads((tmp_path / default["dir"] / "summary.json").read_text())
     line = next(line for line in card["measured"] if line.startswith("default:"))
     assert f"-> {100 * summary['final']['gold_pass@1']:.1f}%" in line  # one seed: no spread

@@ -180,6 +180,12 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("name", nargs="?", help="the study (see --list)")
     p.add_argument("--list", action="store_true", help="list the studies and exit")
+    p.add_argument(
+        "--tables",
+        action="store_true",
+        help="print the study's table (every study's without NAME) from its shipped data, or from "
+        "<out>/NAME.json with --out, as the docs show it, and exit",
+    )
     p.add_argument("--seeds", type=SEEDS, default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, help="training steps per run (default: the study's, see --list)")
     p.add_argument("--jobs", type=int_at_least(1), help=JOBS_HELP)
@@ -191,6 +197,11 @@ def run_reproduce(args: argparse.Namespace) -> int:
 
     if args.list:
         print("\n".join(study_list()))
+        return 0
+    if args.tables:
+        from rlvr.studies.study_data import tables_text
+
+        print(tables_text(args.name, Path(args.out) if args.out else None))
         return 0
     if not args.name:
         raise UsageError(f"name a study: rlvr reproduce NAME, one of {', '.join(STUDIES)} (or --list)")

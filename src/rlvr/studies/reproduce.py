@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,8 @@ class Study:
     """The k of that evaluation; n = the largest k samples per held-out query (Yue et al. 2025 go to 256)."""
     falsifier: str = ""
     """The result that would have refuted the claim here, said before the study runs."""
+    base_temperatures: tuple[float, ...] = ()
+    """Free sharpening: the base alone sampled at these temperatures, per seed, at passk_ks."""
     report: Callable[[dict[str, list[dict]]], list[str]] = field(default=lambda arms: [], repr=False)
     """Lines that set the measurements beside the claims, from {arm: [run results]}."""
 
@@ -129,7 +131,8 @@ STUDIES: dict[str, Study] = {
             ),
             steps=100,
             minutes=6,
-            passk_arms=("default",),
+            passk_arms=("default", "lr 1e-4", "beta 0.4"),
+            base_temperatures=(0.3, 0.6),
             falsifier="Yue et al.'s reading is refuted here if the trained model's pass@k stays above the base's "
                       "at every k up to 256; Wen et al.'s if the trained CoT-pass@k falls below the base's at some k",
             report=sharpening_report,
@@ -221,14 +224,21 @@ def runs_of(study: Study, seeds: list[int], steps: int | None = None) -> list[At
     return [AtlasRun(arm, seed, steps or study.steps) for arm in study.arms for seed in seeds]
 
 
-def passk_spec(out: Path, run: AtlasRun, queries: int, ks: tuple[int, ...] = PASSK) -> PasskSpec:
+def passk_spec(
+    out: Path, run: AtlasRun, queries: int, ks: tuple[int, ...] = PASSK, base_temperature: float | None = None
+) -> PasskSpec:
     """The pass@k evaluation of one trained run against the base it started from, on the run's own
     held-out task, at `ks` with n = the largest, into `<run>/eval/` (one torch thread, its log beside
-    the run). Both models draw with the run's own seed: each seed's base is its own draw."""
+    the run). Both models draw with the run's own seed: each seed's base is its own draw. With
+    `base_temperature`, the base alone sampled at that temperature, into `<run>/eval-T<t>/`."""
     run_dir = out / "runs" / run.dir_name
-    return PasskSpec(
-        run_dir=str(run_dir), out=str(run_dir / "eval"), n=ks[-1], ks=ks, num_queries=queries, seed=run.seed, threads=1
-    )
+    where = "eval" if base_temperature is None else f"eval-T{base_temperature:g}"
+    spec = PasskSpec(run_dir=str(run_dir), out=str(run_dir / where), n=ks[-1], ks=ks, num_queries=queries,
+                     seed=run.seed, threads=1)  # fmt: skip
+    if base_temperature is None:
+        return spec
+    log = run_dir.with_name(f"{run_dir.name}.{where}.log")
+    return replace(spec, temperature=base_temperature, base_only=True, log=str(log))
 
 
 def _check(name: str, seeds: tuple[int, ...], steps: int | None) -> Study:
@@ -252,6 +262,8 @@ def _train_and_evaluate(
     evaluations = [
         passk_spec(out, run, queries, study.passk_ks) for run in runs if run.setting.value in study.passk_arms
     ]
+    first = [run for run in runs if run.setting == study.arms[0]]  # one base baseline per seed
+    evaluations += [passk_spec(out, run, queries, study.passk_ks, t) for t in study.base_temperatures for run in first]
     failed = run_many(evaluations, jobs=jobs, progress=False).failed
     if failed:
         raise ReproduceError(f"rlvr eval failed for {Path(failed[0].run_dir).name}: see {failed[0].log_path()}")
@@ -263,12 +275,17 @@ def _arms(out: Path, runs: list[AtlasRun]) -> dict[str, list[dict]]:
     for run in runs:
         run_dir = out / "runs" / run.dir_name
         evaluation = run_dir / "eval" / EVAL_REPORT
+        temperatures = {
+            path.parent.name.removeprefix("eval-T"): json.loads(path.read_text())
+            for path in sorted(run_dir.glob(f"eval-T*/{EVAL_REPORT}"))
+        }
         arms.setdefault(run.setting.value, []).append(
             {
                 "dir": f"runs/{run.dir_name}",
                 "seed": run.seed,
                 "card": run_card(run_dir),
                 "eval": json.loads(evaluation.read_text()) if evaluation.is_file() else None,
+                **({"temperatures": temperatures} if temperatures else {}),
             }
         )
     return arms
@@ -304,7 +321,10 @@ def reproduce(
         "falsifier": study.falsifier,
         "measured": study.report(arms),
         "arms": {
-            arm: [{k: v for k, v in r.items() if k != "eval"} | {"eval": passk_of(r["eval"])} for r in results]
+            arm: [
+                {k: v for k, v in r.items() if k not in ("eval", "temperatures")} | {"eval": passk_of(r["eval"])}
+                for r in results
+            ]
             for arm, results in arms.items()
         },  # fmt: skip
     }

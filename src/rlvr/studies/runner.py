@@ -94,6 +94,9 @@ class PasskSpec:
     temperature: float = 1.0
     seed: int = 0
     """Sampling seed, the same for both models."""
+    base_only: bool = False
+    """Evaluate the run's base model alone (no trained model): a baseline such as the base sampled at
+    a lower temperature, in eval.json as "model"."""
     threads: int | None = None
     progress: bool = False
     log: str | None = None
@@ -129,9 +132,10 @@ def evaluate(spec: PasskSpec) -> dict[str, Any]:
     saved, cfg = read_config(spec.run_dir), held_out_config(spec.run_dir)
     if spec.threads:
         torch.set_num_threads(spec.threads)
+    base = str(saved["model"]["name"])
     return evaluate_passk(
-        str(final_dir(spec.run_dir)),
-        base=str(saved["model"]["name"]),
+        base if spec.base_only else str(final_dir(spec.run_dir)),
+        base=None if spec.base_only else base,
         task=cfg.task,
         n=spec.n,
         ks=list(spec.ks),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import RunConfig
+from rlvr.errors import UserError
 from rlvr.eval.stats import mean_sd
 
 SCHEMA = "rlvr.study/1"
@@ -71,6 +72,16 @@ def run_data(run: dict) -> dict[str, Any]:
             "base": [row[:2] for row in models["base"]["per_query"]],
             "trained": [row[:2] for row in models["model"]["per_query"]],
         }
+    for temperature, baseline in (run.get("temperatures") or {}).items():  # the base alone at T < 1
+        alone = baseline["models"]["model"]
+        data.setdefault("base_at_temperature", {})[temperature] = {
+            "k": baseline["k"],
+            "n": baseline["n"],
+            "sampling_seed": baseline.get("seed"),
+            "pass@k": alone["pass@k"],
+            "cot_pass@k": alone["cot_pass@k"],
+            "per_query": [row[:2] for row in alone["per_query"]],
+        }
     return data
 
 
@@ -122,8 +133,36 @@ def arm_row(arm: str, entry: dict[str, Any]) -> str:
     )
 
 
+def _curve_cells(curves: list[list[float]]) -> str:
+    return " | ".join(_pm([curve[i] for curve in curves]) for i in range(len(curves[0])))
+
+
+def passk_table(data: dict[str, Any]) -> str:
+    """pass@k of the base (each seed's own draw, at T = 1 and at each lower temperature) and of each
+    arm's trained model, mean ± sd over seeds, in %."""
+    arms = {arm: entry for arm, entry in data["arms"].items() if all("passk" in s for s in entry["seeds"])}
+    first = next(iter(arms.values()))["seeds"]
+    ks = first[0]["passk"]["k"]
+    rows = [f"| base, T = 1 | {_curve_cells([s['passk']['base_pass@k'] for s in first])} |"]
+    for t in sorted(first[0].get("base_at_temperature", {}), key=float, reverse=True):
+        rows.append(f"| base, T = {t} | {_curve_cells([s['base_at_temperature'][t]['pass@k'] for s in first])} |")
+    for arm, entry in arms.items():
+        rows.append(
+            f"| {arm}, trained (T = 1) | {_curve_cells([s['passk']['model_pass@k'] for s in entry['seeds']])} |"
+        )
+    head = f"| pass@k, % | {' | '.join(f'k = {k}' for k in ks)} |\n|---|{'---|' * len(ks)}"
+    return "\n".join([head, *rows])
+
+
 def study_table(data: dict[str, Any]) -> str:
-    """The study's table in Markdown: one row per arm with per-query counts."""
+    """The study's table in Markdown: one row per arm with per-query counts, and for a study that
+    goes past k = 16, its pass@k table below."""
+    table = _arm_table(data)
+    ks = next((s["passk"]["k"] for e in data["arms"].values() for s in e["seeds"] if "passk" in s), [])
+    return f"{table}\n\n{passk_table(data)}" if ks and ks[-1] > 16 else table
+
+
+def _arm_table(data: dict[str, Any]) -> str:
     arms = {arm: entry for arm, entry in data["arms"].items() if all("per_query" in s for s in entry["seeds"])}
     n = next(iter(arms.values()))["seeds"][0]["passk"]["n"] if arms else 0
     head = (
@@ -131,3 +170,27 @@ def study_table(data: dict[str, Any]) -> str:
         "greedy base → final, % | tokens clipped, % |\n|---|---|---|---|---|---|---|"
     )
     return "\n".join([head, *(arm_row(arm, entry) for arm, entry in arms.items())])
+
+
+def marked(name: str, table: str) -> str:
+    """A study's table between the comments that mark it in a page (what the test compares)."""
+    return f"<!-- study table: {name} (rlvr reproduce {name} --tables) -->\n{table}\n<!-- end study table -->"
+
+
+def tables_text(name: str | None, out: Path | None = None) -> str:
+    """`rlvr reproduce [NAME] --tables [--out DIR]`: the marked table of one study (from DIR/NAME.json
+    with DIR, else its shipped file) or of every shipped study."""
+    if out is not None:
+        if name is None:
+            raise UserError("--tables --out DIR: name the study whose DIR/NAME.json to read")
+        path = out / f"{name}.json"
+        if not path.is_file():
+            raise UserError(f"{path}: no such file; `rlvr reproduce {name} --out {out}` writes it")
+        return marked(name, study_table(json.loads(path.read_text())))
+    files = shipped()
+    if name is not None and name not in files:
+        raise UserError(
+            f"study {name!r} has no shipped data yet (shipped: {', '.join(files) or 'none'}); "
+            f"run `rlvr reproduce {name}` and use --tables --out DIR"
+        )
+    return "\n\n".join(marked(study, study_table(data)) for study, data in files.items() if name in (None, study))

@@ -143,6 +143,39 @@ def _passk_lines(arm: str, runs: list[dict]) -> list[str]:
     return lines
 
 
+def temperature_lines(arms: dict[str, list[dict]]) -> list[str]:
+    """Free sharpening: the base sampled at a lower temperature against each arm's trained model
+    (T = 1), at k = 1 and at the largest k, seed by seed (the same seed's draws)."""
+    first = next(iter(arms.values()))
+    temperatures = sorted({t for r in first for t in r.get("temperatures", {})}, key=float)
+    lines = []
+    for t in temperatures:
+        cooled = {
+            r["seed"]: r["temperatures"][t]["models"]["model"]["pass@k"]
+            for r in first
+            if t in r.get("temperatures", {})
+        }
+        ks = next(iter(first))["temperatures"][t]["k"]
+        base = [cooled[seed][0] for seed in cooled]
+        parts = []
+        for arm, runs in arms.items():
+            pairs = [
+                (r["eval"]["models"]["model"]["pass@k"], cooled[r["seed"]])
+                for r in runs
+                if r.get("eval") and r["seed"] in cooled
+            ]
+            if not pairs:
+                continue
+            wins = [sum(m[i] > c[i] for m, c in pairs) for i in (0, -1)]
+            parts.append(
+                f"{arm} above it at k=1 on {wins[0]} of {len(pairs)} seeds "
+                f"({_fmt(mean_sd([m[0] for m, _ in pairs]))}), at k={ks[-1]} on {wins[1]} of {len(pairs)} "
+                f"({_fmt(mean_sd([m[-1] for m, _ in pairs]))} vs {_fmt(mean_sd([c[-1] for _, c in pairs]))})"
+            )
+        lines.append(f"base at T = {t} (no training): pass@1 {_fmt(mean_sd(base))}; " + "; ".join(parts))
+    return lines
+
+
 EXPANSION_BASE_MAX = 0.10
 """The expansion regime's base: pass@256 at most 10% on held-out problems."""
 EXPANSION_GAIN = 0.30
@@ -196,6 +229,7 @@ def sharpening_report(arms: dict[str, list[dict]]) -> list[str]:
     lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
     for arm, runs in arms.items():
         lines += _passk_lines(arm, runs)
+    lines += temperature_lines(arms)
     keeps = [
         f"{arm} (greedy {_fmt(_change(runs, 'gold_greedy'), unit=' points', signed=True)})"
         for arm, runs in arms.items()
