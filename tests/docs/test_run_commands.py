@@ -120,7 +120,6 @@ AWAITING_MARKERS = {
     "docs/lab.md: rlvr lab --runs runs/ --port 7860": "serves http://127.0.0.1:7860/",
     "docs/lab.md: rlvr atlas --out runs/atlas": "long: about 22 min",
     "docs/lab.md: rlvr atlas --knobs beta,group_size --seeds 0 --steps 30 --out runs/atlas-small": "long: minutes",
-    "docs/reproduce.md: rlvr reproduce controls --out runs/reproduce/controls": "long: about 5 min",
 }
 """Markers the pages owned by others lack yet ("page: command" -> marker); an entry goes once the
 page carries its marker (test_awaited_markers_are_still_missing says when)."""

@@ -107,7 +107,7 @@ STUDIES: dict[str, Study] = {
                         (*CLIP_CAN_ACT, "reward.correctness_weight=0", "reward.format_weight=1")),
             ),
             steps=100,
-            minutes=15,
+            minutes=32,
             passk_arms=("gold", "bernoulli", "bernoulli no-clip", "format only"),
             passk_ks=(1, 2, 4, 8, 16),
             falsifier="Shao et al.'s mechanism is refuted here if the Bernoulli arm with clipping does not move "
