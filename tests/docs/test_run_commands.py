@@ -24,7 +24,9 @@ one per line, to each `.jsonl` file that the row's commands read (`--input F`, `
 Shortened: every `rlvr` command meant to succeed (`-m rlvr.cli` under a launcher too) gets SHORT_FORM[subcommand] appended (fewer
 steps, queries and samples, one thread; last setting wins), so the whole page runs in seconds.
 The slow test runs every page (two side by side); the summary test prints what ran and why the
-rest was skipped.
+rest was skipped. A plain `rlvr ...` line runs in a fork of a process that has imported rlvr, torch
+and transformers once (forkserver.py says what a fork keeps of a fresh process); anything else
+(another program, an environment prefix, pipes, quotes with brackets, a server) runs through bash.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
@@ -271,8 +274,12 @@ def _answers(command: Command, url: str, cwd: Path, env: dict[str, str]) -> Outc
         process.wait(timeout=30)
 
 
-def _finish(command: Command, cwd: Path, env: dict[str, str]) -> Outcome:
-    """Run it to its end, or stop it (its worker processes too) after TIMEOUT_S."""
+def _finish(command: Command, cwd: Path, env: dict[str, str], server: ForkServer | None = None) -> Outcome:
+    """Run it to its end, or stop it (its worker processes too) after TIMEOUT_S: an `rlvr` command
+    line in a fork of `server` when there is one, any other through bash."""
+    argv = _rlvr_argv(command.shell)
+    if server is not None and argv is not None:
+        return server.run(argv, cwd, env)
     start = time.monotonic()
     process = subprocess.Popen(["bash", "-c", command.shell], cwd=cwd, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
@@ -282,16 +289,64 @@ def _finish(command: Command, cwd: Path, env: dict[str, str]) -> Outcome:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, 9)
         process.communicate()
-        return Outcome(None, f"still running after {TIMEOUT_S} s: mark it '# long: ...'", TIMEOUT_S)
+        return Outcome(None, _TIMED_OUT, TIMEOUT_S)
 
 
-def run(command: Command, cwd: Path, env: dict[str, str]) -> Outcome:
+_TIMED_OUT = f"still running after {TIMEOUT_S} s: mark it '# long: ...'"
+_SHELL_SYNTAX = re.compile(r"[][|&;<>$`*?~(){}\\]")
+
+
+def _rlvr_argv(shell: str) -> list[str] | None:
+    """The arguments of a plain `rlvr ...` (or `.venv/bin/rlvr ...`) command line; None for
+    anything bash must run (another program, an environment prefix, pipes, redirections, globs)."""
+    if _SHELL_SYNTAX.search(shell):
+        return None
+    words = shlex.split(shell)
+    return words[1:] if words and words[0] in ("rlvr", ".venv/bin/rlvr") else None
+
+
+class ForkServer:
+    """One process that has imported rlvr, torch and transformers, forking once per command
+    (forkserver.py says what a fork keeps of a fresh process)."""
+
+    def __init__(self, env: dict[str, str]):
+        python = REPO / ".venv" / "bin" / "python"
+        self.process = subprocess.Popen([str(python), str(Path(__file__).with_name("forkserver.py"))], cwd=REPO,
+                                        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+        self.scratch = Path(tempfile.mkdtemp(prefix="forkserver-"))
+        assert self._answer() == {"ready": True}, "the fork server did not start"
+
+    def _answer(self) -> dict:
+        return json.loads(self.process.stdout.readline() or "{}")
+
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str]) -> Outcome:
+        start = time.monotonic()
+        out, err = self.scratch / "stdout", self.scratch / "stderr"
+        request = {"argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        pid = self._answer()["pid"]
+        timer = threading.Timer(TIMEOUT_S, os.killpg, (pid, 9))
+        timer.start()
+        code = self._answer()["code"]
+        timer.cancel()
+        if time.monotonic() - start >= TIMEOUT_S:
+            return Outcome(None, _TIMED_OUT, TIMEOUT_S)
+        return Outcome(code, err.read_text(encoding="utf-8", errors="replace"), time.monotonic() - start)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def run(command: Command, cwd: Path, env: dict[str, str], server: ForkServer | None = None) -> Outcome:
     """Run one command in `cwd` and say how it ended against what its page shows."""
     _write_rows(command, cwd)
     if command.serves:
         outcome = _serve(command, cwd, env)
     else:
-        outcome = _finish(command, cwd, env)
+        outcome = _finish(command, cwd, env, server)
     if outcome.code != command.exit_code:
         tail = "\n    ".join(outcome.stderr.strip().splitlines()[-6:])
         outcome.problems.append(f"exit {outcome.code}, the page expects {command.exit_code}:\n    {tail}")
@@ -301,21 +356,30 @@ def run(command: Command, cwd: Path, env: dict[str, str]) -> Outcome:
     return outcome
 
 
-def run_page(page: str, root: Path) -> dict[Command, Outcome]:
+def run_page(page: str, root: Path, servers: dict[int, ForkServer]) -> dict[Command, Outcome]:
+    """A page's commands in order, in a fresh working directory, through this thread's fork server."""
     cwd, env = _workdir(root / page.replace("/", "_")), _environment()
-    return {command: run(command, cwd, env) for command in PAGES[page] if command.skip is None}
+    server = servers.get(threading.get_ident())
+    if server is None:
+        server = servers[threading.get_ident()] = ForkServer(env)
+    return {command: run(command, cwd, env, server) for command in PAGES[page] if command.skip is None}
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[Command, Outcome]:
     root = tmp_path_factory.mktemp("doc-commands")
-    with ThreadPoolExecutor(2) as pool:  # the CI machine's two cores; most of a command is its imports
-        pages = list(pool.map(lambda page: run_page(page, root), PAGES))
+    servers: dict[int, ForkServer] = {}
+    try:
+        with ThreadPoolExecutor(2) as pool:  # the CI machine's two cores
+            pages = list(pool.map(lambda page: run_page(page, root, servers), PAGES))
+    finally:
+        for server in servers.values():
+            server.close()
     return {command: outcome for page in pages for command, outcome in page.items()}
 
 
 def _case(command: Command):
-    marks = [pytest.mark.slow, pytest.mark.heavy] if command.skip is None else []
+    marks = [pytest.mark.slow] if command.skip is None else []
     return pytest.param(command, id=f"{command.path}:{command.line}", marks=marks)
 
 
@@ -328,7 +392,6 @@ def test_documented_command_ends_as_documented(command: Command, request: pytest
 
 
 @pytest.mark.slow
-@pytest.mark.heavy
 def test_the_slowest_commands_are_named(outcomes: dict[Command, Outcome], capsys: pytest.CaptureFixture):
     """Where the run's time went, for whoever shortens it next."""
     slowest = sorted(outcomes.items(), key=lambda item: -item[1].seconds)[:6]
