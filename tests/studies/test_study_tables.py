@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.studies.reproduce import STUDIES
-from rlvr.studies.study_data import arm_row, marked, pass1, shipped, study_table
+from rlvr.studies.study_data import arm_row, marked, pass1, selfcheck_table, shipped, study_table
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -86,6 +86,28 @@ def test_tables_print_from_shipped_data_or_a_study_folder(cli, tmp_path: Path):
     (tmp_path / "length-bias.json").write_text(json.dumps(data))
     own = cli("reproduce", "length-bias", "--tables", "--out", str(tmp_path))
     assert own.returncode == 0 and "| gold | r | 50.0 → 100.0 | +50.0 | 1 of 1 |" in own.stdout
+    (tmp_path / "self-verification.json").write_text('{"arms": {"gold": {}}}')
+    broken = cli("reproduce", "self-verification", "--tables", "--out", str(tmp_path))
+    assert broken.returncode == 2 and "not a study's data file" in broken.stderr
+    unknown = cli("reproduce", "nope", "--tables")
+    assert unknown.returncode == 2 and "unknown study 'nope'" in unknown.stderr
     if "length-bias" not in shipped():
         refused = cli("reproduce", "length-bias", "--tables")
         assert refused.returncode == 2 and "has no shipped data yet" in refused.stderr
+
+
+def test_a_self_check_row_reads_the_first_and_last_steps_of_each_seed():
+    """20 steps: the first 10 and the last 10, apart; a check's worth is checked minus unchecked."""
+
+    def record(rate_early: float, rate_late: float, paid_early: float, paid_late: float) -> dict:
+        return {
+            "step": list(range(1, 21)),
+            "selfcheck/rate": [rate_early] * 10 + [rate_late] * 10,
+            "selfcheck/accuracy_checked": [0.5 + paid_early] * 10 + [None] + [0.5 + paid_late] * 9,
+            "selfcheck/accuracy_unchecked": [0.5] * 20,
+        }
+
+    data = {"arms": {"gold": {"seeds": [{"selfcheck": record(0.3, 0.1, 0.2, -0.1)},
+                                        {"selfcheck": record(0.5, 0.1, 0.1, -0.3)}]}}}  # fmt: skip
+    (row,) = selfcheck_table(data).splitlines()[2:]
+    assert row == "| gold | 40.0 ± 14.1 → 10.0 ± 0.0 | +15.0 ± 7.1 | -20.0 ± 14.1 |"

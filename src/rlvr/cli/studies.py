@@ -201,6 +201,8 @@ def run_reproduce(args: argparse.Namespace) -> int:
     if args.tables:
         from rlvr.studies.study_data import tables_text
 
+        if args.name and args.name not in STUDIES:
+            raise UsageError(f"unknown study {args.name!r}; known: {', '.join(STUDIES)} (rlvr reproduce --list)")
         print(tables_text(args.name, Path(args.out) if args.out else None))
         return 0
     if not args.name:

@@ -167,13 +167,18 @@ STUDIES: dict[str, Study] = {
             ),
             (
                 Setting("self-verification", "gold reward", None, SELF_CHECK),
-                Setting("self-verification", "random reward", None, (*SELF_CHECK, *NOISY)),
+                Setting("self-verification", "bernoulli reward", None, (*SELF_CHECK, *BERNOULLI)),
+                Setting("self-verification", "gold reward, 5 operands", None,
+                        ("model.name=tiny-arith-check", "task.operands=5", "rollout.max_new_tokens=96")),
             ),
             steps=100,
             minutes=7,
+            passk_arms=("gold reward", "bernoulli reward", "gold reward, 5 operands"),
+            passk_ks=(1, 2, 4, 8, 16),
             falsifier="R1's emergence is refuted here if the share of completions that check a step does not "
                       "rise under the gold reward beyond two standard errors over seeds, or rises as much under "
-                      "the random reward",
+                      "the Bernoulli reward; that checks pay, if at the base (the first 10 steps) checked "
+                      "completions are not right more often than unchecked ones",
             report=self_check_report,
         ),
         Study(

@@ -21,6 +21,8 @@ from rlvr.errors import UserError
 from rlvr.eval.stats import mean_sd
 
 SCHEMA = "rlvr.study/1"
+SELF_CHECK = ("selfcheck/rate", "selfcheck/accuracy_checked", "selfcheck/accuracy_unchecked")
+"""Per-step self-verification metrics kept for a base that checks its steps (tasks/arith.py)."""
 RESULTS = Path(__file__).with_name("results")
 """The studies' files as measured for the docs (the package's copy)."""
 
@@ -59,6 +61,9 @@ def run_data(run: dict) -> dict[str, Any]:
         "heldout": {key: {"base": evals[key][0], "final": evals[key][-1]} for key in ("gold_pass@1", "gold_greedy")},
         "clipped_tokens": _curve_mean(card, "clip_ratio/region_mean"),
     }
+    checks = {key: card["curves"][key] for key in SELF_CHECK if key in card["curves"]}
+    if any(v for values in checks.values() for v in values):  # a base that checks: its per-step record
+        data["selfcheck"] = {"step": card["curves"]["step"], **checks}
     if report:
         models = report["models"]
         data["passk"] = {
@@ -154,12 +159,60 @@ def passk_table(data: dict[str, Any]) -> str:
     return "\n".join([head, *rows])
 
 
+WINDOW = 10
+"""Steps at each end a self-check row averages (half the run each when it is shorter than 20)."""
+
+
+def _window_mean(record: dict[str, list], key: str, first: bool) -> float | None:
+    width = min(WINDOW, len(record["step"]) // 2)
+    values = record[key][:width] if first else record[key][len(record[key]) - width :]
+    finite = [v for v in values if v is not None]
+    return statistics.fmean(finite) if width and finite else None
+
+
+def _paid(record: dict[str, list], first: bool) -> float | None:
+    checked = _window_mean(record, "selfcheck/accuracy_checked", first)
+    unchecked = _window_mean(record, "selfcheck/accuracy_unchecked", first)
+    return None if checked is None or unchecked is None else checked - unchecked
+
+
+def selfcheck_table(data: dict[str, Any]) -> str:
+    """Per arm, from each seed's per-step record: the share of completions that check a step in the
+    first and last steps, and what a check was worth there (accuracy of checked minus unchecked
+    completions, points), mean ± sd over seeds."""
+    rows = []
+    for arm, entry in data["arms"].items():
+        records = [s["selfcheck"] for s in entry["seeds"] if "selfcheck" in s]
+        if not records:
+            continue
+
+        def cell(values: list[float | None], signed: bool = False) -> str:
+            finite = [v for v in values if v is not None]
+            return _pm(finite, signed=signed) if finite else "n/a"
+
+        rows.append(
+            f"| {arm} | {cell([_window_mean(r, 'selfcheck/rate', True) for r in records])} → "
+            f"{cell([_window_mean(r, 'selfcheck/rate', False) for r in records])} | "
+            f"{cell([_paid(r, True) for r in records], True)} | {cell([_paid(r, False) for r in records], True)} |"
+        )
+    head = (
+        f"| arm | completions that check a step, % (first → last {WINDOW} steps) | checked − unchecked accuracy, "
+        f"points, first {WINDOW} steps (near the base) | the same, last {WINDOW} steps |\n|---|---|---|---|"
+    )
+    return "\n".join([head, *rows])
+
+
 def study_table(data: dict[str, Any]) -> str:
-    """The study's table in Markdown: one row per arm with per-query counts, and for a study that
-    goes past k = 16, its pass@k table below."""
-    table = _arm_table(data)
+    """The study's table in Markdown: one row per arm with per-query counts; below it, for a study
+    that goes past k = 16, its pass@k table, and for one whose base checks its steps, what the
+    checks did."""
+    tables = [_arm_table(data)]
     ks = next((s["passk"]["k"] for e in data["arms"].values() for s in e["seeds"] if "passk" in s), [])
-    return f"{table}\n\n{passk_table(data)}" if ks and ks[-1] > 16 else table
+    if ks and ks[-1] > 16:
+        tables.append(passk_table(data))
+    if any("selfcheck" in s for e in data["arms"].values() for s in e["seeds"]):
+        tables.append(selfcheck_table(data))
+    return "\n\n".join(tables)
 
 
 def _arm_table(data: dict[str, Any]) -> str:
@@ -186,7 +239,10 @@ def tables_text(name: str | None, out: Path | None = None) -> str:
         path = out / f"{name}.json"
         if not path.is_file():
             raise UserError(f"{path}: no such file; `rlvr reproduce {name} --out {out}` writes it")
-        return marked(name, study_table(json.loads(path.read_text())))
+        try:
+            return marked(name, study_table(json.loads(path.read_text())))
+        except (ValueError, KeyError, TypeError, IndexError, StopIteration) as err:
+            raise UserError(f"{path}: not a study's data file ({type(err).__name__}: {err})") from None
     files = shipped()
     if name is not None and name not in files:
         raise UserError(

@@ -278,6 +278,8 @@ def self_check_report(arms: dict[str, list[dict]]) -> list[str]:
         late = [_late(r, "selfcheck/rate", width) for r in runs]
         checked = mean_sd([_late(r, "selfcheck/accuracy_checked", width) for r in runs])
         unchecked = mean_sd([_late(r, "selfcheck/accuracy_unchecked", width) for r in runs])
+        base_pays = [_difference(_early(r, "selfcheck/accuracy_checked", width),
+                                 _early(r, "selfcheck/accuracy_unchecked", width)) for r in runs]  # fmt: skip
         change = mean_sd(b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None)
         shift = change.mean if change.mean is not None else float("nan")
         margin = _two_se(change)
@@ -291,8 +293,24 @@ def self_check_report(arms: dict[str, list[dict]]) -> list[str]:
             f"({last}), {verdict}"
             + (f"; the mean over seeds peaks at {100 * mean[peak]:.1f}% at step {steps[peak]}" if mean else "")
             + f"; training accuracy in the {last} with a check {_fmt(checked)}, without {_fmt(unchecked)}"
+            + f"; at the base ({first}) checked minus unchecked accuracy "
+            + _fmt(mean_sd(base_pays), unit=" points", signed=True)
+            + f" ({_pays(mean_sd(base_pays))})"
         )
     return [*lines, *(accuracy_line(arm, runs) for arm, runs in arms.items())]
+
+
+def _difference(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _pays(spread: Spread) -> str:
+    """Whether checking pays: checked accuracy above unchecked beyond two standard errors."""
+    if spread.mean is None:
+        return "not measured"
+    if spread.mean - _two_se(spread) > 0:
+        return "checks pay"
+    return "checks cost" if spread.mean + _two_se(spread) < 0 else "no difference beyond two standard errors"
 
 
 EDGE_STEPS = 10
