@@ -95,7 +95,7 @@ def test_readings_compare_your_runs_only_with_runs_of_the_same_length(data: dict
     lines = data["knobs"]["algorithm"]["yours"]["readings"]
     # grpo and ppo both have 3-step runs: compared; the 5-step grpo run has no 5-step partner
     assert lines and all(line.startswith("your 3-step runs: ") for line in lines)
-    assert any("steps 1-3" in line for line in lines) and not any("steps 1-5" in line for line in lines)
+    assert any("mean over steps 1-3" in line for line in lines) and not any("steps 1-5" in line for line in lines)
     (only,) = data["knobs"]["beta"]["yours"]["readings"]  # one value of β among yours: nothing to compare
     assert only.startswith("Your runs: each is compared only with runs of yours of the same length")
 

@@ -300,7 +300,7 @@ def readings(knob: str, values: list[Value], rows: list[dict[str, Any]]) -> list
         return f"{what}: highest with {high} ({fmt(high_stat)}), lowest with {low} ({fmt(low_stat)})"
 
     form = trend if knob in ORDERED else extremes
-    matched = f"median over steps 1-{MATCHED}, the same steps of every run"
+    matched = f"median over steps 1-{min(MATCHED, steps) or MATCHED}, the same steps of every run"
     lines = [
         form("pass@1 gain", "held-out pass@1 gain (gold, final - base)", _points),
         form("kl tail", f"KL to the reference (mean over {tail})", lambda s: _num(s)),
