@@ -172,7 +172,7 @@ STUDIES: dict[str, Study] = {
                         ("model.name=tiny-arith-check", "task.operands=5", "rollout.max_new_tokens=96")),
             ),
             steps=100,
-            minutes=7,
+            minutes=18,
             passk_arms=("gold reward", "bernoulli reward", "gold reward, 5 operands"),
             passk_ks=(1, 2, 4, 8, 16),
             falsifier="R1's emergence is refuted here if the share of completions that check a step does not "
