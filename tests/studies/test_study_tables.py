@@ -107,7 +107,7 @@ def test_a_self_check_row_reads_the_first_and_last_steps_of_each_seed():
             "selfcheck/accuracy_unchecked": [0.5] * 20,
         }
 
-    data = {"arms": {"gold": {"seeds": [{"selfcheck": record(0.3, 0.1, 0.2, -0.1)},
-                                        {"selfcheck": record(0.5, 0.1, 0.1, -0.3)}]}}}  # fmt: skip
+    data = {"arms": {"gold": {"seeds": [{"curves": record(0.3, 0.1, 0.2, -0.1)},
+                                        {"curves": record(0.5, 0.1, 0.1, -0.3)}]}}}  # fmt: skip
     (row,) = selfcheck_table(data).splitlines()[2:]
     assert row == "| gold | 40.0 ± 14.1 → 10.0 ± 0.0 | +15.0 ± 7.1 | -20.0 ± 14.1 |"

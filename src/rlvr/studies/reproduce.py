@@ -28,7 +28,8 @@ from rlvr.errors import UserError
 from rlvr.studies.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
 from rlvr.studies.runner import EVAL_REPORT, PasskSpec, run_many
 from rlvr.studies.study_card import draw_card, passk_curves, passk_of
-from rlvr.studies.study_data import reward_of, run_data, study_data, write_study_data
+from rlvr.studies.study_data import LENGTHS, reward_of, run_data, study_data, write_study_data
+from rlvr.studies.study_data import SELF_CHECK as SELF_CHECK_CURVES
 from rlvr.studies.study_reports import (
     controls_report,
     expansion_report,
@@ -71,6 +72,8 @@ class Study:
     """The result that would have refuted the claim here, said before the study runs."""
     base_temperatures: tuple[float, ...] = ()
     """Free sharpening: the base alone sampled at these temperatures, per seed, at passk_ks."""
+    curve_keys: tuple[str, ...] = ()
+    """Per-step metrics each seed's record keeps in the study's data (study_data.py)."""
     report: Callable[[dict[str, list[dict]]], list[str]] = field(default=lambda arms: [], repr=False)
     """Lines that set the measurements beside the claims, from {arm: [run results]}."""
 
@@ -83,6 +86,9 @@ BERNOULLI = ("reward.fidelity=random", "reward.random_rate=0.5")
 """Shao et al.'s random reward: 1 with probability 0.5 per rollout, whatever it says."""
 SELF_CHECK = ("model.name=tiny-arith-check", "rollout.max_new_tokens=64")
 """The base that sometimes checks a step (bases/tiny_arith_check.py), with room for its checks."""
+ROOM_TO_GROW = ("model.name=tiny-arith-check", "rollout.max_new_tokens=96")
+"""A base whose completions can grow (a check after a step, a step written again) and room to grow:
+its completions are 20-50 tokens, arith's worked solutions have a fixed length."""
 
 STUDIES: dict[str, Study] = {
     study.name: study
@@ -175,6 +181,7 @@ STUDIES: dict[str, Study] = {
             minutes=18,
             passk_arms=("gold reward", "bernoulli reward", "gold reward, 5 operands"),
             passk_ks=(1, 2, 4, 8, 16),
+            curve_keys=SELF_CHECK_CURVES,
             falsifier="R1's emergence is refuted here if the share of completions that check a step does not "
                       "rise under the gold reward beyond two standard errors over seeds, or rises as much under "
                       "the Bernoulli reward; that checks pay, if at the base (the first 10 steps) checked "
@@ -189,14 +196,17 @@ STUDIES: dict[str, Study] = {
                       "the 1/|o| weighting lets wrong answers grow long; a constant normaliser removes the bias"),
             ),
             (
-                Setting("length-bias", "sequence_mean (GRPO)"),
-                Setting("length-bias", "constant (Dr. GRPO)", None, ("algo.aggregation=constant",)),
+                Setting("length-bias", "sequence_mean (GRPO)", None, ROOM_TO_GROW),
+                Setting("length-bias", "constant (Dr. GRPO)", None, (*ROOM_TO_GROW, "algo.aggregation=constant")),
             ),
             steps=100,
-            minutes=3,
+            minutes=10,
+            passk_arms=("sequence_mean (GRPO)", "constant (Dr. GRPO)"),
+            passk_ks=(1, 2, 4, 8, 16),
+            curve_keys=LENGTHS,
             falsifier="the bias is refuted here if wrong answers do not grow more under sequence_mean than "
-                      "under constant, beyond two standard errors; arith's wrong answers have little room to "
-                      "grow, so a null here is weak evidence",
+                      "under constant, beyond two standard errors, from a base whose completions can lengthen "
+                      "(checks and redone steps) with room to 96 tokens",
             report=length_report,
         ),
     )
@@ -347,7 +357,7 @@ def _arm_data(study: Study, runs: list[AtlasRun], arms: dict[str, list[dict]]) -
             "config": setting.config,
             "overrides": list(setting.overrides),
             "reward": reward_of(cfg),
-            "seeds": [run_data(run) for run in arms[setting.value]],
+            "seeds": [run_data(run, study.curve_keys) for run in arms[setting.value]],
         }
     return data
 

@@ -22,7 +22,9 @@ from rlvr.eval.stats import mean_sd
 
 SCHEMA = "rlvr.study/1"
 SELF_CHECK = ("selfcheck/rate", "selfcheck/accuracy_checked", "selfcheck/accuracy_unchecked")
-"""Per-step self-verification metrics kept for a base that checks its steps (tasks/arith.py)."""
+"""Per-step self-verification metrics (tasks/arith.py), for a study of a base that checks its steps."""
+LENGTHS = ("completions/correct_mean_length", "completions/wrong_mean_length")
+"""Per-step completion lengths, right and wrong (tokens), for a study of length bias."""
 RESULTS = Path(__file__).with_name("results")
 """The studies' files as measured for the docs (the package's copy)."""
 
@@ -50,9 +52,10 @@ def _curve_mean(card: dict, key: str) -> float | None:
     return round(statistics.fmean(values), 6) if values else None
 
 
-def run_data(run: dict) -> dict[str, Any]:
-    """One seed of one arm: held-out accuracy before and after, the clip's share, and the
-    per-query counts of its pass@k evaluation (when there is one)."""
+def run_data(run: dict, curve_keys: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One seed of one arm: held-out accuracy before and after, the clip's share, the per-step
+    record of `curve_keys` (the study's own metrics), and the per-query counts of its pass@k
+    evaluation (when there is one)."""
     card, report = run["card"], run.get("eval")
     evals = card["evals"]
     data: dict[str, Any] = {
@@ -61,9 +64,8 @@ def run_data(run: dict) -> dict[str, Any]:
         "heldout": {key: {"base": evals[key][0], "final": evals[key][-1]} for key in ("gold_pass@1", "gold_greedy")},
         "clipped_tokens": _curve_mean(card, "clip_ratio/region_mean"),
     }
-    checks = {key: card["curves"][key] for key in SELF_CHECK if key in card["curves"]}
-    if any(v for values in checks.values() for v in values):  # a base that checks: its per-step record
-        data["selfcheck"] = {"step": card["curves"]["step"], **checks}
+    if curve_keys:
+        data["curves"] = {"step": card["curves"]["step"], **{k: card["curves"].get(k, []) for k in curve_keys}}
     if report:
         models = report["models"]
         data["passk"] = {
@@ -182,7 +184,7 @@ def selfcheck_table(data: dict[str, Any]) -> str:
     completions, points), mean ± sd over seeds."""
     rows = []
     for arm, entry in data["arms"].items():
-        records = [s["selfcheck"] for s in entry["seeds"] if "selfcheck" in s]
+        records = [s["curves"] for s in entry["seeds"] if SELF_CHECK[0] in s.get("curves", {})]
         if not records:
             continue
 
@@ -210,9 +212,40 @@ def study_table(data: dict[str, Any]) -> str:
     ks = next((s["passk"]["k"] for e in data["arms"].values() for s in e["seeds"] if "passk" in s), [])
     if ks and ks[-1] > 16:
         tables.append(passk_table(data))
-    if any("selfcheck" in s for e in data["arms"].values() for s in e["seeds"]):
+    kept = {key for e in data["arms"].values() for s in e["seeds"] for key in s.get("curves", {})}
+    if SELF_CHECK[0] in kept:
         tables.append(selfcheck_table(data))
+    if LENGTHS[1] in kept:
+        tables.append(length_table(data))
     return "\n\n".join(tables)
+
+
+def length_table(data: dict[str, Any]) -> str:
+    """Per arm, from each seed's per-step record: the mean length (tokens) of wrong and of right
+    completions in the first and last steps, and how much the wrong ones grew, mean ± sd over seeds."""
+    rows = []
+    for arm, entry in data["arms"].items():
+        records = [s["curves"] for s in entry["seeds"] if LENGTHS[1] in s.get("curves", {})]
+        if not records:
+            continue
+        ends = {key: [(_window_mean(r, key, True), _window_mean(r, key, False)) for r in records] for key in LENGTHS}
+        wrong, right = ends[LENGTHS[1]], ends[LENGTHS[0]]
+        growth = [b - a for a, b in wrong if a is not None and b is not None]
+
+        def cell(values: list[float | None]) -> str:
+            finite = [v for v in values if v is not None]
+            return _pm(finite, scale=1.0) if finite else "n/a"
+
+        rows.append(
+            f"| {arm} | {cell([a for a, _ in wrong])} → {cell([b for _, b in wrong])} | "
+            f"{_pm(growth, scale=1.0, signed=True) if growth else 'n/a'} | "
+            f"{cell([a for a, _ in right])} → {cell([b for _, b in right])} |"
+        )
+    head = (
+        f"| arm | wrong completions, tokens (first → last {WINDOW} steps) | growth of wrong, tokens | "
+        f"right completions, tokens (first → last {WINDOW} steps) |\n|---|---|---|---|"
+    )
+    return "\n".join([head, *rows])
 
 
 def _arm_table(data: dict[str, Any]) -> str:
