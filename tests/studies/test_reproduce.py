@@ -205,14 +205,19 @@ def test_the_expansion_study_evaluates_deep_chains_against_its_own_base(tmp_path
 
 @pytest.mark.slow
 def test_a_study_from_the_command_line_prints_claims_beside_measurements(tmp_path: Path, cli) -> None:
-    done = cli("reproduce", "length-bias", "--seeds", "0", "--steps", "2", "--out", str(tmp_path), "--quiet")
+    study = ("reproduce", "length-bias", "--seeds", "0", "--steps", "2", "--eval-queries", "2", "--out", str(tmp_path))
+    done = cli(*study, "--quiet")
     assert done.returncode == 0, done.stderr
     assert "claimed, Liu et al. 2025, Dr. GRPO" in done.stdout
     measured = [line for line in done.stdout.splitlines() if "measured here" in line]
     assert len(measured) == 2 and all("wrong answers" in line for line in measured)
     card = json.loads((tmp_path / "reproduce.json").read_text())
     assert [c["source"] for c in card["claims"]] == [c.source for c in STUDIES["length-bias"].claims]
+    data = json.loads((tmp_path / "length-bias.json").read_text())
+    for arm in data["arms"].values():  # --eval-queries: 2 held-out queries per evaluation; lengths per step
+        (seed,) = arm["seeds"]
+        assert len(seed["per_query"]["trained"]) == 2 and len(seed["curves"]["completions/wrong_mean_length"]) == 2
     # a second call keeps the finished runs: nothing is trained again
     logs = {p: p.stat().st_mtime for p in (tmp_path / "runs").glob("*.log")}
-    again = cli("reproduce", "length-bias", "--seeds", "0", "--steps", "2", "--out", str(tmp_path), "--quiet")
+    again = cli(*study, "--quiet")
     assert again.returncode == 0 and {p: p.stat().st_mtime for p in logs} == logs

@@ -188,6 +188,12 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", type=SEEDS, default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, help="training steps per run (default: the study's, see --list)")
+    p.add_argument(
+        "--eval-queries",
+        type=int_at_least(1),
+        default=100,
+        help="held-out queries of each pass@k evaluation (default 100, what the docs' numbers use)",
+    )
     p.add_argument("--jobs", type=int_at_least(1), help=JOBS_HELP)
     add_quiet(p)
 
@@ -216,6 +222,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=not args.quiet,
         command=_command_line("reproduce"),
+        eval_queries=args.eval_queries,
     )
     print("\n".join(card_lines(card)))
     print(f"card: {out / 'reproduce.json'}, {out / 'reproduce.png'}")
