@@ -200,7 +200,7 @@ STUDIES: dict[str, Study] = {
                 Setting("length-bias", "constant (Dr. GRPO)", None, (*ROOM_TO_GROW, "algo.aggregation=constant")),
             ),
             steps=100,
-            minutes=10,
+            minutes=6,
             passk_arms=("sequence_mean (GRPO)", "constant (Dr. GRPO)"),
             passk_ks=(1, 2, 4, 8, 16),
             curve_keys=LENGTHS,
