@@ -124,6 +124,12 @@ def _pm(values: list[float], scale: float = 100.0, signed: bool = False) -> str:
     return text if spread.sd is None else f"{text} ± {scale * spread.sd:.1f}"
 
 
+def _cell(values: list[float | None], scale: float = 100.0, signed: bool = False) -> str:
+    """mean ± sd of the measured values (None: not measured), or n/a."""
+    finite = [v for v in values if v is not None]
+    return _pm(finite, scale, signed) if finite else "n/a"
+
+
 def arm_row(arm: str, entry: dict[str, Any]) -> str:
     """One arm's line: its reward; pass@1 (from the per-query counts) base -> trained and the
     change, mean ± sd over seeds, with how many seeds rose; greedy; the clip's share."""
@@ -187,15 +193,11 @@ def selfcheck_table(data: dict[str, Any]) -> str:
         records = [s["curves"] for s in entry["seeds"] if SELF_CHECK[0] in s.get("curves", {})]
         if not records:
             continue
-
-        def cell(values: list[float | None], signed: bool = False) -> str:
-            finite = [v for v in values if v is not None]
-            return _pm(finite, signed=signed) if finite else "n/a"
-
         rows.append(
-            f"| {arm} | {cell([_window_mean(r, 'selfcheck/rate', True) for r in records])} → "
-            f"{cell([_window_mean(r, 'selfcheck/rate', False) for r in records])} | "
-            f"{cell([_paid(r, True) for r in records], True)} | {cell([_paid(r, False) for r in records], True)} |"
+            f"| {arm} | {_cell([_window_mean(r, 'selfcheck/rate', True) for r in records])} → "
+            f"{_cell([_window_mean(r, 'selfcheck/rate', False) for r in records])} | "
+            f"{_cell([_paid(r, True) for r in records], signed=True)} | "
+            f"{_cell([_paid(r, False) for r in records], signed=True)} |"
         )
     head = (
         f"| arm | completions that check a step, % (first → last {WINDOW} steps) | checked − unchecked accuracy, "
@@ -230,16 +232,10 @@ def length_table(data: dict[str, Any]) -> str:
             continue
         ends = {key: [(_window_mean(r, key, True), _window_mean(r, key, False)) for r in records] for key in LENGTHS}
         wrong, right = ends[LENGTHS[1]], ends[LENGTHS[0]]
-        growth = [b - a for a, b in wrong if a is not None and b is not None]
-
-        def cell(values: list[float | None]) -> str:
-            finite = [v for v in values if v is not None]
-            return _pm(finite, scale=1.0) if finite else "n/a"
-
+        growth = [None if a is None or b is None else b - a for a, b in wrong]
         rows.append(
-            f"| {arm} | {cell([a for a, _ in wrong])} → {cell([b for _, b in wrong])} | "
-            f"{_pm(growth, scale=1.0, signed=True) if growth else 'n/a'} | "
-            f"{cell([a for a, _ in right])} → {cell([b for _, b in right])} |"
+            f"| {arm} | {_cell([a for a, _ in wrong], 1.0)} → {_cell([b for _, b in wrong], 1.0)} | "
+            f"{_cell(growth, 1.0, signed=True)} | {_cell([a for a, _ in right], 1.0)} → {_cell([b for _, b in right], 1.0)} |"
         )
     head = (
         f"| arm | wrong completions, tokens (first → last {WINDOW} steps) | growth of wrong, tokens | "
