@@ -1,9 +1,12 @@
 """DAPO dynamic sampling and overlong shaping on the real Trainer (real model, real verifiers)."""
 
+import dataclasses
+
 import torch
 
 from rlvr.config import load_config
 from rlvr.engine.context import Timer, batch_queries
+from rlvr.engine.distributed import World
 from rlvr.engine.loop import Trainer
 from rlvr.engine.rollouts import collect_rollouts, concat_batches, select_groups
 from rlvr.models.logprobs import token_logprobs
@@ -129,3 +132,8 @@ def test_a_random_reward_is_a_coin_per_rollout_of_the_trainer(base_model_dir, tm
     again = collect_rollouts(trainer.context, 1, queries, Timer())  # another step: other coins
     assert again.rewards.flatten().tolist() == coins(trainer.cfg.train.seed, "1-0", 16, 0.5)
     assert trainer.context.hacking is None  # nothing in the text can exploit a coin
+    # under DDP each process samples its own shard: another rank draws other coins for its rollouts
+    other_rank = dataclasses.replace(trainer.context, dist=World(rank=1, world_size=2))
+    shard = collect_rollouts(other_rank, 0, queries, Timer())
+    assert shard.rewards.flatten().tolist() == coins(trainer.cfg.train.seed, "0-0/rank1", 16, 0.5)
+    assert shard.rewards.flatten().tolist() != rollouts.rewards.flatten().tolist()

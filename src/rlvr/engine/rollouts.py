@@ -83,8 +83,9 @@ def sample_round(ctx: StepContext, queries: list[Query], timer: Timer, key: str)
     with timer.phase("verify"):
         items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
         coin = None
-        if cfg.reward.fidelity == "random":
-            coin = coins(cfg.train.seed, key, len(items), cfg.reward.random_rate)
+        if cfg.reward.fidelity == "random":  # each process its own coins; rank 0 keeps the one-process key
+            rank = f"/rank{ctx.dist.rank}" if ctx.dist.rank else ""
+            coin = coins(cfg.train.seed, key + rank, len(items), cfg.reward.random_rate)
         scored = ctx.reward_fn.score_batch(items, coin)
     rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
     if cfg.algo.overlong_penalty:
