@@ -19,6 +19,7 @@ from typing import Any
 from rlvr.config import RunConfig
 from rlvr.errors import UserError
 from rlvr.eval.stats import mean_sd
+from rlvr.studies.study_reports import EDGE_STEPS
 
 SCHEMA = "rlvr.study/1"
 SELF_CHECK = ("selfcheck/rate", "selfcheck/accuracy_checked", "selfcheck/accuracy_unchecked")
@@ -167,8 +168,8 @@ def passk_table(data: dict[str, Any]) -> str:
     return "\n".join([head, *rows])
 
 
-WINDOW = 10
-"""Steps at each end a self-check row averages (half the run each when it is shorter than 20)."""
+WINDOW = EDGE_STEPS
+"""Steps at each end a table row averages: the windows `rlvr reproduce`'s readings compare."""
 
 
 def _window_mean(record: dict[str, list], key: str, first: bool) -> float | None:
