@@ -478,6 +478,24 @@ def test_sessions_are_recycled_by_measured_memory_before_they_run_out():
 
 
 @needs_coq
+def test_sessions_are_replaced_after_a_number_of_checks_and_verdicts_do_not_change():
+    """Recycled every 3 checks, 8 checks take 3 sessions; never recycled for its count, one; both
+    give every check its own verdict (each check slows coqtop a little: coq_session_growth.py)."""
+    rows = [(row(f"Theorem t{i} : forall b : bool, negb (negb b) = b."), i % 2) for i in range(8)]
+    verdicts = []
+    for every, sessions in ((3, 3), (0, 1)):
+        verifier = CoqVerifier(recycle_after_checks=every)
+        try:
+            got = [verifier.verify(q, answer("intros b. destruct b; reflexivity." if ok else "intros b. reflexivity."))
+                   for q, ok in rows]  # fmt: skip
+            assert verifier.sessions_started == sessions and verifier.reruns == 0
+        finally:
+            verifier.close()
+        verdicts.append([r.verdict for r in got])
+    assert verdicts[0] == verdicts[1] == [Verdict.PASS if ok else Verdict.FAIL for _, ok in rows]
+
+
+@needs_coq
 def test_a_check_that_meets_the_sessions_exhaustion_runs_again_on_a_fresh_one():
     """No recycling and a 1.1 GB cap: the session runs out of memory while loading some check's
     preamble; that check is run again on a fresh session and gets its own verdict."""

@@ -34,9 +34,12 @@ Otherwise the session is replaced and the check run again on a fresh one, where 
 dirty again is that check's ``fail``. A check in which Coq ran anything but the screen's
 sentences also ends its session.
 
-**Sessions are recycled by measured use**: after a check, a session whose ``coqtop`` holds more
-address space (``VmSize``, what the cap counts) than ``recycle_at`` of the cap, or has used its CPU
-budget but three check timeouts, is replaced. A check during which the session died, ran out of
+**Sessions are recycled by measured use**: after a check, a session that has run
+``recycle_after_checks`` checks, whose ``coqtop`` holds more address space (``VmSize``, what the cap
+counts) than ``recycle_at`` of the cap, or has used its CPU budget but three check timeouts, is
+replaced. The count matters for speed: ``Reset`` undoes a check's definitions, but each check still
+leaves coqtop a little slower (its document keeps growing), so a session that never ends pays for
+every check before (12 ms per check fresh, 94 ms after 500; benchmarks/coq_session_growth.py). A check during which the session died, ran out of
 memory or stack, or failed to load a preamble or statement is run again on a fresh session unless
 it ran on one already: only then is the result the check's own.
 """
@@ -72,6 +75,11 @@ SESSION_LIMITS = SandboxLimits(wall_s=0, cpu_s=900, memory_mb=4096, processes=8,
 loaded after ``Reset Initial`` adds 30-400 MB that Coq never gives back (measured)."""
 CHECK_TIMEOUT_S = 20.0
 """Wall clock per exchange of a check; beyond it the session is killed and the proof fails with ``timeout``."""
+RECYCLE_AFTER_CHECKS = 50
+"""Checks after which a session is replaced: a fresh coqtop costs a fraction of a second and each check
+in a session costs a little more than the one before, so recycling keeps the mean near a fresh
+session's (600 lemma checks: 29.7 s in one session, 8.5 s recycled every 50, 3.5x; measured with
+benchmarks/coq_session_growth.py on 2 cores)."""
 RECYCLE_AT = 0.5
 """Share of the session's address-space cap above which it is replaced after a check: the next
 check keeps half the cap for itself."""
@@ -247,13 +255,15 @@ class CoqVerifier(SandboxedVerifier):
 
     def __init__(
         self, *, check_timeout_s: float = CHECK_TIMEOUT_S, memory_mb: int = SESSION_LIMITS.memory_mb,
-        recycle_at: float = RECYCLE_AT,
+        recycle_at: float = RECYCLE_AT, recycle_after_checks: int = RECYCLE_AFTER_CHECKS,
     ) -> None:  # fmt: skip
         """``memory_mb``: the session's address-space cap; ``recycle_at``: the share of it above which
-        a session is replaced after a check (module docstring)."""
+        a session is replaced after a check; ``recycle_after_checks``: the checks after which it is
+        replaced whatever it holds, 0 = never (module docstring)."""
         self.check_timeout_s = check_timeout_s
         self.session_limits = replace(SESSION_LIMITS, memory_mb=memory_mb)
         self.recycle_at = recycle_at
+        self.recycle_after_checks = recycle_after_checks
         self._session: CoqSession | None = None
         self.sessions_started = 0
         self.reruns = 0
@@ -302,6 +312,8 @@ class CoqVerifier(SandboxedVerifier):
         return self._session
 
     def _spent(self, session: CoqSession) -> bool:
+        if self.recycle_after_checks and session.checks >= self.recycle_after_checks:
+            return True
         cpu_budget_s = self.session_limits.cpu_s - 3 * self.check_timeout_s
         return session.spent(self.session_limits.memory_mb, self.recycle_at, cpu_budget_s)
 
