@@ -128,6 +128,9 @@ def test_text_that_yaml_1_1_reads_as_base_60_stays_text(tmp_path):
         (["model.dtype=bfloat16", "model.lora_rank=8"], "set rollout.dtype=bfloat16"),
         (["model.gradient_checkpointing=true", "model.forward=lean"], "use model.forward=auto or hf"),
         (["model.dtype=float16"], "model.dtype must be one of float32, bfloat16"),
+        (["rollout.max_staleness=1", "algo.dynamic_sampling=true"], "cannot be sampled ahead"),
+        (["rollout.max_staleness=-1"], "rollout.max_staleness must be"),
+        (["algo.tis_cap=2", "algo.tis_mode=clip"], "algo.tis_mode must be one of truncate, mask"),
     ],
 )
 def test_precision_settings_that_cannot_work_are_refused(overrides, fragment):

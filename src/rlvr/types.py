@@ -118,6 +118,9 @@ class RolloutBatch:
     turns: list[list[dict]] | None = None
     """[N] tool rollouts: each completion's turns in order, {"start", "end"} token columns of the
     policy's segment, and for a tool call also {"code", "output", "error", "obs_start", "obs_end"}."""
+    versions: torch.Tensor | None = None
+    """[N, T] rollout.max_staleness >= 1: the policy version (updates made before its weights were
+    sampled from) of each token; None: synchronous sampling, every token the step's own version."""
 
     @property
     def num_completions(self) -> int:
@@ -149,4 +152,5 @@ class RolloutBatch:
             finish_reasons=[self.finish_reasons[r] for r in rows],
             tool_mask=None if self.tool_mask is None else self.tool_mask[index],
             turns=None if self.turns is None else [self.turns[r] for r in rows],
+            versions=None if self.versions is None else self.versions[index],
         )

@@ -25,6 +25,22 @@ def test_weights_and_stats_by_hand():
     assert stats["sampling/mismatch_kl"] == pytest.approx(0.25)
 
 
+def test_masked_mode_drops_tokens_above_the_cap_and_keeps_the_raw_ratio_below():
+    # ratios 2, 0.5, 1.25 (TRL's "token_mask"): 2 > 1.5 leaves the surrogate (w = 0), the others keep theirs
+    trainer = torch.tensor([[math.log(0.5), math.log(0.2), math.log(0.5)]])
+    sampler = torch.tensor([[math.log(0.25), math.log(0.4), math.log(0.4)]])
+    weight, stats = tis_weights(trainer, sampler, torch.ones(1, 3), cap=1.5, mode="mask")
+    assert torch.allclose(weight, torch.tensor([[0.0, 0.5, 1.25]]))
+    assert stats["sampling/truncated_frac"] == pytest.approx(1 / 3)  # the share masked
+    assert stats["sampling/importance_sampling_ratio/max"] == pytest.approx(1.25)
+    assert stats["sampling/importance_sampling_ratio/p50"] == pytest.approx(1.25)  # of the raw ratios 0.5, 1.25, 2
+    assert stats["sampling/importance_sampling_ratio/p10"] == pytest.approx(0.5 + 0.2 * 0.75)  # linear interpolation
+    truncated, _ = tis_weights(trainer, sampler, torch.ones(1, 3), cap=1.5)
+    assert torch.allclose(truncated, torch.tensor([[1.5, 0.5, 1.25]]))
+    with pytest.raises(ValueError, match="mode"):
+        tis_weights(trainer, sampler, torch.ones(1, 3), cap=1.5, mode="clip")
+
+
 def test_identical_log_probs_give_weight_one_and_zero_mismatch():
     logp = torch.tensor([[-0.3, -2.0], [-1.0, -0.1]])
     weight, stats = tis_weights(logp, logp.clone(), torch.ones(2, 2), cap=2.0)

@@ -33,6 +33,7 @@ VARIANTS = {  # the keys that only some settings log
     **{preset: (preset, []) for preset in PRESETS},
     "smoke.yaml+kl_in_reward": ("smoke.yaml", ["algo.kl_placement=reward"]),
     "smoke.yaml+bf16_sampler_tis": ("smoke.yaml", ["rollout.dtype=bfloat16", "algo.tis_cap=2"]),
+    "smoke.yaml+async": ("smoke.yaml", ["rollout.max_staleness=1", "train.steps=3"]),
 }
 SHOWS = {  # a key a variant is here to show: if it is not logged, the run did not exercise that code
     "smoke.yaml": "grad/variance",
@@ -41,6 +42,7 @@ SHOWS = {  # a key a variant is here to show: if it is not logged, the run did n
     "dapo.yaml": "dynamic_sampling/rounds",
     "funcsynth-visible.yaml": "hacking/rate",
     "smoke.yaml+bf16_sampler_tis": "sampling/mismatch_kl",
+    "smoke.yaml+async": "sync/changed_frac",  # from the second sync on
 }
 
 

@@ -12,7 +12,7 @@ import sys
 
 from rlvr.cli import build_base, data, evaluate, grad_variance, inspect_cmd, lab, memory, studies, train, verify
 from rlvr.cli.common import USAGE_ERROR, Parser
-from rlvr.errors import UserError
+from rlvr.errors import RunFailure, UserError
 
 __all__ = ["build_parser", "main"]
 
@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"rlvr: error: {err}", file=sys.stderr)
         return USAGE_ERROR
+    except RunFailure as err:
+        print(f"rlvr: error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("rlvr: interrupted; a run with a checkpoint continues with --resume DIR", file=sys.stderr)
         return 130

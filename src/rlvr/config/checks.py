@@ -217,6 +217,15 @@ def _kl_in_reward(cfg: RunConfig) -> str | None:
     return None
 
 
+def _asynchronous(cfg: RunConfig) -> str | None:
+    if cfg.rollout.max_staleness and cfg.algo.dynamic_sampling:
+        return (
+            "algo.dynamic_sampling cannot run with rollout.max_staleness >= 1: DAPO's later sampling rounds "
+            "depend on the first round's rewards, so they cannot be sampled ahead; set one of them to 0/false"
+        )
+    return None
+
+
 _WEAKENED_ROW_TYPE = {"visible_only": "python", "lenient": "math"}
 """Fidelities that weaken one row type (verifiers/fidelity.py): that type."""
 
@@ -281,6 +290,7 @@ _CHECKS: list[Check] = [
     _ray_backend,
     _overlong,
     _kl_in_reward,
+    _asynchronous,
     _fidelity,
     sampling_problem,
     _lora,

@@ -190,6 +190,10 @@ class RolloutConfig:
     """tools: wall-clock (and CPU) seconds one call may run before it is killed; its observation then says so."""
     tool_output_chars: int = positive(200)
     """tools: characters of a call's output the observation keeps (its head; the rest is cut and marked)."""
+    max_staleness: int = non_negative(0)
+    """Asynchronous rollouts: 0 = synchronous (sample, then update, in turn; exactly reproducible); N >= 1 = sampling runs in its own process beside the trainer, on a policy copy at most N updates old (each group stamped with its version; the sampler is held back, never a group thrown away); docs/async.md."""
+    sampler_threads: int = positive(1)
+    """max_staleness >= 1: torch CPU threads of the sampler process; the trainer takes train.threads, or with train.threads=0 the cores left over (at least 1)."""
 
 
 @dataclass
@@ -261,6 +265,8 @@ class AlgoConfig:
     """dpo: most (pass, fail) pairs per query group; 0 = min(#pass, #fail), each completion in at most one pair."""
     tis_cap: float = non_negative(0.0)
     """Truncated importance sampling for the sampler/trainer mismatch (Yao et al. 2025; TRL's vllm_importance_sampling_correction): weight each token by min(pi_old/pi_sampler, tis_cap); 0 = off; TRL's default cap is 3 (docs/algorithms.md)."""
+    tis_mode: Literal["truncate", "mask"] = "truncate"
+    """With tis_cap > 0: truncate (w = min(ratio, tis_cap); TRL's vllm_importance_sampling_mode="token_truncate") or mask (w = ratio, but 0 where ratio > tis_cap: the token leaves the surrogate; TRL's "token_mask")."""
 
 
 @dataclass

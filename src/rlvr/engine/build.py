@@ -15,6 +15,7 @@ the algorithm holds one.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,27 +25,24 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.algos import ALGORITHMS
 from rlvr.bases import resolve_model_path
 from rlvr.config import RunConfig
+from rlvr.engine.async_rollouts import RolloutProcess
 from rlvr.engine.checkpoint import load_state, set_rng_state
-from rlvr.engine.context import StepContext
+from rlvr.engine.context import StepContext, batch_queries
 from rlvr.engine.critic import Critic
 from rlvr.engine.distributed import World, world
 from rlvr.engine.exploration import ExplorationTracker
 from rlvr.engine.reference import ReferencePolicy, reference_for
+from rlvr.engine.rollout_parts import build_reward, build_sampler
 from rlvr.errors import UserError
-from rlvr.meters.hacking import HackingMonitor
 from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
 from rlvr.models.forward import Forward, forward_for
 from rlvr.models.lora import add_lora, checkpoint_mismatch, load_adapter
-from rlvr.rollout.backends import make_sampler
 from rlvr.rollout.heldout import HeldoutResult
 from rlvr.rollout.prompts import PromptFormat, resolve_style
-from rlvr.rollout.sampler import Sampler, SamplerSetup
 from rlvr.rollout.tools import ToolUse
 from rlvr.tasks import load_task
 from rlvr.types import Query
-from rlvr.verifiers import RewardFunction
-from rlvr.verifiers.fidelity import training_verifier_for
 
 
 @dataclass
@@ -59,7 +57,9 @@ class RunParts:
     device: str
 
     def close(self) -> None:
-        """End the processes the run holds: the tool's sandbox pool and the process group."""
+        """End the processes the run holds: the sampler process, the tool's sandbox pool and the process group."""
+        if isinstance(self.context.sampler, RolloutProcess):
+            self.context.sampler.close()
         if self.tools is not None:
             self.tools.close()
         self.context.dist.close()
@@ -81,6 +81,8 @@ def build_place(cfg: RunConfig) -> tuple[str, World]:
     torch thread count and seed set: rank 0 keeps the single-process stream."""
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
+    elif cfg.rollout.max_staleness:  # the sampler process takes rollout.sampler_threads of the cores
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) - cfg.rollout.sampler_threads))
     device = cfg.model.device
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("model.device=cuda but no CUDA device is visible; use model.device=cpu or auto")
@@ -89,22 +91,6 @@ def build_place(cfg: RunConfig) -> tuple[str, World]:
     require_world_support(cfg.algo.algorithm, dist)
     torch.manual_seed(cfg.train.seed + dist.rank)
     return dist.place(device), dist
-
-
-def build_reward(cfg: RunConfig) -> tuple[RewardFunction, HackingMonitor | None]:
-    """The reward (reward.*: gold, or weakened per reward.fidelity) and, for a weakened one, the
-    monitor that re-scores a sample of rollouts with the gold verifier (docs/hacking.md)."""
-    weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
-    if cfg.reward.reasoning_weight:  # computed only when it counts
-        weights["reasoning"] = cfg.reward.reasoning_weight
-    gold_for = None  # the local registry: this machine's sandbox pool and worker pools
-    if cfg.reward.backend == "ray":
-        from rlvr.integrations.ray_verify import ray_verifiers_for_run
-
-        gold_for = ray_verifiers_for_run(cfg.reward.ray_address)
-    verifier_for = training_verifier_for(cfg.reward, gold_for)
-    hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
-    return RewardFunction(weights, verifier_for=verifier_for), hacking
 
 
 def build_policy(
@@ -134,17 +120,18 @@ def build_policy(
     return forward_for(policy, cfg.model.forward), tokenizer, reference
 
 
-def build_sampler(
-    cfg: RunConfig, policy: Forward, tokenizer: PreTrainedTokenizerBase
-) -> tuple[Sampler, PromptFormat, ToolUse | None]:
-    """The rollout backend (rollout.backend), the prompt format it encodes with (checked against the
-    tokenizer before any sampling), and the tool pool when rollout.tools is set."""
-    prompt_format = PromptFormat.of(cfg.task)
-    resolve_style(tokenizer, prompt_format, cfg.model.name)
-    tools = ToolUse.of(cfg.rollout)
-    setup = SamplerSetup(tokenizer, cfg.train.seed, prompt_format=prompt_format, tools=tools, forward=policy)
-    sampler = make_sampler(cfg.rollout, policy.model, setup)
-    return sampler, prompt_format, tools
+def build_rollout_process(
+    cfg: RunConfig, policy: PreTrainedModel, train_queries: list[Query], dist: World, max_staleness: int | None = None
+) -> RolloutProcess:
+    """rollout.max_staleness >= 1: the sampler process (engine/async_rollouts.py), asked for each
+    step's batch as the step would draw it (its B queries, this process's shard). `max_staleness`
+    replaces the config's bound: 0 runs the process in lockstep with the trainer."""
+
+    def schedule(step: int) -> list[Query]:
+        return dist.shard(batch_queries(train_queries, step, cfg.train.batch_queries, cfg.train.seed))
+
+    bound = cfg.rollout.max_staleness if max_staleness is None else max_staleness
+    return RolloutProcess(cfg, policy, schedule, max_staleness=bound, rank=dist.rank)
 
 
 def build_optimizer(cfg: RunConfig, policy: PreTrainedModel) -> torch.optim.Optimizer:
@@ -180,7 +167,12 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
     reward_fn, hacking = build_reward(cfg)
     forward, tokenizer, reference = build_policy(cfg, device, checkpoint)
     critic = Critic(forward.model, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
-    sampler, prompt_format, tools = build_sampler(cfg, forward, tokenizer)
+    if cfg.rollout.max_staleness:  # the sampler runs in its own process; the held-out evaluation still needs these
+        prompt_format, tools = PromptFormat.of(cfg.task), ToolUse.of(cfg.rollout)
+        resolve_style(tokenizer, prompt_format, cfg.model.name)
+        sampler = build_rollout_process(cfg, forward.model, train_queries, dist)
+    else:
+        sampler, prompt_format, tools = build_sampler(cfg, forward, tokenizer)
     optimizer = build_optimizer(cfg, forward.model)
     context = StepContext(
         cfg=cfg,

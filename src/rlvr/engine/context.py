@@ -50,6 +50,9 @@ class StepContext:
     critic: Critic | None
     """PPO's value model and its optimizer; None for critic-free algorithms."""
     sampler: Sampler
+    """The rollout backend (rollout/backends.py); with rollout.max_staleness >= 1 the sampler process
+    that samples ahead in its place (engine/async_rollouts.py `RolloutProcess`, which the step asks
+    for its batch). The step calls `sync_weights` on either."""
     reward_fn: RewardFunction
     train_queries: list[Query]
     hacking: HackingMonitor | None

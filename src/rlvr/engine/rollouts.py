@@ -9,14 +9,21 @@ which queries to sample and stitches the kept groups into one RolloutBatch.
 from __future__ import annotations
 
 import random
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 import torch
 
 from rlvr.algos import groups_with_signal, overlong_filter_mask, overlong_penalty
 from rlvr.engine.context import Rollouts, StepContext, Timer
 from rlvr.types import Query, RolloutBatch
-from rlvr.verifiers import ScoredCompletion
+from rlvr.verifiers import RewardFunction, ScoredCompletion
 from rlvr.verifiers.fidelity import coins
+
+if TYPE_CHECKING:
+    from rlvr.config import RunConfig
+    from rlvr.meters.memory import MemoryMeter
+    from rlvr.rollout.sampler import Sampler
 
 
 def select_groups(batch: RolloutBatch, scored: list[ScoredCompletion], groups: list[int]) -> tuple[RolloutBatch, list]:
@@ -50,6 +57,9 @@ def concat_batches(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         if batches[0].tool_mask is None
         else torch.cat([_pad_to(b.tool_mask, t, 0, left=False) for b in batches]),  # [N, T]
         turns=None if batches[0].turns is None else [x for b in batches for x in b.turns],
+        versions=None
+        if batches[0].versions is None
+        else torch.cat([_pad_to(b.versions, t, -1, left=False) for b in batches]),  # [N, T]
     )
 
 
@@ -68,12 +78,23 @@ def reward_tensor(scored: list[ScoredCompletion], num_queries: int, group_size: 
     return torch.tensor(values, dtype=torch.float32).view(num_queries, group_size)  # [B, G]
 
 
-def sample_round(ctx: StepContext, queries: list[Query], timer: Timer, key: str) -> Rollouts:
-    """Sample and verify one round (`key`: its step and round); rewards [B, G] with DAPO's overlong
-    penalty if configured, the correctness part a coin per rollout with reward.fidelity=random."""
-    cfg = ctx.cfg
-    with timer.phase("generate"), ctx.memory.rollout():
-        batch = ctx.sampler.sample(  # rollout.backend: rollout/backends.py
+def sample_round(
+    cfg: RunConfig,
+    sampler: Sampler,
+    reward_fn: RewardFunction,
+    queries: list[Query],
+    timer: Timer,
+    key: str,
+    *,
+    rank: int = 0,
+    memory: MemoryMeter | None = None,
+) -> Rollouts:
+    """Sample and verify one round (`key`: its step and round; `rank`: the training process's) with
+    `sampler` and `reward_fn`: the trainer's own, or the sampler process's (engine/async_rollouts.py);
+    rewards [B, G] with DAPO's overlong penalty if configured, the correctness part a coin per
+    rollout with reward.fidelity=random."""
+    with timer.phase("generate"), memory.rollout() if memory is not None else nullcontext():
+        batch = sampler.sample(  # rollout.backend: rollout/backends.py
             queries,
             group_size=cfg.rollout.group_size,
             max_new_tokens=cfg.rollout.max_new_tokens,
@@ -84,9 +105,9 @@ def sample_round(ctx: StepContext, queries: list[Query], timer: Timer, key: str)
         items = [(batch.query_of(i), t) for i, t in enumerate(batch.texts)]
         coin = None
         if cfg.reward.fidelity == "random":  # each process its own coins; rank 0 keeps the one-process key
-            rank = f"/rank{ctx.dist.rank}" if ctx.dist.rank else ""
-            coin = coins(cfg.train.seed, key + rank, len(items), cfg.reward.random_rate)
-        scored = ctx.reward_fn.score_batch(items, coin)
+            suffix = f"/rank{rank}" if rank else ""
+            coin = coins(cfg.train.seed, key + suffix, len(items), cfg.reward.random_rate)
+        scored = reward_fn.score_batch(items, coin)
     rewards = reward_tensor(scored, len(queries), cfg.rollout.group_size)  # [B, G]
     if cfg.algo.overlong_penalty:
         lengths = batch.completion_mask.sum(dim=1)  # [N]
@@ -95,6 +116,11 @@ def sample_round(ctx: StepContext, queries: list[Query], timer: Timer, key: str)
         )  # [N]
         rewards = rewards + penalty.view_as(rewards)  # [B, G]; NaN (unscorable) stays NaN
     return Rollouts(batch, scored, rewards)
+
+
+def _round(ctx: StepContext, queries: list[Query], timer: Timer, key: str) -> Rollouts:
+    """One round sampled and verified by the trainer's own sampler and reward."""
+    return sample_round(ctx.cfg, ctx.sampler, ctx.reward_fn, queries, timer, key, rank=ctx.dist.rank, memory=ctx.memory)
 
 
 def collect_rollouts(ctx: StepContext, step: int, queries: list[Query], timer: Timer) -> Rollouts:
@@ -107,7 +133,7 @@ def collect_rollouts(ctx: StepContext, step: int, queries: list[Query], timer: T
     (fewer than B); if it kept none, on round 0's batch, whose advantages are all 0.
     """
     cfg = ctx.cfg
-    first = sample_round(ctx, queries, timer, f"{step}-0")
+    first = _round(ctx, queries, timer, f"{step}-0")
     if not cfg.algo.dynamic_sampling:
         return first
     wanted, kept, generated, rounds = len(queries), [], 0, 0
@@ -121,7 +147,7 @@ def collect_rollouts(ctx: StepContext, step: int, queries: list[Query], timer: T
         if sum(len(k.batch.queries) for k in kept) >= wanted or rounds >= cfg.algo.max_sampling_rounds:
             break
         pool = random.Random(f"{cfg.train.seed}-{step}-{rounds}")
-        current = sample_round(ctx, pool.sample(ctx.train_queries, wanted), timer, f"{step}-{rounds}")
+        current = _round(ctx, pool.sample(ctx.train_queries, wanted), timer, f"{step}-{rounds}")
     result = _merge(kept, wanted, ctx.tokenizer.pad_token_id) if kept else first
     result.metrics = {
         "dynamic_sampling/rounds": rounds,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rlvr.algos import ALGORITHMS, KL_ESTIMATORS, group_advantages, kl_in_reward_advantages
+from rlvr.engine.async_rollouts import RolloutProcess
 from rlvr.engine.context import StepContext, StepObserver, Timer, batch_queries, learning_rate
 from rlvr.engine.dpo import preference_update
 from rlvr.engine.optimize import optimize
@@ -31,6 +32,7 @@ from rlvr.engine.rollouts import Rollouts, collect_rollouts, loss_mask
 from rlvr.engine.tis import tis_correction
 from rlvr.engine.update import UpdateResult, accumulate_run_gradient
 from rlvr.meters.grad_noise import MicroBatchNoise
+from rlvr.meters.mismatch import LogprobMismatch
 from rlvr.rollout.tools import tool_metrics
 from rlvr.tasks.registry import step_metrics
 from rlvr.types import RolloutBatch
@@ -52,7 +54,10 @@ def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) 
     ctx.memory.start_step()
     queries = batch_queries(ctx.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
     queries = ctx.dist.shard(queries)  # [B/N] this process's whole groups
-    rollouts = collect_rollouts(ctx, step, queries, timer)
+    if isinstance(ctx.sampler, RolloutProcess):  # rollout.max_staleness: sampled ahead in its own process
+        rollouts = ctx.sampler.rollouts(step, queries, timer)
+    else:
+        rollouts = collect_rollouts(ctx, step, queries, timer)
     observer.rollouts(rollouts)
     batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
     hacking = measure_hacking(ctx, step, batch, scored, timer)
@@ -126,16 +131,18 @@ def policy_gradient_update(
         batch, inputs.advantages, batch.policy_mask if inputs.mask is None else inputs.mask, inputs.stats
     )
     noises: list[MicroBatchNoise] = []
+    mismatch = LogprobMismatch(rollouts.batch.old_logp, batch.policy_mask if inputs.mask is None else inputs.mask)
 
     def accumulate() -> UpdateResult:
         noises.append(MicroBatchNoise(ctx.policy))  # grad/variance, grad/noise_scale from the micro-batches
+        first_pass = (mismatch,) if len(noises) == 1 else ()  # the sampler's log-probs against π_θ before any step
         return accumulate_run_gradient(
             cfg,
             ctx.forward,
             batch,
             inputs.advantages,
             ref_logp,
-            on_micro_batch=_both(noises[-1], observer.micro_batch),
+            on_micro_batch=_both(noises[-1], observer.micro_batch, *first_pass),
             loss_mask=inputs.mask,
             global_counts=ctx.dist.global_counts,
         )
@@ -147,6 +154,7 @@ def policy_gradient_update(
         **update.stats,
         **norms,
         **noises[-1].metrics(),
+        **mismatch.metrics(),
         SHARES: tuple(update.stats),
     }
 

@@ -37,7 +37,9 @@ def tis_correction(
             batch,
             temperature=cfg.rollout.temperature,
             micro_batch_size=cfg.optim.micro_batch_size,
-        )  # [N, T] log π_θ_old, the weights that sampled (synced into the sampler after the last update)
-    weight, stats = tis_weights(trainer_logp, batch.old_logp, batch.policy_mask, cap=cap)  # [N, T]
+        )  # [N, T] log π_θ_old: the weights that sampled, or with rollout.max_staleness the newer ones the update starts from
+    weight, stats = tis_weights(
+        trainer_logp, batch.old_logp, batch.policy_mask, cap=cap, mode=cfg.algo.tis_mode
+    )  # [N, T]
     corrected = dataclasses.replace(batch, old_logp=trainer_logp)
     return corrected, tis_advantages(advantages, weight), stats  # advantages [N, T]

@@ -1,0 +1,330 @@
+"""Asynchronous rollouts (rollout.max_staleness = N >= 1): sampling runs in its own process beside
+the trainer, on a copy of the policy at most N updates old.
+
+    trainer:  step s: take batch s ─ reference ─ update ─ push weights v=s+1 ─ step s+1 ...
+    sampler:      batch s+1 (weights v ≤ s) ─ batch s+2 (v ≤ s+1) ─ ...   (generate + verify)
+
+The versions: the policy after v updates is version v; batch s is trained on at step s, when the
+trainer holds version s. The trainer asks for batch b only once it has pushed version b − N, and
+the sampler, before each batch, applies the newest weights it has been sent, so every batch is
+sampled from a version in [s − N, s]: its staleness s − v is at most N. That is admission control
+(AReaL's max_head_offpolicyness, prime-rl's max_off_policy_steps, tinker-cookbook's bounded
+sampling ahead): the sampler is held back, and no group is ever thrown away for being stale.
+Discarding stale groups would bias training toward whatever finishes fast (short, easy rollouts).
+
+Every token of a batch carries the version that sampled it (RolloutBatch.versions); the batch's
+old_logp are the sampler's, so the clipped ratio π_θ / π_sampler corrects for the staleness, and
+with algo.tis_cap the ratio is taken against the trainer's weights at the update and each token
+weighted (or masked) by π_θ_old / π_sampler (algos/tis.py: AReaL's decoupled objective).
+
+The sampler process builds its own policy copy (model.name, with LoRA adapters if set), sampler
+(rollout.backend) and reward (reward.*), so it verifies what it samples; it is started with
+"spawn", which works with CUDA and vLLM. Weights are sent as bytes over a pipe, only the
+parameters that train (the adapters alone under LoRA). The process samples with
+rollout.sampler_threads torch threads.
+
+No partial rollouts: a batch is sampled from one version from its first token to its last. The
+samplers here generate a whole batch in one call; continuing a generation across a weight update
+would need the decode loop to take weights between tokens, and with a bound of N updates a
+batch already finishes within a step or two of the trainer's.
+
+Not bit-reproducible: which version samples a batch depends on timing. max_staleness = 0 is the
+synchronous loop of engine/step.py and is exactly reproducible; this class run with max_staleness
+= 0 (lockstep) gives the synchronous loop's metrics (tests/engine/test_async_rollouts.py).
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import queue
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from rlvr.engine.context import Rollouts, Timer
+from rlvr.engine.rollout_parts import build_reward, build_sampler
+from rlvr.engine.rollouts import sample_round
+from rlvr.errors import RunFailure
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from rlvr.config import RunConfig
+    from rlvr.types import Query
+
+WAIT_POLL_S = 0.5
+"""How often a waiting trainer checks that the sampler process is still alive."""
+
+
+class SamplerProcessError(RunFailure):
+    """The sampler process died or failed; the message says how and what to do."""
+
+
+def _dumps(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def _loads(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), weights_only=False)
+
+
+def trainable_state(policy: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The parameters that train (all of them, or the adapters alone under LoRA): what a sync sends."""
+    return {name: p.detach() for name, p in policy.named_parameters() if p.requires_grad}
+
+
+class RolloutProcess:
+    """The trainer's side: starts the sampler process, asks it for batches ahead within the bound,
+    sends it the weights after every update, and hands the step its batch (``rollouts``). It takes
+    the place of the sampler in the step's context (``sync_weights`` as every sampler has)."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        policy: torch.nn.Module,
+        schedule: Callable[[int], list[Query]],
+        *,
+        max_staleness: int,
+        rank: int = 0,
+    ):
+        """`policy` is the trainer's (whose weights are sent), `schedule(step)` the queries of a step's
+        batch (this process's shard)."""
+        self.cfg, self.policy, self.schedule, self.max_staleness = cfg, policy, schedule, max_staleness
+        self.version = self.requested = 0
+        """The trainer's policy version (updates made so far), and the next batch not yet asked for:
+        both the first step's when it asks (a resumed run starts at its checkpoint's step)."""
+        self.started = False
+        self.sync_bytes = 0
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=serve, args=(child, cfg, rank, cfg.rollout.sampler_threads), daemon=True, name="rlvr-sampler"
+        )
+        self.process.start()
+        child.close()
+        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.send_error: BaseException | None = None
+        self.writer = threading.Thread(target=self._write, name="rlvr-sampler-writer", daemon=True)
+        self.writer.start()
+
+    def _send(self, message: tuple) -> None:
+        """Queue a message; a thread writes it, so the trainer never waits for the sampler to read."""
+        if self.send_error is not None:
+            raise self._died("while the trainer sent it work") from self.send_error
+        self.outbox.put(_dumps(message))
+
+    def _write(self) -> None:
+        while (data := self.outbox.get()) is not None:
+            try:
+                self.conn.send_bytes(data)
+            except (BrokenPipeError, ConnectionResetError, EOFError, OSError) as error:
+                self.send_error = error
+                return
+
+    def _died(self, when: str) -> SamplerProcessError:
+        self.process.join(timeout=5)
+        code = self.process.exitcode
+        how = "is still running but closed its pipe" if code is None else f"exited with code {code}"
+        return SamplerProcessError(
+            f"the sampler process (rollout.max_staleness={self.max_staleness}) {how} {when}; the run stops here. "
+            "Its last checkpoint resumes with `rlvr train --resume` (batches in flight are sampled again), "
+            "or set rollout.max_staleness=0 to sample in the trainer"
+        )
+
+    def _push_weights(self, policy: torch.nn.Module) -> None:
+        payload = _dumps(trainable_state(policy))
+        self.sync_bytes = len(payload)
+        self._send(("weights", self.version, payload))
+
+    def sync_weights(self, policy: torch.nn.Module) -> None:
+        """After an update: the policy is one version newer; send it (the sampler applies the
+        newest weights it has before its next batch)."""
+        if self.started:
+            self.version += 1
+            self._push_weights(policy)
+
+    def _start(self) -> None:
+        """Hand the sampler the trainer's weights and torch RNG state: sampling continues the stream
+        the synchronous loop would have drawn from."""
+        self._send(("rng", torch.get_rng_state()))
+        self._push_weights(self.policy)
+        self.started = True
+
+    def rollouts(self, step: int, queries: list[Query], timer: Timer) -> Rollouts:
+        """Batch `step`, sampled and verified by the sampler process, with its staleness metrics.
+        Asks for every batch up to step + max_staleness first, so the sampler works ahead."""
+        waited = time.perf_counter()
+        if not self.started:
+            self.version = self.requested = step
+            self._start()
+        if step != self.version:
+            raise RuntimeError(f"step {step} asked for rollouts while the policy is at version {self.version}")
+        last = self.cfg.train.steps - 1
+        while self.requested <= min(step + self.max_staleness, last):
+            batch_queries = self.schedule(self.requested)
+            self._send(("sample", self.requested, batch_queries))
+            self.requested += 1
+        expected = [q.id for q in self.schedule(step)]
+        if [q.id for q in queries] != expected:
+            raise RuntimeError(f"step {step}: the step's queries are not the ones the sampler was asked for")
+        message = self._receive(step)
+        idle = time.perf_counter() - waited
+        _, sampled_step, result = message
+        if sampled_step != step:
+            raise RuntimeError(f"step {step} received the sampler's batch {sampled_step}")
+        for name, seconds in result["seconds"].items():
+            timer.seconds[name] = timer.seconds.get(name, 0.0) + seconds
+        timer.seconds["time/trainer_idle"] = timer.seconds.get("time/trainer_idle", 0.0) + idle
+        rollouts: Rollouts = result["rollouts"]
+        rollouts.metrics = {
+            **rollouts.metrics,
+            **staleness_metrics(rollouts, step, self.max_staleness),
+            **result["metrics"],
+            "sync/bytes": self.sync_bytes,
+        }
+        return rollouts
+
+    def _receive(self, step: int) -> tuple:
+        while True:
+            try:
+                if self.conn.poll(WAIT_POLL_S):
+                    message = _loads(self.conn.recv_bytes())
+                    break
+            except (EOFError, ConnectionResetError, OSError) as error:
+                raise self._died(f"while step {step} waited for its rollouts") from error
+            if not self.process.is_alive():
+                raise self._died(f"while step {step} waited for its rollouts")
+        if message[0] == "error":
+            self.close()
+            raise SamplerProcessError(f"the sampler process failed while sampling for step {step}:\n{message[1]}")
+        return message
+
+    def close(self) -> None:
+        """Stop the process (it finishes nothing in flight)."""
+        if self.process.is_alive():
+            self.outbox.put(_dumps(("stop",)))
+            self.process.join(timeout=5)
+        self.outbox.put(None)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(timeout=5)
+        self.conn.close()
+
+
+def staleness_metrics(rollouts: Rollouts, step: int, max_staleness: int) -> dict[str, float]:
+    """rollout/staleness_mean and _max over the batch's sampled tokens (step − the version that
+    sampled each), and rollout/staleness/<k>, the share of tokens k versions old (k = 0 .. N)."""
+    batch = rollouts.batch
+    mask = batch.completion_mask.bool()  # [N, T]
+    staleness = (step - batch.versions)[mask].double()  # [M]
+    if staleness.numel() == 0:
+        return {"rollout/staleness_mean": 0.0, "rollout/staleness_max": 0.0}
+    shares = {f"rollout/staleness/{k}": float((staleness == k).double().mean()) for k in range(max_staleness + 1)}
+    return {
+        "rollout/staleness_mean": float(staleness.mean()),
+        "rollout/staleness_max": float(staleness.max()),
+        **shares,
+    }
+
+
+class _SamplerSide:
+    """The sampler process's parts: its policy copy, sampler and reward, built from the run's config."""
+
+    def __init__(self, cfg: RunConfig, rank: int):
+        from rlvr.bases import resolve_model_path
+        from rlvr.models import load_policy
+        from rlvr.models.forward import forward_for
+        from rlvr.models.lora import add_lora
+
+        self.cfg, self.rank = cfg, rank
+        device = "cuda" if cfg.model.device != "cpu" and torch.cuda.is_available() else "cpu"
+        policy, tokenizer = load_policy(resolve_model_path(cfg.model.name), device, dtype=cfg.model.dtype)
+        if cfg.model.lora_rank:
+            policy = add_lora(policy, cfg.model, seed=cfg.train.seed)
+        self.policy = policy
+        self.params = dict(policy.named_parameters())
+        self.sampler, _, self.tools = build_sampler(cfg, forward_for(policy, cfg.model.forward), tokenizer)
+        self.reward_fn, _ = build_reward(cfg)
+        self.version: int | None = None
+        self.sync: dict[str, float] = {}
+
+    def apply(self, version: int, payload: bytes) -> None:
+        """Load weights of `version`; record the share of their elements that changed at the
+        sampler's precision (rollout.dtype): what a sync that sent only changes would send."""
+        state: dict[str, torch.Tensor] = _loads(payload)
+        dtype = getattr(torch, self.cfg.rollout.dtype)
+        changed = total = 0
+        with torch.no_grad():
+            for name, value in state.items():
+                param = self.params[name]
+                changed += int((param.to(dtype) != value.to(param.device, dtype)).sum())
+                total += value.numel()
+                param.copy_(value)
+        self.sampler.sync_weights(self.policy)
+        first = self.version is None
+        self.version = version
+        self.sync = {} if first else {"sync/changed_frac": changed / max(total, 1), "sync/params": total}
+
+    def sample(self, step: int, queries: list[Query], idle: float) -> dict:
+        timer = Timer()
+        rollouts = sample_round(self.cfg, self.sampler, self.reward_fn, queries, timer, f"{step}-0", rank=self.rank)
+        batch = rollouts.batch
+        batch.versions = torch.where(batch.completion_mask.bool(), self.version, -1)  # [N, T]
+        busy = sum(timer.seconds.values())
+        metrics = {
+            "rollout/policy_version": self.version,
+            "rollout/samples_per_s": batch.num_completions / busy if busy > 0 else float("nan"),
+            **self.sync,
+        }
+        self.sync = {}
+        return {"rollouts": rollouts, "seconds": timer.seconds | {"time/sampler_idle": idle}, "metrics": metrics}
+
+    def close(self) -> None:
+        if self.tools is not None:
+            self.tools.close()
+
+
+def serve(conn: Connection, cfg: RunConfig, rank: int, threads: int) -> None:
+    """The sampler process: apply weights as they come, and sample the batches asked for, in
+    order, each with the newest weights received before it starts."""
+    torch.set_num_threads(threads)
+    side = None
+    try:
+        side = _SamplerSide(cfg, rank)
+        pending: deque[tuple[int, list]] = deque()
+        idle_from = time.perf_counter()
+        while True:
+            while not pending or conn.poll(0):  # block only when there is nothing to sample
+                message = _loads(conn.recv_bytes())
+                kind = message[0]
+                if kind == "stop":
+                    return
+                if kind == "rng":
+                    torch.set_rng_state(message[1])
+                elif kind == "weights":
+                    side.apply(message[1], message[2])
+                elif kind == "sample":
+                    pending.append((message[1], message[2]))
+            step, queries = pending.popleft()
+            result = side.sample(step, queries, time.perf_counter() - idle_from)
+            conn.send_bytes(_dumps(("rollouts", step, result)))
+            idle_from = time.perf_counter()
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return  # the trainer is gone
+    except BaseException:
+        try:
+            conn.send_bytes(_dumps(("error", traceback.format_exc())))
+        except OSError:
+            pass
+        raise SystemExit(1) from None
+    finally:
+        if side is not None:
+            side.close()

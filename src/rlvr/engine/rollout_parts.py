@@ -1,0 +1,46 @@
+"""The parts that sample and score rollouts, built from a run's config: by the trainer
+(engine/build.py) and, with rollout.max_staleness >= 1, by the sampler process
+(engine/async_rollouts.py), which samples and verifies with parts of its own."""
+
+from __future__ import annotations
+
+from transformers import PreTrainedTokenizerBase
+
+from rlvr.config import RunConfig
+from rlvr.meters.hacking import HackingMonitor
+from rlvr.models.forward import Forward
+from rlvr.rollout.backends import make_sampler
+from rlvr.rollout.prompts import PromptFormat, resolve_style
+from rlvr.rollout.sampler import Sampler, SamplerSetup
+from rlvr.rollout.tools import ToolUse
+from rlvr.verifiers import RewardFunction
+from rlvr.verifiers.fidelity import training_verifier_for
+
+
+def build_reward(cfg: RunConfig) -> tuple[RewardFunction, HackingMonitor | None]:
+    """The reward (reward.*: gold, or weakened per reward.fidelity) and, for a weakened one, the
+    monitor that re-scores a sample of rollouts with the gold verifier (docs/hacking.md)."""
+    weights = {"correctness": cfg.reward.correctness_weight, "format": cfg.reward.format_weight}
+    if cfg.reward.reasoning_weight:  # computed only when it counts
+        weights["reasoning"] = cfg.reward.reasoning_weight
+    gold_for = None  # the local registry: this machine's sandbox pool and worker pools
+    if cfg.reward.backend == "ray":
+        from rlvr.integrations.ray_verify import ray_verifiers_for_run
+
+        gold_for = ray_verifiers_for_run(cfg.reward.ray_address)
+    verifier_for = training_verifier_for(cfg.reward, gold_for)
+    hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
+    return RewardFunction(weights, verifier_for=verifier_for), hacking
+
+
+def build_sampler(
+    cfg: RunConfig, policy: Forward, tokenizer: PreTrainedTokenizerBase
+) -> tuple[Sampler, PromptFormat, ToolUse | None]:
+    """The rollout backend (rollout.backend), the prompt format it encodes with (checked against the
+    tokenizer before any sampling), and the tool pool when rollout.tools is set."""
+    prompt_format = PromptFormat.of(cfg.task)
+    resolve_style(tokenizer, prompt_format, cfg.model.name)
+    tools = ToolUse.of(cfg.rollout)
+    setup = SamplerSetup(tokenizer, cfg.train.seed, prompt_format=prompt_format, tools=tools, forward=policy)
+    sampler = make_sampler(cfg.rollout, policy.model, setup)
+    return sampler, prompt_format, tools

@@ -1,0 +1,126 @@
+"""Asynchronous rollouts (rollout.max_staleness) on the real trainer: the sampler process in
+lockstep gives the synchronous loop's metrics; a stale batch's ratios and loss are those of its
+stamped version; a dead sampler stops the run with a clear error instead of a hang."""
+
+import json
+import time
+
+import pytest
+import torch
+
+from rlvr.config import load_config
+from rlvr.engine.async_rollouts import RolloutProcess, SamplerProcessError
+from rlvr.engine.build import build_rollout_process
+from rlvr.engine.context import StepObserver
+from rlvr.engine.loop import Trainer, train
+from rlvr.models.logprobs import token_logprobs
+
+SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
+         "rollout.max_new_tokens=24", "train.threads=1", "train.steps=3"]  # fmt: skip
+ASYNC_ONLY = ("rollout/staleness", "rollout/policy_version", "rollout/samples_per_s", "sync/")
+
+
+def _same(value):
+    return "nan" if value != value else value  # NaN equals NaN here: the same metric undefined in both
+
+
+def _trainer(base, out, *sets):
+    return Trainer(load_config(None, [f"model.name={base}", *SMALL, *sets]), out)
+
+
+def test_the_sampler_process_in_lockstep_gives_the_synchronous_metrics(base_model_dir, tmp_path):
+    sync = _trainer(base_model_dir, tmp_path / "sync")
+    expected = [sync.step(step) for step in range(3)]
+    sync.close()
+    lockstep = _trainer(base_model_dir, tmp_path / "lockstep")  # seeds torch as the first did
+    lockstep.context.sampler = build_rollout_process(
+        lockstep.cfg, lockstep.policy, lockstep.train_queries, lockstep.dist, max_staleness=0
+    )
+    try:
+        got = [lockstep.step(step) for step in range(3)]
+    finally:
+        lockstep.close()
+    for step, (want, have) in enumerate(zip(expected, got)):
+        assert have["rollout/staleness_max"] == 0 and have["rollout/policy_version"] == step
+        compared = [k for k in want if not k.startswith(("time/", "memory/"))]
+        assert {"reward", "loss", "kl", "grad_norm", "entropy", "accuracy"} <= set(compared)
+        assert {k: _same(have[k]) for k in compared} == {k: _same(want[k]) for k in compared}, f"step {step}"
+        assert {k for k in have if not k.startswith(("time/", "memory/", *ASYNC_ONLY))} == set(compared)
+
+
+class _Record(StepObserver):
+    def rollouts(self, rollouts):
+        self.batch, self.rewards = rollouts.batch, rollouts.rewards
+
+    def advantages(self, batch, advantages, mask, stats):
+        self.advantages, self.mask = advantages, mask
+
+
+def _logp(model, batch):
+    with torch.no_grad():
+        logp, _ = token_logprobs(
+            model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, temperature=1.0
+        )
+    return logp  # [N, T]
+
+
+def test_a_stale_batch_is_trained_on_its_stamped_log_probs(base_model_dir, tmp_path):
+    trainer = _trainer(
+        base_model_dir, tmp_path, "rollout.max_staleness=2", "algo.beta=0", "algo.aggregation=token_mean"
+    )
+    assert isinstance(trainer.context.sampler, RolloutProcess)
+    versions, stale = [], 0
+    try:
+        for step in range(3):
+            versions.append({k: v.detach().clone() for k, v in trainer.policy.state_dict().items()})
+            record = _Record()
+            metrics = trainer.step(step, record)
+            batch = record.batch
+            sampled = batch.versions[batch.completion_mask.bool()].unique().tolist()
+            assert len(sampled) == 1 and step - 2 <= sampled[0] <= step  # one version per batch, within N
+            v = sampled[0]
+            assert metrics["rollout/staleness_max"] == step - v
+            stale += step > v
+            # the stamped old log-probs are the sampling version's, not the trainer's newer weights
+            scorer = type(trainer.policy)(trainer.policy.config).eval()
+            scorer.load_state_dict(versions[v])
+            mask = batch.completion_mask.bool()
+            torch.testing.assert_close(_logp(scorer, batch)[mask], batch.old_logp[mask], atol=2e-4, rtol=0)
+            scorer.load_state_dict(versions[step])
+            current = _logp(scorer, batch)  # [N, T] π_θ at the update's single pass
+            if step > v:
+                assert (current - batch.old_logp)[mask].abs().max() > 1e-3
+            mismatch = (current - batch.old_logp)[mask].abs().mean()
+            assert metrics["rollout/logprob_mismatch"] == pytest.approx(float(mismatch), abs=1e-6)
+            # the clipped surrogate by hand (token mean, β = 0) from the stamped log-probs
+            ratio = torch.exp(current - batch.old_logp)  # [N, T]
+            adv = record.advantages[:, None]  # [N, 1]
+            surrogate = torch.minimum(ratio * adv, ratio.clamp(0.8, 1.2) * adv)
+            loss = -surrogate[record.mask.bool()].sum() / record.mask.sum()
+            assert metrics["loss"] == pytest.approx(float(loss), abs=1e-5)
+            clipped = ((ratio < 0.8) & (adv < 0)) | ((ratio > 1.2) & (adv > 0))
+            assert metrics["clip_ratio/region_mean"] == pytest.approx(float(clipped[mask].double().mean()), abs=1e-6)
+        assert stale >= 1  # step 1's batch was asked for before the first update: always one version old
+
+        # a dead sampler: the next step says so and stops, instead of waiting forever
+        trainer.context.sampler.process.kill()
+        started = time.perf_counter()
+        with pytest.raises(SamplerProcessError, match="sampler process .* exited with code"):
+            trainer.cfg.train.steps = 5
+            trainer.step(3)
+        assert time.perf_counter() - started < 30
+    finally:
+        trainer.close()
+
+
+def test_an_async_run_resumes_from_its_checkpoint_and_samples_the_lost_batch_again(base_model_dir, tmp_path):
+    sets = [f"model.name={base_model_dir}", *SMALL, "task.num_eval=4", "train.eval_samples=1",
+            "rollout.max_staleness=1", "train.save_every=1"]  # fmt: skip
+    train(load_config(None, [*sets, "train.steps=2"]), tmp_path, progress=False)  # batch 2 was in flight
+    resumed = train(load_config(None, [*sets, "train.steps=3"]), tmp_path, resume=True, progress=False)
+    assert [s["to_step"] for s in resumed["segments"]] == [2, 3]
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = {row["step"]: row for row in rows if "reward" in row}
+    assert sorted(steps) == [1, 2, 3]
+    assert steps[2]["rollout/staleness_max"] == 1  # asked for before the first update
+    assert steps[3]["rollout/policy_version"] == 2 and steps[3]["rollout/staleness_max"] == 0  # sampled again, fresh
