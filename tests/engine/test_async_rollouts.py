@@ -3,13 +3,14 @@ lockstep gives the synchronous loop's metrics; a stale batch's ratios and loss a
 stamped version; a dead sampler stops the run with a clear error instead of a hang."""
 
 import json
+import multiprocessing
 import time
 
 import pytest
 import torch
 
 from rlvr.config import load_config
-from rlvr.engine.async_rollouts import RolloutProcess, SamplerProcessError
+from rlvr.engine.async_rollouts import RolloutProcess, SamplerProcessError, start_sampler_process
 from rlvr.engine.build import build_rollout_process
 from rlvr.engine.context import StepObserver
 from rlvr.engine.loop import Trainer, train
@@ -111,6 +112,32 @@ def test_a_stale_batch_is_trained_on_its_stamped_log_probs(base_model_dir, tmp_p
         assert time.perf_counter() - started < 30
     finally:
         trainer.close()
+
+
+def _math_verify_in_a_worker(conn) -> None:
+    from rlvr.verifiers.math import MathVerifier
+
+    verifier = MathVerifier()
+    try:
+        outcome = verifier.pool.run_batch([("1/2", "\\frac{2}{4}", None)])[0]  # math-verify runs in a worker
+        conn.send((outcome.status, outcome.detail))
+    finally:
+        verifier.close()
+
+
+def test_the_sampler_process_can_start_the_verifiers_worker_processes():
+    # math, smt, reasoning-gym and rubric checks run in worker processes (workers.py); a daemonic
+    # sampler process could not start them, and failed the run on the first answer that needed one
+    here, there = multiprocessing.get_context("spawn").Pipe()
+    process = start_sampler_process(_math_verify_in_a_worker, (there,))
+    try:
+        while not here.poll(0.5):
+            assert process.is_alive(), f"the sampler process died (exit code {process.exitcode})"
+        status, detail = here.recv()
+        assert status == "ok", detail
+    finally:
+        process.join(timeout=30)
+    assert process.exitcode == 0
 
 
 def test_an_async_run_resumes_from_its_checkpoint_and_samples_the_lost_batch_again(base_model_dir, tmp_path):

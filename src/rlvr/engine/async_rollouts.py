@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import multiprocessing.util
 import queue
 import threading
 import time
@@ -81,6 +82,16 @@ def trainable_state(policy: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach() for name, p in policy.named_parameters() if p.requires_grad}
 
 
+def start_sampler_process(target: Callable, args: tuple) -> multiprocessing.Process:
+    """The process the sampler runs in, started: by "spawn" (safe with CUDA and vLLM, and with
+    the trainer's threads), and not daemonic, because its verifiers start worker processes of their
+    own (workers.py), which a daemonic process may not. `RolloutProcess` ends it when the trainer
+    closes it or exits."""
+    process = multiprocessing.get_context("spawn").Process(target=target, args=args, name="rlvr-sampler")
+    process.start()
+    return process
+
+
 class RolloutProcess:
     """The trainer's side: starts the sampler process, asks it for batches ahead within the bound,
     sends it the weights after every update, and hands the step its batch (``rollouts``). It takes
@@ -103,17 +114,16 @@ class RolloutProcess:
         both the first step's when it asks (a resumed run starts at its checkpoint's step)."""
         self.started = False
         self.sync_bytes = 0
-        context = multiprocessing.get_context("spawn")
-        self.conn, child = context.Pipe()
-        self.process = context.Process(
-            target=serve, args=(child, cfg, rank, cfg.rollout.sampler_threads), daemon=True, name="rlvr-sampler"
-        )
-        self.process.start()
+        self.conn, child = multiprocessing.get_context("spawn").Pipe()
+        self.process = start_sampler_process(serve, (child, cfg, rank, cfg.rollout.sampler_threads))
         child.close()
         self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self.send_error: BaseException | None = None
         self.writer = threading.Thread(target=self._write, name="rlvr-sampler-writer", daemon=True)
         self.writer.start()
+        self._finalizer = multiprocessing.util.Finalize(
+            self, _stop, args=(self.process, self.conn, self.outbox), exitpriority=10
+        )
 
     def _send(self, message: tuple) -> None:
         """Queue a message; a thread writes it, so the trainer never waits for the sampler to read."""
@@ -204,19 +214,29 @@ class RolloutProcess:
                 raise self._died(f"while step {step} waited for its rollouts")
         if message[0] == "error":
             self.close()
-            raise SamplerProcessError(f"the sampler process failed while sampling for step {step}:\n{message[1]}")
+            last = message[1].strip().splitlines()[-1]
+            raise SamplerProcessError(
+                f"the sampler process failed while sampling for step {step}: {last}\n"
+                f"its traceback:\n{message[1].rstrip()}"
+            )
         return message
 
     def close(self) -> None:
         """Stop the process (it finishes nothing in flight)."""
-        if self.process.is_alive():
-            self.outbox.put(_dumps(("stop",)))
-            self.process.join(timeout=5)
-        self.outbox.put(None)
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join(timeout=5)
-        self.conn.close()
+        self._finalizer()
+
+
+def _stop(process: multiprocessing.Process, conn: Connection, outbox: queue.SimpleQueue) -> None:
+    """Ask the sampler process to stop, then end it if it does not; close the pipe. Run by
+    `RolloutProcess.close`, or at the trainer's exit if nothing closed it (a finalizer)."""
+    if process.is_alive():
+        outbox.put(_dumps(("stop",)))
+        process.join(timeout=5)
+    outbox.put(None)
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=5)
+    conn.close()
 
 
 def staleness_metrics(rollouts: Rollouts, step: int, max_staleness: int) -> dict[str, float]:
