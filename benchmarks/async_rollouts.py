@@ -83,7 +83,10 @@ def main() -> None:
     parser.add_argument("--async-set", action="append", default=[], metavar="KEY=VALUE",
                         help="a further --set of the async runs, e.g. train.threads=2 (repeatable)")  # fmt: skip
     args = parser.parse_args()
-    modes = {"sync": [], f"max_staleness={args.staleness}": [f"rollout.max_staleness={args.staleness}", *args.async_set]}
+    modes = {
+        "sync": [],
+        f"max_staleness={args.staleness}": [f"rollout.max_staleness={args.staleness}", *args.async_set],
+    }
     results: dict[str, list[dict]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory(prefix="rlvr-async-") as tmp:
         root = Path(tmp)
