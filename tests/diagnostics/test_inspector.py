@@ -220,3 +220,27 @@ def test_a_replay_builds_the_loss_as_the_step_does(base_model_dir, tmp_path):
     weights = torch.tensor(unfiltered["token_weight"])  # [N, T] the unfiltered loss pushes truncated rows too
     truncated = torch.tensor([r == "length" for r in reasons])
     assert weights[truncated].abs().sum() > 0
+
+
+def test_tis_weights_and_sampling_versions_are_kept_per_token(base_model_dir, tmp_path):
+    # a bfloat16 sampler copy gives a real mismatch; a cap just above 1 masks some tokens and keeps others
+    cap = 1.001
+    sets = ["rollout.dtype=bfloat16", f"algo.tis_cap={cap}", "algo.tis_mode=mask", "rollout.max_staleness=1"]
+    capture = inspect_config(load_config(None, [f"model.name={base_model_dir}", *SMALL, *sets]), tmp_path)
+    mask = _tensor(capture["completion_mask"]).bool()
+    versions = torch.tensor(capture["versions"])
+    assert (versions[mask] == 0).all() and (versions[~mask] == -1).all()  # step 1's batch: sampled by version 0
+    ratio = torch.exp(_tensor(capture["old_logp"]).double() - _tensor(capture["sampler_logp"]).double())
+    cut = (ratio > cap) & mask
+    weight = torch.where(cut, 0.0, ratio)
+    assert 0 < int(cut.sum()) < int(mask.sum())  # some tokens masked, some kept
+    torch.testing.assert_close(_tensor(capture["is_weight"]).double()[mask], weight[mask], atol=1e-5, rtol=1e-5)
+    assert torch.equal(torch.tensor(capture["is_cut"]), cut)
+    rewards = _tensor([[float("nan") if r is None else r for r in row] for row in capture["rewards"]])  # [B, G]
+    advantages, _ = group_advantages(rewards, eps=1e-4, scale_by_std=True)
+    advantages = advantages.flatten()  # [N] GRPO's A, one per completion, before the weights
+    kept = mask & (advantages[:, None] != 0)
+    token = _tensor(capture["token_advantages"])
+    torch.testing.assert_close(token[kept], (advantages[:, None] * _tensor(capture["is_weight"]))[kept])
+    page = render_capture(capture)
+    assert "IS weight" in page and "staleness" in page

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from rlvr.algos import ALGORITHMS
+from rlvr.algos import ALGORITHMS, tis_weights
 from rlvr.diagnostics.terms import LossInputs, loss_terms
 from rlvr.engine.context import Rollouts, StepContext, StepObserver
 from rlvr.engine.step import run_step
@@ -189,6 +189,8 @@ def batch_record(batch: RolloutBatch, scored, tokenizer) -> dict[str, Any]:
     if batch.tool_mask is not None:  # tool rollouts (rollout.tools): which tokens are the policy's, and the turns
         record["tool_mask"] = to_json(batch.tool_mask)
         record["turns"] = to_json(batch.turns)
+    if batch.versions is not None:  # rollout.max_staleness: the policy version that sampled each token
+        record["versions"] = to_json(batch.versions)
     return record
 
 
@@ -228,6 +230,12 @@ def algorithm_record(cfg, recorder: Recorder, rollouts: Rollouts) -> dict[str, A
         record["token_advantages"] = to_json(inputs.advantages)  # [N, T], what the loss is fed
     if batch is not rollouts.batch:  # TIS: the loss's old_logp is π_θ_old's; the sampler's is kept too
         record["sampler_logp"] = to_json(rollouts.batch.old_logp)
+        weight, _ = tis_weights(
+            batch.old_logp, rollouts.batch.old_logp, batch.policy_mask, cap=cfg.algo.tis_cap, mode=cfg.algo.tis_mode
+        )  # [N, T] the weight each token's surrogate got (folded into token_advantages)
+        record["is_weight"] = to_json(weight)
+        ratio = torch.exp(batch.old_logp.double() - rollouts.batch.old_logp.double())  # [N, T]
+        record["is_cut"] = to_json((ratio > cfg.algo.tis_cap) & batch.policy_mask.bool())  # truncated or masked
     return record
 
 

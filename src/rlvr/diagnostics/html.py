@@ -55,6 +55,9 @@ const QUANTITIES = PAIRS ? {
   per_token_loss: {label: 'per-token loss (before aggregation)', get: (i, t) => D.per_token_loss[i][t], center: 0},
   token_weight: {label: 'weight ∂loss/∂logp (blue: pushed up)', get: (i, t) => D.token_weight[i][t], center: 0},
 };
+if (!PAIRS && D.versions) QUANTITIES.staleness = {label: 'staleness: the step\'s version − the version that sampled the token (rollout.max_staleness)',
+  get: (i, t) => (D.source.step - 1) - D.versions[i][t], center: 0};
+if (!PAIRS && D.is_weight) QUANTITIES.is_weight = {label: 'IS weight w = π_θ_old / π_sampler, truncated or masked at algo.tis_cap', get: (i, t) => D.is_weight[i][t], center: 1};
 if (R) {
   QUANTITIES.replay_token_weight = {label: 'replay: weight ∂loss/∂logp', get: (i, t) => R.token_weight[i][t], center: 0};
   QUANTITIES.replay_weight_difference = {label: 'replay: weight change (new − captured)', get: (i, t) => R.token_weight_difference[i][t], center: 0};
@@ -84,6 +87,8 @@ function tokenTitle(i, t) {
     ['ref_logp', D.ref_logp ? D.ref_logp[i][t] : null], ['ratio', D.ratio[i][t]], ['clipped', D.clipped[i][t]],
     ['kl', D.kl[i][t]], ['per_token_loss', D.per_token_loss[i][t]], ['dloss/dlogp', D.token_weight[i][t]]];
   if (R) rows.push(['replay dloss/dlogp', R.token_weight[i][t]]);
+  if (D.versions) rows.push(['sampled by version', String(D.versions[i][t])]);
+  if (D.is_weight) rows.push(['IS weight', D.is_weight[i][t]], ['IS cut (above the cap)', String(D.is_cut[i][t])]);
   if (TOOLS) rows.splice(1, 0, ['mask', `${D.mask[i][t]} (the policy's token${D.mask[i][t] ? ', in the loss' : ''})`]);
   return rows.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : fmt(v, 6)}`).join('\n');
 }
