@@ -32,14 +32,14 @@ from rlvr.engine.critic import Critic
 from rlvr.engine.distributed import World, world
 from rlvr.engine.exploration import ExplorationTracker
 from rlvr.engine.reference import ReferencePolicy, reference_for
-from rlvr.engine.rollout_parts import build_reward, build_sampler
+from rlvr.engine.rollout_parts import build_prompting, build_reward, build_sampler
 from rlvr.errors import UserError
 from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
 from rlvr.models.forward import Forward, forward_for
 from rlvr.models.lora import add_lora, checkpoint_mismatch, load_adapter
 from rlvr.rollout.heldout import HeldoutResult
-from rlvr.rollout.prompts import PromptFormat, resolve_style
+from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse
 from rlvr.tasks import load_task
 from rlvr.types import Query
@@ -168,8 +168,7 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
     forward, tokenizer, reference = build_policy(cfg, device, checkpoint)
     critic = Critic(forward.model, cfg.ppo) if ALGORITHMS[cfg.algo.algorithm].critic else None
     if cfg.rollout.max_staleness:  # the sampler runs in its own process; the held-out evaluation still needs these
-        prompt_format, tools = PromptFormat.of(cfg.task), ToolUse.of(cfg.rollout)
-        resolve_style(tokenizer, prompt_format, cfg.model.name)
+        prompt_format, tools = build_prompting(cfg, tokenizer)
         sampler = build_rollout_process(cfg, forward.model, train_queries, dist)
     else:
         sampler, prompt_format, tools = build_sampler(cfg, forward, tokenizer)

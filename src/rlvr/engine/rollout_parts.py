@@ -33,14 +33,21 @@ def build_reward(cfg: RunConfig) -> tuple[RewardFunction, HackingMonitor | None]
     return RewardFunction(weights, verifier_for=verifier_for), hacking
 
 
+def build_prompting(cfg: RunConfig, tokenizer: PreTrainedTokenizerBase) -> tuple[PromptFormat, ToolUse | None]:
+    """The prompt format rollouts are encoded with (checked against the tokenizer before any
+    sampling), and the tool pool when rollout.tools is set: what sampling and held-out evaluation
+    share."""
+    prompt_format = PromptFormat.of(cfg.task)
+    resolve_style(tokenizer, prompt_format, cfg.model.name)
+    return prompt_format, ToolUse.of(cfg.rollout)
+
+
 def build_sampler(
     cfg: RunConfig, policy: Forward, tokenizer: PreTrainedTokenizerBase
 ) -> tuple[Sampler, PromptFormat, ToolUse | None]:
-    """The rollout backend (rollout.backend), the prompt format it encodes with (checked against the
-    tokenizer before any sampling), and the tool pool when rollout.tools is set."""
-    prompt_format = PromptFormat.of(cfg.task)
-    resolve_style(tokenizer, prompt_format, cfg.model.name)
-    tools = ToolUse.of(cfg.rollout)
+    """The rollout backend (rollout.backend), with the prompt format and tool pool it samples with
+    (`build_prompting`)."""
+    prompt_format, tools = build_prompting(cfg, tokenizer)
     setup = SamplerSetup(tokenizer, cfg.train.seed, prompt_format=prompt_format, tools=tools, forward=policy)
     sampler = make_sampler(cfg.rollout, policy.model, setup)
     return sampler, prompt_format, tools
