@@ -114,6 +114,8 @@ class RolloutProcess:
         both the first step's when it asks (a resumed run starts at its checkpoint's step)."""
         self.started = False
         self.sync_bytes = 0
+        self.asked: dict[int, list[str]] = {}
+        """The query ids of each batch asked for and not yet received."""
         self.conn, child = multiprocessing.get_context("spawn").Pipe()
         self.process = start_sampler_process(serve, (child, cfg, rank, cfg.rollout.sampler_threads))
         child.close()
@@ -181,9 +183,9 @@ class RolloutProcess:
         while self.requested <= min(step + self.max_staleness, last):
             batch_queries = self.schedule(self.requested)
             self._send(("sample", self.requested, batch_queries))
+            self.asked[self.requested] = [q.id for q in batch_queries]
             self.requested += 1
-        expected = [q.id for q in self.schedule(step)]
-        if [q.id for q in queries] != expected:
+        if [q.id for q in queries] != self.asked.pop(step):
             raise RuntimeError(f"step {step}: the step's queries are not the ones the sampler was asked for")
         message = self._receive(step)
         idle = time.perf_counter() - waited

@@ -127,11 +127,10 @@ def policy_gradient_update(
     cfg = ctx.cfg
     inputs = policy_gradient_inputs(cfg, ctx.forward, rollouts, ref_logp, timer)
     batch = inputs.batch
-    observer.advantages(
-        batch, inputs.advantages, batch.policy_mask if inputs.mask is None else inputs.mask, inputs.stats
-    )
+    mask = batch.policy_mask if inputs.mask is None else inputs.mask  # [N, T] the tokens the loss counts
+    observer.advantages(batch, inputs.advantages, mask, inputs.stats)
     noises: list[MicroBatchNoise] = []
-    mismatch = LogprobMismatch(rollouts.batch.old_logp, batch.policy_mask if inputs.mask is None else inputs.mask)
+    mismatch = LogprobMismatch(rollouts.batch.old_logp, mask)
 
     def accumulate() -> UpdateResult:
         noises.append(MicroBatchNoise(ctx.policy))  # grad/variance, grad/noise_scale from the micro-batches
