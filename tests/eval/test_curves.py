@@ -77,3 +77,15 @@ def test_crossing(base, trained, expected):
 
 def test_crossing_orders_by_k():
     assert crossing_k([4, 1, 2], [0.9, 0.3, 0.5], [0.7, 0.5, 0.6]) == 4
+
+
+def test_support_classes_compare_the_first_success_of_each_model_at_k():
+    from rlvr.eval.curves import support_class, support_counts
+
+    assert support_class(3, 10, k=16) == "preserved" and support_class(3, None, k=16) == "shrunk"
+    assert support_class(None, 15, k=16) == "expanded" and support_class(None, None, k=16) == "never"
+    assert support_class(16, 0, k=16) == "expanded"  # a success at index k is past the first k draws
+    counts = support_counts([0, None, 5, None, 40], [1, 2, None, None, 3], k=32)
+    assert counts == {"preserved": 1, "expanded": 2, "shrunk": 1, "never": 1}  # 40 >= 32: the base missed it
+    with pytest.raises(ValueError, match="2 base queries against 1"):
+        support_counts([0, 1], [0], k=4)

@@ -115,3 +115,15 @@ def test_tool_rollouts_draw_the_same_tokens_for_the_same_query_and_sample():
         tools.close()
     assert runs[1] == {key: text for key, text in runs[0].items() if key[0] in {q.id for q in queries[3:]}}
     assert any(called)  # some rollouts ran a call, so later turns drew too
+
+
+def test_a_continued_draw_is_the_tail_of_one_longer_draw(arith_policy):
+    """Samples first_sample.. of a query are the ones a single draw of more samples makes there, so a
+    support reading can draw on where an evaluation stopped (studies/passk_eval.continue_support)."""
+    model, tok = arith_policy
+    queries = make_queries(3, split="heldout", seed=0)
+    whole = sample_completions(model, tok, queries, group_size=6, max_new_tokens=24, draw_seed=5)
+    tail = sample_completions(model, tok, queries, group_size=2, max_new_tokens=24, draw_seed=5, first_sample=4)
+    assert tail.texts == [whole.texts[q * 6 + j] for q in range(3) for j in (4, 5)]
+    other = sample_completions(model, tok, queries, group_size=2, max_new_tokens=24, draw_seed=5, first_sample=0)
+    assert other.texts == [whole.texts[q * 6 + j] for q in range(3) for j in (0, 1)] != tail.texts

@@ -12,6 +12,7 @@ from rlvr.config import EVAL_FIELDS, load_config
 from rlvr.studies import runner
 from rlvr.studies.atlas import AtlasRun, preset_path
 from rlvr.studies.reproduce import PASSK, STUDIES, ReproduceError, passk_spec, reproduce
+from rlvr.studies.study_data import study_table
 from rlvr.studies.study_reports import accuracy_line, expansion_verdict, length_report, lowers, raises
 
 
@@ -120,7 +121,7 @@ def test_expansion_needs_a_weak_base_a_gain_at_every_k_and_30_points_at_the_top(
 
 
 def test_a_run_is_evaluated_on_its_own_held_out_task_against_its_own_base(tmp_path: Path, monkeypatch) -> None:
-    (arm,) = STUDIES["expansion"].arms
+    arm = STUDIES["expansion"].arms[0]
     run_dir = tmp_path / "runs" / AtlasRun(arm, 0, 2).dir_name
     run_dir.mkdir(parents=True)
     cfg = load_config(preset_path("configs/expansion.yaml"))
@@ -190,17 +191,30 @@ def test_a_pass_at_k_study_end_to_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_expansion_study_evaluates_deep_chains_against_its_own_base(tmp_path: Path) -> None:
-    card = reproduce("expansion", tmp_path, seeds=(0,), steps=2, progress=False, eval_queries=3)
-    (run,) = card["arms"]["step-checked reward"]
-    evaluation = json.loads((tmp_path / run["dir"] / "eval" / "eval.json").read_text())
-    assert evaluation["spec"]["operands"] == 5 and evaluation["spec"]["max_value"] == 999
-    assert evaluation["max_new_tokens"] == 80 and evaluation["models"]["base"]["path"] == "tiny-arith-deep"
-    readings = [line for line in card["measured"] if line.startswith("reading")]
-    assert len(readings) == 2 and all("at every k on" in line for line in readings)
+def test_the_expansion_study_evaluates_rl_and_its_controls_against_one_base_per_seed(tmp_path: Path) -> None:
+    card = reproduce("expansion", tmp_path, seeds=(0,), steps=2, progress=False, eval_queries=3, support_k=300)
+    assert list(card["arms"]) == ["answer-only", "sft", "rft"]
+    base = tmp_path / "base" / "seed0" / "eval" / "eval.json"  # the base, once for the seed
+    alone = json.loads(base.read_text())["models"]["model"]
+    for arm, (run,) in card["arms"].items():
+        evaluation = json.loads((tmp_path / run["dir"] / "eval" / "eval.json").read_text())
+        assert evaluation["spec"]["operands"] == 5 and evaluation["spec"]["max_value"] == 999
+        assert evaluation["max_new_tokens"] == 80 and evaluation["base_report"] == str(base)
+        assert evaluation["models"]["base"] == alone and evaluation["support_k"] == 300
+    data = json.loads((tmp_path / "expansion.json").read_text())
+    (rft,) = data["arms"]["rft"]["seeds"]
+    assert rft["supervised"]["kept"] > 0 and data["arms"]["rft"]["reward"].startswith("none: ")
+    assert data["arms"]["answer-only"]["reward"] == "gold correctness"  # the answer alone, never the steps
+    for entry in data["arms"].values():
+        (seed,) = entry["seeds"]
+        assert seed["support"]["k"] == 300 and len(seed["per_query"]["trained_cot"]) == 3
+    supports = [line for line in card["measured"] if ", support by " in line]
+    assert len(supports) == 6 and all("at k=300 (3 queries x 1 seeds)" in line for line in supports)
+    assert [line.split(":")[0] for line in card["measured"] if " against " in line] == [
+        "answer-only against sft", "answer-only against rft"]  # fmt: skip
+    assert "Support at k = 300" in study_table(data)
     curves = json.loads((tmp_path / "passk.json").read_text())  # what the lab draws
-    trained = curves["arms"]["step-checked reward"]["trained"]["cot_pass@k"]
-    assert curves["study"] == "expansion" and trained == evaluation["models"]["model"]["cot_pass@k"]
+    assert curves["study"] == "expansion" and set(curves["arms"]) == set(card["arms"])
 
 
 @pytest.mark.slow

@@ -58,6 +58,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--num-queries", type=int_at_least(1), default=200, help="held-out queries (default 200)")
     p.add_argument(
+        "--support-k",
+        type=int_at_least(1),
+        help="also draw on, up to this many samples per query, for the queries not solved yet, and classify "
+        "each query's support at that k against --base: preserved, expanded, shrunk or never (>= --n)",
+    )
+    p.add_argument(
         "--temperature",
         type=number_above(0, " (pass@k is estimated from sampled completions)"),
         help="sampling temperature (default 1.0, or the run's rollout.temperature with --run)",
@@ -80,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--k {ks[-1]} exceeds --n {args.n}: pass@k needs at least k samples per query; raise --n or drop that k"
         )
+    if args.support_k is not None and args.support_k < args.n:
+        raise UsageError(f"--support-k {args.support_k} is below --n {args.n}: it counts the first n draws too")
     cfg, model, base = _setup(args)
     from rlvr.bases import check_model  # torch and the models load once the flags are known to be good
     from rlvr.rollout.prompts import PromptFormat
@@ -108,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         max_new_tokens=cfg.rollout.max_new_tokens,
         prompt_format=PromptFormat.of(cfg.task),
         rollout=cfg.rollout,
+        support_k=args.support_k,
     )
     print(format_eval_table(report))
     saved = ("eval.json", "samples.jsonl", "samples_lm_eval.jsonl", "passk.png")

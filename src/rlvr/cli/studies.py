@@ -186,13 +186,19 @@ def add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
         help="print the study's table (every study's without NAME) from its shipped data, or from "
         "<out>/NAME.json with --out, as the docs show it, and exit",
     )
-    p.add_argument("--seeds", type=SEEDS, default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
+    p.add_argument(
+        "--seeds", type=SEEDS, help="comma-separated training seeds (default: the study's, 0,1,2 or 0-4, see --list)"
+    )
     p.add_argument("--steps", type=int, help="training steps per run (default: the study's, see --list)")
     p.add_argument(
         "--eval-queries",
         type=int_at_least(1),
-        default=100,
-        help="held-out queries of each pass@k evaluation (default 100, what the docs' numbers use)",
+        help="held-out queries of each pass@k evaluation (default: the study's, 100 or 50: what the docs' numbers use)",
+    )
+    p.add_argument(
+        "--support-k",
+        type=int_at_least(1),
+        help="draws per query of the support reading (default: the study's, 4096 for expansion)",
     )
     p.add_argument("--jobs", type=int_at_least(1), help=JOBS_HELP)
     add_quiet(p)
@@ -217,12 +223,13 @@ def run_reproduce(args: argparse.Namespace) -> int:
     card = reproduce(
         args.name,
         out,
-        seeds=tuple(args.seeds),
+        seeds=None if args.seeds is None else tuple(args.seeds),
         steps=args.steps,
         jobs=args.jobs,
         progress=not args.quiet,
         command=_command_line("reproduce"),
         eval_queries=args.eval_queries,
+        support_k=args.support_k,
     )
     print("\n".join(card_lines(card)))
     print(f"card: {out / 'reproduce.json'}, {out / 'reproduce.png'}")

@@ -131,3 +131,25 @@ def crossing_k(ks: list[int], base: list[float], trained: list[float]) -> int | 
         elif base_trailed:
             return k
     return None
+
+
+SUPPORT_CLASSES = ("preserved", "expanded", "shrunk", "never")
+"""Per query, base against trained at one k (Wu et al. 2025, "The Invisible Leash"): solved by both,
+by the trained model alone, by the base alone, by neither."""
+
+
+def support_class(base_first: int | None, trained_first: int | None, k: int) -> str:
+    """Which of SUPPORT_CLASSES a query falls in at k, from the index of each model's first success
+    among its draws (None: none in the draws made; each model drew at least k)."""
+    base, trained = base_first is not None and base_first < k, trained_first is not None and trained_first < k
+    if base:
+        return "preserved" if trained else "shrunk"
+    return "expanded" if trained else "never"
+
+
+def support_counts(base_first: list[int | None], trained_first: list[int | None], k: int) -> dict[str, int]:
+    """How many queries fall in each support class at k (queries in the same order for both models)."""
+    if len(base_first) != len(trained_first):
+        raise ValueError(f"support: {len(base_first)} base queries against {len(trained_first)} trained ones")
+    classes = [support_class(b, t, k) for b, t in zip(base_first, trained_first)]
+    return {name: classes.count(name) for name in SUPPORT_CLASSES}

@@ -53,9 +53,11 @@ class Draws:
         self.offsets = np.zeros(len(self.keys), dtype=np.int64) if offsets is None else np.asarray(offsets, np.int64)
 
     @classmethod
-    def for_queries(cls, seed: int, query_ids: Sequence[str], group_size: int) -> Draws:
-        """Rows in query-major order, `group_size` samples per query, as the samplers lay them out."""
-        return cls([row_key(seed, qid, j) for qid in query_ids for j in range(group_size)])
+    def for_queries(cls, seed: int, query_ids: Sequence[str], group_size: int, first_sample: int = 0) -> Draws:
+        """Rows in query-major order, `group_size` samples per query, as the samplers lay them out;
+        samples `first_sample`, `first_sample` + 1, ... of each query (a continued draw)."""
+        samples = range(first_sample, first_sample + group_size)
+        return cls([row_key(seed, qid, j) for qid in query_ids for j in samples])
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -85,19 +85,22 @@ def sample_completions(
     prompt_format: PromptFormat = PromptFormat(),
     tools: ToolUse | None = None,
     draw_seed: int | None = None,
+    first_sample: int = 0,
 ) -> RolloutBatch:
     """Sample `group_size` completions for each query (query-major order), with their log-probs;
     `prompt_format` says how each prompt is laid out and so which tokens end a completion
     (rollout/prompts.py; auto by default). With `tools` (rollout.tools), each completion is a
     multi-turn trajectory of turns and tool observations (rollout/tools.py). `model` is a Forward
-    (models/forward.py) or a bare model, run as model.forward=auto decides."""
+    (models/forward.py) or a bare model, run as model.forward=auto decides. With `draw_seed`, the
+    completions are samples `first_sample`.. of each query's paired draws (rollout/draws.py), so a
+    draw can be continued where an earlier one stopped."""
     forward = as_forward(model)
     model = forward.model
     device = next(model.parameters()).device
     stop_ids = stop_token_ids(tokenizer, prompt_format, model)
     sampling = dict(temperature=temperature, top_p=top_p, greedy=greedy)
     if draw_seed is not None and not greedy:
-        sampling["draws"] = Draws.for_queries(draw_seed, [q.id for q in queries], group_size)
+        sampling["draws"] = Draws.for_queries(draw_seed, [q.id for q in queries], group_size, first_sample)
     if tools is not None:
         return _sample_with_tools(
             forward, tokenizer, queries, group_size, max_new_tokens, device, prompt_format, stop_ids, tools, sampling

@@ -26,6 +26,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -37,7 +38,8 @@ from rlvr.config import load_config
 from rlvr.errors import UserError
 from rlvr.eval.compare import peak_memory
 from rlvr.rundir import metrics_path, read_config, read_metrics, read_summary
-from rlvr.studies.runner import RunSpec, run_many
+from rlvr.studies.runner import Job, RunSpec, run_many
+from rlvr.studies.supervised import SupervisedSpec
 
 PRESETS = Path(__file__).resolve().parents[3] / "configs"
 """The repository's presets (src/rlvr/studies/atlas.py -> configs/), so that the atlas runs from any folder."""
@@ -64,6 +66,8 @@ class Setting:
     value: str
     config: str | None = None
     overrides: tuple[str, ...] = ()
+    supervised: str | None = None
+    """A supervised control of that configuration instead of RL: "gold" or "rft" (studies/supervised.py)."""
 
     @property
     def name(self) -> str:
@@ -71,6 +75,7 @@ class Setting:
         parts = [
             self.config.removeprefix("configs/").removesuffix(".yaml") if self.config else "default",
             *self.overrides,
+            *([f"supervised-{self.supervised}"] if self.supervised else []),
         ]
         return "_".join(part.replace("/", "-") for part in parts)
 
@@ -122,10 +127,13 @@ class AtlasRun:
         """The `--set` values of this run, on top of the setting's preset."""
         return [*BASE, f"train.steps={self.steps}", *self.setting.overrides, f"train.seed={self.seed}"]
 
-    def spec(self, out: Path) -> RunSpec:
-        """This run for the runner: `<out>/runs/<dir_name>`, one torch thread, resumed from its checkpoint."""
-        config = preset_path(self.setting.config)
-        return RunSpec(out=str(out / "runs" / self.dir_name), config=config, overrides=tuple(self.overrides), threads=1)
+    def spec(self, out: Path) -> RunSpec | SupervisedSpec:
+        """This run for the runner: `<out>/runs/<dir_name>`, one torch thread, resumed from its checkpoint
+        (a supervised control, a minute long, starts again)."""
+        config, where = preset_path(self.setting.config), str(out / "runs" / self.dir_name)
+        if self.setting.supervised:
+            return SupervisedSpec(where, self.setting.supervised, config, tuple(self.overrides), threads=1)
+        return RunSpec(out=where, config=config, overrides=tuple(self.overrides), threads=1)
 
 
 def plan(knobs: list[str], seeds: list[int], steps: int) -> list[AtlasRun]:
@@ -183,10 +191,17 @@ def dump(index: dict) -> str:
     return head[: -len("\n}")] + ',\n  "runs": {\n' + cards + "\n  }\n}\n"
 
 
-def run_all(out: Path, runs: list[AtlasRun], *, jobs: int | None, progress: bool, desc: str) -> int:
+def run_all(
+    out: Path, runs: list[AtlasRun], *, jobs: int | None, progress: bool, desc: str, also: Sequence[Job] = ()
+) -> int:
     """Make every run not finished yet (summary.json), `jobs` side by side (default one per core),
-    with a progress bar, and return how many it made; raise AtlasError naming the first that failed."""
-    batch = run_many([run.spec(out) for run in runs], jobs=jobs, progress=progress, desc=desc)
+    with a progress bar, and return how many it made; raise AtlasError naming the first that failed.
+    `also`: other jobs to run in the same batch (a study's base evaluations), after the RL runs and
+    before the supervised controls, the shortest, which then fill the cores at the end."""
+    specs = [run.spec(out) for run in runs]
+    short = [spec for spec in specs if isinstance(spec, SupervisedSpec)]
+    ordered = [*(spec for spec in specs if not isinstance(spec, SupervisedSpec)), *also, *short]
+    batch = run_many(ordered, jobs=jobs, progress=progress, desc=desc)
     if batch.failed:
         first = batch.failed[0]
         raise AtlasError(

@@ -19,6 +19,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.bases import resolve_model_path
 from rlvr.config import RolloutConfig, TaskConfig
+from rlvr.errors import UserError
 from rlvr.eval.cot import ReasoningChecker
 from rlvr.eval.curves import (
     CURVES,
@@ -29,6 +30,7 @@ from rlvr.eval.curves import (
     intervals,
     paired_difference,
     query_pass_at_k,
+    support_counts,
     too_few_scorable,
 )
 from rlvr.eval.plots import plot_passk
@@ -131,6 +133,62 @@ def query_counts(query: Query, samples: list[dict[str, Any]]) -> QueryCounts:
     return QueryCounts(n=len(scorable), correct=len(correct), cot_correct=cot, query_id=query.id)
 
 
+def first_hits(samples: list[dict[str, Any]]) -> list[int | None]:
+    """A query's first right answer and first right answer with right reasoning among its sample
+    records: [sample index or None, sample index or None] (the second None without a checker)."""
+    hits: list[int | None] = [None, None]
+    for s in sorted(samples, key=lambda s: s["sample"]):
+        if s["scorable"] and s["verdict"] == Verdict.PASS.value:
+            hits[0] = s["sample"] if hits[0] is None else hits[0]
+            if s["reasoning_verdict"] == "pass" and hits[1] is None:
+                hits[1] = s["sample"]
+    return hits
+
+
+def continue_support(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    queries: list[Query],
+    reward_fn: RewardFunction,
+    checker: ReasoningChecker | None,
+    hits: list[list[int | None]],
+    *,
+    start: int,
+    until: int,
+    round_size: int = 256,
+    chunk_completions: int = 512,
+    **sampling: Any,
+) -> list[int]:
+    """Support at large k without drawing k samples of every query: from sample `start` on, in
+    rounds of `round_size`, draw on for each query whose first right answer (or, with a checker,
+    first right chain) is not found yet, until it is or `until` samples are drawn. The draws are
+    the same paired draws (samples start, start + 1, ... of `draw_seed`) a single draw of `until`
+    samples would make, so whether a query is solved within k <= until is what that draw says.
+    `hits` (per query, as `first_hits` gives) are updated in place; returns samples drawn per query."""
+    drawn = [start] * len(queries)
+    need = 1 if checker is None else 2
+    for first in range(start, until, round_size):
+        size = min(round_size, until - first)
+        open_ = [i for i, hit in enumerate(hits) if sum(h is not None for h in hit) < need]
+        if not open_:
+            break
+        chunk = max(1, chunk_completions // size)
+        for at in range(0, len(open_), chunk):
+            part = open_[at : at + chunk]
+            batch = sample_completions(model, tokenizer, [queries[i] for i in part], group_size=size,
+                                       first_sample=first, **sampling)  # fmt: skip
+            scored = reward_fn.score_batch([(batch.query_of(j), t) for j, t in enumerate(batch.texts)])
+            for q, i in enumerate(part):
+                rows = range(q * size, (q + 1) * size)
+                samples = [
+                    sample_record(queries[i], first + j - q * size, batch.texts[j], scored[j], checker) for j in rows
+                ]
+                found = first_hits(samples)
+                hits[i] = [old if old is not None else new for old, new in zip(hits[i], found)]
+                drawn[i] = first + size
+    return drawn
+
+
 def _evaluate_model(
     name: str,
     queries: list[Query],
@@ -145,8 +203,12 @@ def _evaluate_model(
     max_new_tokens: int,
     prompt_format: PromptFormat,
     rollout: RolloutConfig,
+    support_k: int | None = None,
 ) -> tuple[dict, list[QueryCounts], list[dict[str, Any]]]:
-    """The model's eval.json entry, its per-query counts and its sample records (labelled `label`)."""
+    """The model's eval.json entry, its per-query counts and its sample records (labelled `label`).
+    With `support_k`, the entry's "support" also says per query where the first right answer and
+    the first right chain fell within `support_k` paired draws (`continue_support`; the samples
+    past n are counted, not recorded)."""
     model, tokenizer = load_policy(resolve_model_path(name))
     started = time.perf_counter()
     tools = ToolUse.of(rollout)  # rollout.tools: each model's samples are tool rollouts
@@ -168,6 +230,14 @@ def _evaluate_model(
             records=records,
             draw_seed=seed,  # both models: the same draws for each query and sample
         )
+        if support_k:
+            by_query: dict[str, list[dict[str, Any]]] = {}
+            for record in records:
+                by_query.setdefault(record["query_id"], []).append(record)
+            hits = [first_hits(by_query.get(q.id, [])) for q in queries]
+            drawn = continue_support(model, tokenizer, queries, RewardFunction({"correctness": 1.0}), checker, hits,
+                                     start=n, until=support_k, temperature=temperature, max_new_tokens=max_new_tokens,
+                                     prompt_format=prompt_format, tools=tools, draw_seed=seed)  # fmt: skip
     finally:
         if tools is not None:
             tools.close()
@@ -181,6 +251,9 @@ def _evaluate_model(
         "per_query": [[c.n, c.correct, c.cot_correct] for c in counts],
         "query_ids": [c.query_id for c in counts],
     }
+    if support_k:
+        entry["support"] = {"k": support_k, "first_correct": [h[0] for h in hits], "first_cot": [h[1] for h in hits],
+                            "drawn": drawn}  # fmt: skip
     return entry, counts, [{"model": label, **record} for record in records]
 
 
@@ -199,19 +272,27 @@ def evaluate_passk(
     max_new_tokens: int = RolloutConfig.max_new_tokens,
     prompt_format: PromptFormat = PromptFormat(),
     rollout: RolloutConfig | None = None,
+    support_k: int | None = None,
+    base_report: Path | None = None,
 ) -> dict:
     """Evaluate `model` (and `base`) on `num_queries` held-out queries of the registered task
     `task.name`, set up as `task` (the trainer's held-out split for those settings, with
     task.num_eval = num_queries), prompts laid out by `prompt_format`. CoT-pass@k needs the task's
     reasoning checker; without one it is reported unavailable (null), never 0. Writes out/eval.json,
     out/samples.jsonl (every sample), out/samples_lm_eval.jsonl (the lm-eval-harness export) and
-    out/passk.png, and returns the report (the eval.json object)."""
+    out/passk.png, and returns the report (the eval.json object).
+
+    `support_k`: also where each model first succeeds within that many paired draws per query, and,
+    with a base, each query's support class at that k ("support": preserved, expanded, shrunk,
+    never). `base_report`: the eval.json of the base evaluated alone with these same settings and
+    seed, whose entry is the base's here instead of sampling it again (its samples stay in its folder)."""
     registered = get_task(task.name)
     queries = load_heldout(dataclasses.replace(task, num_eval=num_queries))[:num_queries]
     rollout = rollout or RolloutConfig()
-    named = {"model": model, **({"base": base} if base else {})}
+    named = {"model": model, **({"base": base} if base and base_report is None else {})}
     sampling = {"n": n, "ks": ks, "temperature": temperature, "seed": seed, "progress": progress,
-                "max_new_tokens": max_new_tokens, "prompt_format": prompt_format, "rollout": rollout}  # fmt: skip
+                "max_new_tokens": max_new_tokens, "prompt_format": prompt_format, "rollout": rollout,
+                "support_k": support_k}  # fmt: skip
     evaluated = {
         label: _evaluate_model(path, queries, registered.reasoning_checker, label=label, **sampling)
         for label, path in named.items()
@@ -229,15 +310,53 @@ def evaluate_passk(
         "prompt_format": {"style": prompt_format.style, "system_prompt": prompt_format.system_prompt},
         "spec": {**{name: getattr(task, name) for name in registered.heldout_fields}, "data_seed": task.data_seed},
         "models": models,
-        "crossing": _crossings(ks, models),
+        "support_k": support_k,
         "bootstrap": Bootstrap(seed=seed).to_dict(),
         "samples": SAMPLES,
     }
+    if base and base_report is not None:
+        entry = _reused_base(base_report, report, base, [q.id for q in queries])
+        models["base"] = entry
+        evaluated["base"] = (entry, _counts_of(entry), [])
+        report["base_report"] = str(base_report)
+    report["crossing"] = _crossings(ks, models)
+    if base and support_k:
+        report["support"] = {
+            curve: support_counts(models["base"]["support"][key], models["model"]["support"][key], support_k)
+            for curve, key in (("pass@k", "first_correct"), ("cot_pass@k", "first_cot"))
+        }
     if base:
         report["difference"] = paired_difference(evaluated["model"][1], evaluated["base"][1], ks, Bootstrap(seed=seed))
     records = [record for _, _, part in evaluated.values() for record in part]
     _write(out, report, records, queries)
     return report
+
+
+REUSED = ("task", "n", "k", "num_queries", "temperature", "seed", "max_new_tokens", "tools", "prompt_format", "spec",
+          "support_k")  # fmt: skip
+"""What a base evaluated alone must share with an evaluation that reuses it (`base_report`)."""
+
+
+def _reused_base(path: Path, report: dict, base: str, query_ids: list[str]) -> dict:
+    """The base's entry from its own evaluation at `path`, refused unless that evaluation is this
+    one's for the base: same model, settings, held-out queries and sampling seed."""
+    try:
+        alone = json.loads(Path(path).read_text())
+        entry = alone["models"]["model"]
+    except (OSError, ValueError, KeyError) as err:
+        raise UserError(f"base report {path}: not an eval.json of a model evaluated alone ({err})") from None
+    differ = [key for key in REUSED if alone.get(key) != report[key]]
+    if entry.get("path") != base:
+        differ.insert(0, f"model ({entry.get('path')} is not {base})")
+    if entry.get("query_ids") != query_ids:
+        differ.append("query_ids")
+    if differ:
+        raise UserError(f"base report {path} was made with other settings: {', '.join(differ)}")
+    return entry
+
+
+def _counts_of(entry: dict) -> list[QueryCounts]:
+    return [QueryCounts(n, c, cot, qid) for (n, c, cot), qid in zip(entry["per_query"], entry["query_ids"])]
 
 
 def _write(out: Path, report: dict, records: list[dict[str, Any]], queries: list[Query]) -> None:
@@ -305,6 +424,9 @@ def format_eval_table(report: dict) -> str:
         rows.append(row)
     if "base" in models:
         rows.extend(_crossing_lines(report))
+    for curve, classes in (report.get("support") or {}).items():
+        rows.append(f"support at k={report['support_k']} ({'CoT-' if curve.startswith('cot') else ''}pass@k), queries: "
+                    + ", ".join(f"{name} {count}" for name, count in classes.items()))  # fmt: skip
     unscorable = {label: m["unscorable"] for label, m in models.items() if m["unscorable"]}
     if unscorable:
         rows.append(f"unscorable samples (kept out of n): {unscorable}")

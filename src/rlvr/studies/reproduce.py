@@ -25,6 +25,7 @@ from typing import Any
 
 from rlvr.config import load_config
 from rlvr.errors import UserError
+from rlvr.rundir import read_summary, write_config
 from rlvr.studies.atlas import AtlasRun, Setting, checkout_commit, preset_path, provenance, run_all, run_card
 from rlvr.studies.runner import EVAL_REPORT, PasskSpec, run_many
 from rlvr.studies.study_card import draw_card, passk_curves, passk_of
@@ -37,6 +38,7 @@ from rlvr.studies.study_reports import (
     self_check_report,
     sharpening_report,
 )
+from rlvr.studies.supervised import SOURCES
 
 PASSK = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 """The k of a pass@k study (Yue et al. 2025 go to k = 256); n = 256 samples per held-out query."""
@@ -76,6 +78,14 @@ class Study:
     """Per-step metrics each seed's record keeps in the study's data (study_data.py)."""
     report: Callable[[dict[str, list[dict]]], list[str]] = field(default=lambda arms: [], repr=False)
     """Lines that set the measurements beside the claims, from {arm: [run results]}."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """The seeds its README claim rests on (`--seeds` changes them)."""
+    eval_queries: int = 100
+    """Held-out queries of each pass@k evaluation (`--eval-queries` changes it)."""
+    support_k: int | None = None
+    """Each query's support at this k, base against trained (`rlvr eval --support-k`). Every arm then
+    starts from one base on one held-out task: the base is evaluated once per seed, beside the
+    training, and each arm's evaluation reuses it."""
 
 
 NOISY = ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")
@@ -145,22 +155,36 @@ STUDIES: dict[str, Study] = {
         ),
         Study(
             "expansion",
-            "Compression or new capability? RL on chains the base rarely completes, pass@k up to k = 256",
+            "New capability? An answer-only reward on chains the base rarely completes, against supervised "
+            "controls, support to k = 4096",
             (
-                Claim("Wen et al. 2025 (arXiv 2506.14245)", "RLVR raises CoT-pass@k at all k, up to large k"),
-                Claim("Liu et al. 2025, ProRL (prolonged RL)",
+                Claim("Wen et al. 2025 (arXiv 2506.14245)",
+                      "with an answer-only reward, RLVR raises CoT-pass@k (reasoning judged by a checker the policy "
+                      "never trained on) at all k"),
+                Claim("Liu et al. 2025, ProRL (arXiv 2505.24864)",
                       "on tasks where the base is weak, long RL raises pass@k at all k: the boundary moves"),
+                Claim("Wu et al. 2025, The Invisible Leash (arXiv 2507.14843)",
+                      "per problem, RLVR mostly preserves the base's support and shrinks it more often than it "
+                      "expands it (AIME24 pass@8192: base 93.3%, ProRL-1.5B 83.3%)"),
                 Claim("Yue et al. 2025 (arXiv 2504.13837)",
                       "the base overtakes the RL model at large k: RL only reweights what the base can sample"),
             ),
-            (Setting("expansion", "step-checked reward", "configs/expansion.yaml"),),
+            (
+                Setting("expansion", "answer-only", "configs/expansion.yaml"),
+                Setting("expansion", "sft", "configs/expansion.yaml", supervised="gold"),
+                Setting("expansion", "rft", "configs/expansion.yaml", supervised="rft"),
+            ),
             steps=500,
-            minutes=17,
-            passk_arms=("step-checked reward",),
-            falsifier="expansion is refuted here if the trained model is not above the base at every k on every "
-                      "seed, or gains under 30 points at k = 256 over a base at most 10% there; Yue et al.'s "
-                      "reading if it is. This arm trains on the step checker it is scored by (CoT-pass@k), so "
-                      "it tests what that reward can teach, not Wen et al.'s answer-only claim",
+            minutes=45,
+            passk_arms=("answer-only", "sft", "rft"),
+            seeds=(0, 1, 2, 3, 4),
+            eval_queries=50,
+            support_k=4096,
+            falsifier="Wen et al. and ProRL are refuted here if the answer-only arm's CoT-pass@k falls below the "
+                      "base's at some k up to 256 on most seeds, or if at k = 4096 fewer queries are expanded "
+                      "(solved by the trained model alone) than shrunk (by the base alone), summed over seeds: "
+                      "the Invisible Leash's reading; that RL adds to fine-tuning, if SFT on the gold chains "
+                      "or RFT on the base's own right samples reaches the RL arm's CoT-pass@1 and CoT-pass@256",
             report=expansion_report,
         ),
         Study(
@@ -219,8 +243,9 @@ def study_list() -> list[str]:
     lines = []
     for study in STUDIES.values():
         arms = ", ".join(arm.value for arm in study.arms)
+        seeds = ",".join(map(str, study.seeds))
         lines.append(f"{study.name:<12} {study.title}\n{'':<12} arms: {arms}; {study.steps} steps; about "
-                     f"{study.minutes} min on 2 cores with seeds 0,1,2\n{'':<12} falsifiable: {study.falsifier}")  # fmt: skip
+                     f"{study.minutes} min on 2 cores with seeds {seeds}\n{'':<12} falsifiable: {study.falsifier}")  # fmt: skip
     return lines
 
 
@@ -240,26 +265,52 @@ def runs_of(study: Study, seeds: list[int], steps: int | None = None) -> list[At
 
 
 def passk_spec(
-    out: Path, run: AtlasRun, queries: int, ks: tuple[int, ...] = PASSK, base_temperature: float | None = None
+    out: Path,
+    run: AtlasRun,
+    queries: int,
+    ks: tuple[int, ...] = PASSK,
+    base_temperature: float | None = None,
+    support_k: int | None = None,
 ) -> PasskSpec:
     """The pass@k evaluation of one trained run against the base it started from, on the run's own
     held-out task, at `ks` with n = the largest, into `<run>/eval/` (one torch thread, its log beside
     the run). Both models draw with the run's own seed: each seed's base is its own draw. With
-    `base_temperature`, the base alone sampled at that temperature, into `<run>/eval-T<t>/`."""
+    `base_temperature`, the base alone sampled at that temperature, into `<run>/eval-T<t>/`. With
+    `support_k`, support to that k, the base's evaluation being the one `base_spec` makes."""
     run_dir = out / "runs" / run.dir_name
     where = "eval" if base_temperature is None else f"eval-T{base_temperature:g}"
     spec = PasskSpec(run_dir=str(run_dir), out=str(run_dir / where), n=ks[-1], ks=ks, num_queries=queries,
                      seed=run.seed, threads=1)  # fmt: skip
+    if support_k is not None:
+        base = base_spec(out, run, queries, ks, support_k)
+        return replace(spec, support_k=support_k, base_report=str(Path(base.out) / EVAL_REPORT))
     if base_temperature is None:
         return spec
     log = run_dir.with_name(f"{run_dir.name}.{where}.log")
     return replace(spec, temperature=base_temperature, base_only=True, log=str(log))
 
 
-def _check(name: str, seeds: tuple[int, ...], steps: int | None) -> Study:
+def base_spec(out: Path, run: AtlasRun, queries: int, ks: tuple[int, ...], support_k: int) -> PasskSpec:
+    """The base alone, evaluated once for the seed of `run` and shared by every arm (Study.support_k):
+    `<out>/base/seed<N>/` holds the held-out configuration (the arm's, written by `write_base_config`)
+    and its evaluation, eval/."""
+    where = out / "base" / f"seed{run.seed}"
+    return PasskSpec(run_dir=str(where), out=str(where / "eval"), n=ks[-1], ks=ks, num_queries=queries,
+                     seed=run.seed, threads=1, base_only=True, support_k=support_k, log=str(where) + ".eval.log")  # fmt: skip
+
+
+def write_base_config(spec: PasskSpec, run: AtlasRun) -> None:
+    """The config.yaml the base's evaluation reads its base and held-out task from: the arm's."""
+    cfg = load_config(preset_path(run.setting.config), run.overrides)
+    Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
+    write_config(spec.run_dir, cfg.to_dict())
+
+
+def _check(name: str, seeds: tuple[int, ...] | None, steps: int | None) -> Study:
     """The study asked for, every arm a valid configuration, before any run starts."""
     if name not in STUDIES:
         raise ReproduceError(f"unknown study {name!r}; known: {', '.join(STUDIES)} (rlvr reproduce --list)")
+    seeds = STUDIES[name].seeds if seeds is None else seeds
     if len(seeds) < 1:
         raise ReproduceError("--seeds: give at least one seed")
     if steps is not None and steps < 2:
@@ -272,10 +323,19 @@ def _check(name: str, seeds: tuple[int, ...], steps: int | None) -> Study:
 def _train_and_evaluate(
     study: Study, out: Path, runs: list[AtlasRun], jobs: int | None, progress: bool, queries: int
 ) -> None:
-    """Every run trained (or kept), then the pass@k arms evaluated (or kept), each side by side."""
-    run_all(out, runs, jobs=jobs, progress=progress, desc=study.name)
+    """Every run trained (or kept), then the pass@k arms evaluated (or kept), each side by side.
+    With support_k, each seed's base is evaluated beside the training (it needs no trained model)."""
+    bases = []
+    if study.support_k is not None:
+        for run in runs:
+            if run.setting == study.arms[0]:
+                bases.append(base_spec(out, run, queries, study.passk_ks, study.support_k))
+                write_base_config(bases[-1], run)
+    run_all(out, runs, jobs=jobs, progress=progress, desc=study.name, also=bases)
     evaluations = [
-        passk_spec(out, run, queries, study.passk_ks) for run in runs if run.setting.value in study.passk_arms
+        passk_spec(out, run, queries, study.passk_ks, support_k=study.support_k)
+        for run in runs
+        if run.setting.value in study.passk_arms
     ]
     first = [run for run in runs if run.setting == study.arms[0]]  # one base baseline per seed
     evaluations += [passk_spec(out, run, queries, study.passk_ks, t) for t in study.base_temperatures for run in first]
@@ -294,6 +354,7 @@ def _arms(out: Path, runs: list[AtlasRun]) -> dict[str, list[dict]]:
             path.parent.name.removeprefix("eval-T"): json.loads(path.read_text())
             for path in sorted(run_dir.glob(f"eval-T*/{EVAL_REPORT}"))
         }
+        supervised = (read_summary(run_dir) or {}).get("supervised")
         arms.setdefault(run.setting.value, []).append(
             {
                 "dir": f"runs/{run.dir_name}",
@@ -301,6 +362,7 @@ def _arms(out: Path, runs: list[AtlasRun]) -> dict[str, list[dict]]:
                 "card": run_card(run_dir),
                 "eval": json.loads(evaluation.read_text()) if evaluation.is_file() else None,
                 **({"temperatures": temperatures} if temperatures else {}),
+                **({"supervised": supervised} if supervised else {}),
             }
         )
     return arms
@@ -310,16 +372,26 @@ def reproduce(
     name: str,
     out: str | Path,
     *,
-    seeds: tuple[int, ...] = (0, 1, 2),
+    seeds: tuple[int, ...] | None = None,
     steps: int | None = None,
     jobs: int | None = None,
     progress: bool = True,
     command: str | None = None,
-    eval_queries: int = 100,
+    eval_queries: int | None = None,
+    support_k: int | None = None,
 ) -> dict[str, Any]:
-    """Run a study (keeping what is already made) and write its card; return the card. `steps`
-    shortens (or lengthens) every run; `eval_queries` is the pass@k evaluation's held-out size."""
+    """Run a study (keeping what is already made) and write its card; return the card. `seeds`,
+    `steps`, `eval_queries` (the pass@k evaluation's held-out size) and `support_k` replace the
+    study's own."""
     study, out = _check(name, seeds, steps), Path(out)
+    if support_k is not None:
+        if study.support_k is None:
+            raise ReproduceError(f"--support-k: study {name!r} does not measure support (expansion does)")
+        if support_k < study.passk_ks[-1]:
+            raise ReproduceError(f"--support-k {support_k} is below the study's n = {study.passk_ks[-1]}")
+        study = replace(study, support_k=support_k)
+    seeds = study.seeds if seeds is None else seeds
+    eval_queries = study.eval_queries if eval_queries is None else eval_queries
     runs = runs_of(study, list(seeds), steps)
     commit, started = checkout_commit(), time.perf_counter()
     _train_and_evaluate(study, out, runs, jobs, progress, eval_queries)
@@ -356,7 +428,7 @@ def _arm_data(study: Study, runs: list[AtlasRun], arms: dict[str, list[dict]]) -
         data[setting.value] = {
             "config": setting.config,
             "overrides": list(setting.overrides),
-            "reward": reward_of(cfg),
+            "reward": SOURCES[setting.supervised] if setting.supervised else reward_of(cfg),
             "seeds": [run_data(run, study.curve_keys) for run in arms[setting.value]],
         }
     return data

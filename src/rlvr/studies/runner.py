@@ -9,7 +9,8 @@ A child runs `python -m rlvr.studies.runner SPEC`, SPEC being the job's JSON (`t
 entry point that reads a typed spec, never the CLI's parser. A finished run (summary.json) is kept
 and an interrupted one resumes from its checkpoint, so a study stopped half-way continues where it
 stopped when it is started again. The same children evaluate a finished run's pass@k (`PasskSpec`,
-what `rlvr eval` computes) for the studies that measure it.
+what `rlvr eval` computes) for the studies that measure it, and run a study's supervised controls
+(`SupervisedSpec`, studies/supervised.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from rlvr.rollout.heldout import HeldoutResult
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rundir import final_dir, find_checkpoint, is_finished, is_run_dir, read_config
 from rlvr.studies.passk_eval import evaluate_passk
+from rlvr.studies.supervised import SupervisedSpec, run_supervised
 from rlvr.verifiers.registry import close_verifiers
 
 EVAL_REPORT = "eval.json"
@@ -101,6 +103,10 @@ class PasskSpec:
     progress: bool = False
     log: str | None = None
     """Where a child's output goes (None: `<run_dir>.eval.log` beside the run directory)."""
+    support_k: int | None = None
+    """Also each query's support at this k against the base (`rlvr eval --support-k`)."""
+    base_report: str | None = None
+    """The eval.json of the base evaluated alone with the same settings and seed, reused as the base."""
 
     def finished(self) -> bool:
         return (Path(self.out) / EVAL_REPORT).is_file()
@@ -109,7 +115,7 @@ class PasskSpec:
         return Path(self.log) if self.log else Path(self.run_dir).with_name(f"{Path(self.run_dir).name}.eval.log")
 
 
-Job = RunSpec | PasskSpec
+Job = RunSpec | PasskSpec | SupervisedSpec
 
 
 def run(spec: RunSpec) -> dict[str, Any]:
@@ -147,6 +153,8 @@ def evaluate(spec: PasskSpec) -> dict[str, Any]:
         max_new_tokens=cfg.rollout.max_new_tokens,
         prompt_format=PromptFormat.of(cfg.task),
         rollout=cfg.rollout,
+        support_k=spec.support_k,
+        base_report=None if spec.base_report is None else Path(spec.base_report),
     )
 
 
@@ -163,6 +171,7 @@ def held_out_config(run_dir: str | Path) -> RunConfig:
 JOBS: dict[str, tuple[type, Callable[[Any], dict[str, Any]]]] = {
     RunSpec.kind: (RunSpec, run),
     PasskSpec.kind: (PasskSpec, evaluate),
+    SupervisedSpec.kind: (SupervisedSpec, run_supervised),
 }
 """Each kind of job a child runs: its spec type and the function that runs it."""
 

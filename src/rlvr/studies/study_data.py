@@ -18,6 +18,7 @@ from typing import Any
 
 from rlvr.config import RunConfig
 from rlvr.errors import UserError
+from rlvr.eval.curves import SUPPORT_CLASSES, support_counts
 from rlvr.eval.stats import mean_sd
 from rlvr.studies.study_reports import EDGE_STEPS
 
@@ -80,6 +81,18 @@ def run_data(run: dict, curve_keys: tuple[str, ...] = ()) -> dict[str, Any]:
             "base": [row[:2] for row in models["base"]["per_query"]],
             "trained": [row[:2] for row in models["model"]["per_query"]],
         }
+        if models["model"]["cot_pass@k"] is not None:  # right answers whose every step is right, too
+            data["per_query"] |= {"base_cot": [row[2] for row in models["base"]["per_query"]],
+                                  "trained_cot": [row[2] for row in models["model"]["per_query"]]}  # fmt: skip
+        if report.get("support"):
+            data["support"] = {
+                "k": report["support_k"],
+                "classes": report["support"],
+                **{f"{m}_{key}": models[label]["support"][key] for m, label in (("base", "base"), ("trained", "model"))
+                   for key in ("first_correct", "first_cot")},
+            }  # fmt: skip
+    if run.get("supervised"):
+        data["supervised"] = run["supervised"]
     for temperature, baseline in (run.get("temperatures") or {}).items():  # the base alone at T < 1
         alone = baseline["models"]["model"]
         data.setdefault("base_at_temperature", {})[temperature] = {
@@ -151,21 +164,50 @@ def _curve_cells(curves: list[list[float]]) -> str:
     return " | ".join(_pm([curve[i] for curve in curves]) for i in range(len(curves[0])))
 
 
-def passk_table(data: dict[str, Any]) -> str:
-    """pass@k of the base (each seed's own draw, at T = 1 and at each lower temperature) and of each
-    arm's trained model, mean ± sd over seeds, in %."""
+def passk_table(data: dict[str, Any], key: str = "pass@k", above: bool = False) -> str:
+    """pass@k (or, with key "cot_pass@k", CoT-pass@k) of the base (each seed's own draw, at T = 1
+    and at each lower temperature) and of each arm's trained model, mean ± sd over seeds, in %;
+    with `above`, a row per arm: on how many seeds the trained curve is above that seed's base at each k."""
     arms = {arm: entry for arm, entry in data["arms"].items() if all("passk" in s for s in entry["seeds"])}
     first = next(iter(arms.values()))["seeds"]
     ks = first[0]["passk"]["k"]
-    rows = [f"| base, T = 1 | {_curve_cells([s['passk']['base_pass@k'] for s in first])} |"]
+    rows = [f"| base, T = 1 | {_curve_cells([s['passk'][f'base_{key}'] for s in first])} |"]
     for t in sorted(first[0].get("base_at_temperature", {}), key=float, reverse=True):
-        rows.append(f"| base, T = {t} | {_curve_cells([s['base_at_temperature'][t]['pass@k'] for s in first])} |")
+        rows.append(f"| base, T = {t} | {_curve_cells([s['base_at_temperature'][t][key] for s in first])} |")
     for arm, entry in arms.items():
         rows.append(
-            f"| {arm}, trained (T = 1) | {_curve_cells([s['passk']['model_pass@k'] for s in entry['seeds']])} |"
+            f"| {arm}, trained (T = 1) | {_curve_cells([s['passk'][f'model_{key}'] for s in entry['seeds']])} |"
         )
-    head = f"| pass@k, % | {' | '.join(f'k = {k}' for k in ks)} |\n|---|{'---|' * len(ks)}"
+    for arm, entry in arms.items() if above else ():
+        counts = [sum(s["passk"][f"model_{key}"][i] > s["passk"][f"base_{key}"][i] for s in entry["seeds"])
+                  for i in range(len(ks))]  # fmt: skip
+        seeds = len(entry["seeds"])
+        rows.append(f"| {arm}: seeds above their base | {' | '.join(f'{c} of {seeds}' for c in counts)} |")
+    name = "CoT-pass@k" if key == "cot_pass@k" else "pass@k"
+    head = f"| {name}, % | {' | '.join(f'k = {k}' for k in ks)} |\n|---|{'---|' * len(ks)}"
     return "\n".join([head, *rows])
+
+
+def support_table(data: dict[str, Any]) -> str:
+    """Per arm and curve, each query's support class at the study's support k (base against
+    trained, recomputed from each seed's first-success indices), summed over seeds, and on how many
+    seeds more queries were expanded than shrunk."""
+    rows, k = [], None
+    for arm, entry in data["arms"].items():
+        seeds = [s for s in entry["seeds"] if "support" in s]
+        for field, name in (("first_cot", "CoT-pass@k"), ("first_correct", "pass@k")) if seeds else ():
+            k = seeds[0]["support"]["k"]
+            per_seed = [
+                support_counts(s["support"][f"base_{field}"], s["support"][f"trained_{field}"], k) for s in seeds
+            ]
+            total = {c: sum(p[c] for p in per_seed) for c in SUPPORT_CLASSES}
+            wider = sum(p["expanded"] > p["shrunk"] for p in per_seed)
+            queries = len(seeds[0]["support"][f"base_{field}"])
+            rows.append(f"| {arm} | {name} | {' | '.join(str(total[c]) for c in SUPPORT_CLASSES)} | "
+                        f"{queries} x {len(seeds)} | {wider} of {len(seeds)} |")  # fmt: skip
+    head = (f"| arm | solved means | {' | '.join(SUPPORT_CLASSES)} | queries x seeds | seeds with more "
+            f"expanded than shrunk |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
+    return f"Support at k = {k}:\n\n" + "\n".join([head, *rows])
 
 
 WINDOW = EDGE_STEPS
@@ -213,8 +255,11 @@ def study_table(data: dict[str, Any]) -> str:
     checks did."""
     tables = [_arm_table(data)]
     ks = next((s["passk"]["k"] for e in data["arms"].values() for s in e["seeds"] if "passk" in s), [])
+    support = any("support" in s for e in data["arms"].values() for s in e["seeds"])
     if ks and ks[-1] > 16:
         tables.append(passk_table(data))
+    if support:  # the expansion study: CoT-pass@k is its claim, support its per-query reading
+        tables += [passk_table(data, "cot_pass@k", above=True), support_table(data)]
     kept = {key for e in data["arms"].values() for s in e["seeds"] for key in s.get("curves", {})}
     if SELF_CHECK[0] in kept:
         tables.append(selfcheck_table(data))

@@ -208,20 +208,79 @@ def _at_most(value: float, bound: float) -> bool:
 
 
 def expansion_report(arms: dict[str, list[dict]]) -> list[str]:
+    """Each arm's held-out accuracy, pass@k curves and how many seeds sit above the base at each k;
+    the expansion regime's criteria; per-query support at the largest k drawn; the first arm (RL)
+    against each other one (the supervised controls), seed by seed."""
     lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
     for arm, runs in arms.items():
         lines += _passk_lines(arm, runs)
         reports = [r["eval"] for r in runs if r.get("eval")]
         for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")) if reports else ():
             v = expansion_verdict(reports, key)
+            above = seeds_above(reports, key)
+            lines.append(
+                f"{arm}, {name}: seeds above the base at "
+                + ", ".join(f"k={k} {count}" for k, count in zip(reports[0]["k"], above, strict=True))
+                + f" (of {len(reports)})"
+            )
             lines.append(
                 f"reading ({arm}, {name}): the base's {name.replace('k', str(v['k']))} is {100 * v['base_top']:.1f}% "
                 f"({'at most' if _at_most(v['base_top'], EXPANSION_BASE_MAX) else 'above'} {100 * EXPANSION_BASE_MAX:.0f}%); "
                 f"trained above the base at every k on {v['seeds_above_everywhere']} of {v['seeds']} seeds; "
                 f"gain at k={v['k']} {_fmt(v['gain_top'], unit=' points', signed=True)} -> "
-                + ("expansion: RL solved problems the base did not solve in 256 tries"
+                + (f"expansion: RL solved problems the base did not solve in {v['k']} tries"
                    if v["expansion"] else "not the expansion regime's criteria (see the numbers above)")
             )  # fmt: skip
+        lines += support_lines(arm, reports)
+    return lines + control_lines(arms)
+
+
+def seeds_above(reports: list[dict], key: str) -> list[int]:
+    """At each k, how many seeds' trained curve is above their base's."""
+    return [
+        sum(r["models"]["model"][key][i] > r["models"]["base"][key][i] for r in reports)
+        for i in range(len(reports[0]["k"]))
+    ]
+
+
+def support_lines(arm: str, reports: list[dict]) -> list[str]:
+    """Per-query support at the study's largest k (`rlvr eval --support-k`), summed over seeds, and
+    how many seeds expanded more queries than they shrank."""
+    reports = [r for r in reports if r.get("support")]
+    lines = []
+    for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")) if reports else ():
+        total = {c: sum(r["support"][key][c] for r in reports) for c in reports[0]["support"][key]}
+        wider = sum(r["support"][key]["expanded"] > r["support"][key]["shrunk"] for r in reports)
+        lines.append(
+            f"{arm}, support by {name} at k={reports[0]['support_k']} ({reports[0]['num_queries']} queries x "
+            f"{len(reports)} seeds): "
+            + ", ".join(f"{c} {n}" for c, n in total.items())
+            + f"; more expanded than shrunk on {wider} of {len(reports)} seeds"
+        )
+    return lines
+
+
+def control_lines(arms: dict[str, list[dict]]) -> list[str]:
+    """The first arm against each other arm, the same seeds paired: CoT-pass@k at k = 1 and at the
+    largest k, the difference (points, mean ± sd) and on how many seeds the first arm is above."""
+    (first, mine), *others = arms.items()
+    lines = []
+    for arm, theirs in others:
+        pairs = [
+            (a["eval"], b["eval"])
+            for a in mine
+            for b in theirs
+            if a["seed"] == b["seed"] and a.get("eval") and b.get("eval")
+        ]
+        if not pairs:
+            continue
+        parts = []
+        for i in (0, -1):
+            diff = [a["models"]["model"]["cot_pass@k"][i] - b["models"]["model"]["cot_pass@k"][i] for a, b in pairs]
+            k = pairs[0][0]["k"][i]
+            parts.append(f"CoT-pass@{k} {_fmt(mean_sd(diff), unit=' points', signed=True)} "
+                         f"({sum(d > 0 for d in diff)} of {len(diff)} seeds above)")  # fmt: skip
+        lines.append(f"{first} against {arm}: " + "; ".join(parts))
     return lines
 
 

@@ -16,6 +16,7 @@ registry, and never imports it.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,9 @@ class Task:
     answer_kind: Callable[[str], str] | None = None
     """completion -> which of `answer_kinds` its answer is (warm-up reports)."""
     answer_kinds: tuple[str, ...] = ()
+    reference_solution: Callable[[Query], str] | None = None
+    """query -> a right worked completion in the task's format (the supervised controls of a study,
+    studies/supervised.py); None: the task has none."""
 
 
 class UnknownTaskError(UserError):
@@ -168,6 +172,12 @@ def _arith_step_metrics(texts: Sequence[str], scored: Sequence[Any]) -> dict[str
     from rlvr.tasks.arith import self_check_metrics
 
     return self_check_metrics(texts, scored)
+
+
+def _arith_solution(query: Query) -> str:
+    from rlvr.tasks.arith import worked_solution
+
+    return worked_solution(query, rng=random.Random(0))  # error_rate 0: every step right, whatever rng draws
 
 
 def _jsonl(section: Any) -> Split:
@@ -290,6 +300,7 @@ register(
         row_type="math",
         reasoning_checker=check_arith_reasoning,
         step_metrics=_arith_step_metrics,
+        reference_solution=_arith_solution,
     )
 )
 register(Task("jsonl", _jsonl, heldout="the rows of task.eval_path", heldout_fields=("train_path", "eval_path"),
