@@ -9,7 +9,8 @@ from pathlib import Path
 
 from rlvr.config import TaskConfig
 from rlvr.studies import passk_eval
-from rlvr.studies.passk_eval import evaluate_passk, format_eval_table
+from rlvr.studies.eval_table import format_eval_table
+from rlvr.studies.passk_eval import evaluate_passk
 from rlvr.types import ErrorClass, Verdict, VerifierResult
 from rlvr.verifiers.registry import get_verifier
 

@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     cfg, model, base = _setup(args)
     from rlvr.bases import check_model  # torch and the models load once the flags are known to be good
     from rlvr.rollout.prompts import PromptFormat
-    from rlvr.studies.passk_eval import evaluate_passk, format_eval_table
+    from rlvr.studies.eval_table import format_eval_table
+    from rlvr.studies.passk_eval import evaluate_passk
 
     check_model(model, "--model")
     if base:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +188,19 @@ def continue_support(
     return drawn
 
 
+def _support(model, tokenizer, queries: list[Query], checker, records: list[dict[str, Any]], *, start: int,
+             until: int, **sampling: Any) -> dict[str, Any]:  # fmt: skip
+    """A model's "support" entry: the first successes among its first `start` samples (`records`),
+    drawn on to `until` (`continue_support`)."""
+    by_query: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_query.setdefault(record["query_id"], []).append(record)
+    hits = [first_hits(by_query.get(q.id, [])) for q in queries]
+    reward_fn = RewardFunction({"correctness": 1.0})
+    drawn = continue_support(model, tokenizer, queries, reward_fn, checker, hits, start=start, until=until, **sampling)
+    return {"k": until, "first_correct": [h[0] for h in hits], "first_cot": [h[1] for h in hits], "drawn": drawn}
+
+
 def _evaluate_model(
     name: str,
     queries: list[Query],
@@ -214,30 +226,13 @@ def _evaluate_model(
     tools = ToolUse.of(rollout)  # rollout.tools: each model's samples are tool rollouts
     records: list[dict[str, Any]] = []
     try:
-        counts, unscorable = count_samples(
-            model,
-            tokenizer,
-            queries,
-            RewardFunction({"correctness": 1.0}),
-            checker,
-            n=n,
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            progress=progress,
-            label=label,
-            prompt_format=prompt_format,
-            tools=tools,
-            records=records,
-            draw_seed=seed,  # both models: the same draws for each query and sample
-        )
+        # draw_seed: both models draw the same uniforms for each query and sample
+        drawing = {"temperature": temperature, "max_new_tokens": max_new_tokens, "prompt_format": prompt_format,
+                   "tools": tools, "draw_seed": seed}  # fmt: skip
+        counts, unscorable = count_samples(model, tokenizer, queries, RewardFunction({"correctness": 1.0}), checker,
+                                           n=n, progress=progress, label=label, records=records, **drawing)  # fmt: skip
         if support_k:
-            by_query: dict[str, list[dict[str, Any]]] = {}
-            for record in records:
-                by_query.setdefault(record["query_id"], []).append(record)
-            hits = [first_hits(by_query.get(q.id, [])) for q in queries]
-            drawn = continue_support(model, tokenizer, queries, RewardFunction({"correctness": 1.0}), checker, hits,
-                                     start=n, until=support_k, temperature=temperature, max_new_tokens=max_new_tokens,
-                                     prompt_format=prompt_format, tools=tools, draw_seed=seed)  # fmt: skip
+            support = _support(model, tokenizer, queries, checker, records, start=n, until=support_k, **drawing)
     finally:
         if tools is not None:
             tools.close()
@@ -252,8 +247,7 @@ def _evaluate_model(
         "query_ids": [c.query_id for c in counts],
     }
     if support_k:
-        entry["support"] = {"k": support_k, "first_correct": [h[0] for h in hits], "first_cot": [h[1] for h in hits],
-                            "drawn": drawn}  # fmt: skip
+        entry["support"] = support
     return entry, counts, [{"model": label, **record} for record in records]
 
 
@@ -299,37 +293,36 @@ def evaluate_passk(
     }
     models = {label: entry for label, (entry, _, _) in evaluated.items()}
     report = {
-        "task": task.name,
-        "n": n,
-        "k": ks,
-        "num_queries": len(queries),
-        "temperature": temperature,
-        "seed": seed,
-        "max_new_tokens": max_new_tokens,
-        "tools": rollout.tools,
+        "task": task.name, "n": n, "k": ks, "num_queries": len(queries), "temperature": temperature, "seed": seed,
+        "max_new_tokens": max_new_tokens, "tools": rollout.tools,
         "prompt_format": {"style": prompt_format.style, "system_prompt": prompt_format.system_prompt},
         "spec": {**{name: getattr(task, name) for name in registered.heldout_fields}, "data_seed": task.data_seed},
-        "models": models,
-        "support_k": support_k,
-        "bootstrap": Bootstrap(seed=seed).to_dict(),
-        "samples": SAMPLES,
-    }
-    if base and base_report is not None:
-        entry = _reused_base(base_report, report, base, [q.id for q in queries])
-        models["base"] = entry
-        evaluated["base"] = (entry, _counts_of(entry), [])
-        report["base_report"] = str(base_report)
-    report["crossing"] = _crossings(ks, models)
-    if base and support_k:
-        report["support"] = {
-            curve: support_counts(models["base"]["support"][key], models["model"]["support"][key], support_k)
-            for curve, key in (("pass@k", "first_correct"), ("cot_pass@k", "first_cot"))
-        }
+        "models": models, "support_k": support_k, "bootstrap": Bootstrap(seed=seed).to_dict(), "samples": SAMPLES,
+    }  # fmt: skip
     if base:
-        report["difference"] = paired_difference(evaluated["model"][1], evaluated["base"][1], ks, Bootstrap(seed=seed))
+        _against_base(report, evaluated, base, base_report, [q.id for q in queries])
+    report["crossing"] = _crossings(ks, models)
     records = [record for _, _, part in evaluated.values() for record in part]
     _write(out, report, records, queries)
     return report
+
+
+def _against_base(report: dict, evaluated: dict, base: str, base_report: Path | None, query_ids: list[str]) -> None:
+    """The report's base entry (evaluated here, or reused from `base_report`), the paired
+    difference and, with support_k, each query's support class."""
+    if base_report is not None:
+        entry = _reused_base(base_report, report, base, query_ids)
+        report["models"]["base"] = entry
+        evaluated["base"] = (entry, _counts_of(entry), [])
+        report["base_report"] = str(base_report)
+    models, k = report["models"], report["support_k"]
+    if k:
+        report["support"] = {
+            curve: support_counts(models["base"]["support"][key], models["model"]["support"][key], k)
+            for curve, key in (("pass@k", "first_correct"), ("cot_pass@k", "first_cot"))
+        }
+    bootstrap = Bootstrap(seed=report["seed"])
+    report["difference"] = paired_difference(evaluated["model"][1], evaluated["base"][1], report["k"], bootstrap)
 
 
 REUSED = ("task", "n", "k", "num_queries", "temperature", "seed", "max_new_tokens", "tools", "prompt_format", "spec",
@@ -403,93 +396,6 @@ def lm_eval_rows(report: dict, records: list[dict[str, Any]], queries: list[Quer
                 "verdicts": [s["verdict"] for s in samples],
                 **metrics,
             })  # fmt: skip
-    return rows
-
-
-def format_eval_table(report: dict) -> str:
-    """The printed table: one row per k, pass@k and CoT-pass@k in percent for each model with their
-    95% bootstrap intervals (and model − base in points, paired), then the crossings and the
-    queries left out of a k for having fewer than k scorable samples."""
-    models = report["models"]
-    difference = report.get("difference")
-    header = "   k" + "".join(f"  {label + ' pass@k':>20}  {label + ' CoT-pass@k':>20}" for label in models)
-    if difference:
-        header += f"  {'model-base pass@k':>22}  {'model-base CoT-pass@k':>22}"
-    rows = [header]
-    for i, k in enumerate(report["k"]):
-        cells = [_cell(m, curve, i, _pct) for m in models.values() for curve in CURVES]
-        row = f"{k:>4}" + "".join(f"  {cell:>20}" for cell in cells)
-        if difference:
-            row += "".join(f"  {_cell(difference, curve, i, _points):>22}" for curve in CURVES)
-        rows.append(row)
-    if "base" in models:
-        rows.extend(_crossing_lines(report))
-    for curve, classes in (report.get("support") or {}).items():
-        rows.append(f"support at k={report['support_k']} ({'CoT-' if curve.startswith('cot') else ''}pass@k), queries: "
-                    + ", ".join(f"{name} {count}" for name, count in classes.items()))  # fmt: skip
-    unscorable = {label: m["unscorable"] for label, m in models.items() if m["unscorable"]}
-    if unscorable:
-        rows.append(f"unscorable samples (kept out of n): {unscorable}")
-    rows.extend(_too_few_lines(report))
-    boot = report["bootstrap"]
-    rows.append(
-        f"[intervals]: {100 * boot['confidence']:.0f}% percentile bootstrap over queries, {boot['resamples']} "
-        f"resamples, seed {boot['seed']}{'; model-base paired (the same queries for both)' if difference else ''}"
-    )
-    return "\n".join(rows)
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}"
-
-
-def _points(value: float) -> str:
-    return f"{100 * value:+.1f}"
-
-
-def _cell(result: dict, curve: str, i: int, show: Callable[[float], str]) -> str:
-    """'52.3% [47.1, 57.6]' (or '+3.1 [-1.0, 7.2]' for a difference in points); 'n/a' where there is
-    no value (no reasoning checker, or no query with k scorable samples)."""
-    values = result.get(curve)
-    if values is None or values[i] is None:
-        return "n/a"
-    unit = "%" if show is _pct else ""
-    interval = (result.get(f"{curve}_ci") or [None] * len(values))[i]
-    if interval is None:
-        return f"{show(values[i])}{unit}"
-    return f"{show(values[i])}{unit} [{show(interval[0])}, {show(interval[1])}]"
-
-
-def _crossing_lines(report: dict) -> list[str]:
-    rows = []
-    for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")):
-        k = report["crossing"][key]
-        if report["models"]["base"][key] is None:
-            rows.append(f"{name}: unavailable for task '{report['task']}' (no reasoning checker)")
-        elif k is None:
-            rows.append(f"{name}: the curves do not cross (base never catches up from below at these k)")
-        else:
-            rows.append(f"{name}: base catches up with the trained model at k={k}")
-    return rows
-
-
-def _too_few_lines(report: dict, shown: int = 10) -> list[str]:
-    """One line per k at which some query has fewer than k scorable samples, naming them (the first
-    `shown` per model; eval.json lists all under too_few_scorable)."""
-    rows = []
-    for i, k in enumerate(report["k"]):
-        named = {label: m.get("too_few_scorable", [[]] * len(report["k"]))[i] for label, m in report["models"].items()}
-        if not any(named.values()):
-            continue
-        parts = [
-            f"{label} {len(ids)}: {', '.join(ids[:shown])}{f' (+{len(ids) - shown} more)' if len(ids) > shown else ''}"
-            for label, ids in named.items()
-            if ids
-        ]
-        rows.append(
-            f"k={k}: queries with fewer than {k} scorable samples, left out of that k's mean "
-            f"(of {report['num_queries']}): {'; '.join(parts)}"
-        )
     return rows
 
 
