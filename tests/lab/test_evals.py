@@ -30,8 +30,10 @@ from rlvr.lab.evals import (
     run_eval_lines,
     scorable_text,
     short_names,
+    temperature_curves,
 )
 from rlvr.lab.runs import read_run
+from rlvr.studies.study_data import shipped
 
 
 def test_find_and_reshape_a_real_eval(runs_root: Path, eval_json: Path) -> None:
@@ -81,14 +83,27 @@ def test_the_shipped_regimes_are_both_sides_of_the_debate() -> None:
                 seeds = [s["pass@k"][i] for s in arm["seeds"]]
                 assert abs(value - sum(seeds) / len(seeds)) < 1e-9
         rows = regime_rows(curves)
-        assert len(rows) == sum(4 * len(curves["k"]) for _ in curves["arms"])  # base/trained x pass/CoT
+        cooled = temperature_curves(curves)  # the base alone at T < 1, where the study sampled it
+        assert len(rows) == 4 * len(curves["k"]) * len(curves["arms"]) + 2 * sum(len(c["k"]) for c in cooled.values())
         text = regime_text(curves)
         assert all(claim["source"] in text for claim in curves["claims"]) and "k=256" in text
 
 
+def test_the_base_at_a_lower_temperature_is_drawn_from_the_studys_raw_data() -> None:
+    sharpening = {r["study"]: r for r in load_regimes()}["sharpening"]
+    seeds = next(iter(shipped()["sharpening"]["arms"].values()))["seeds"]
+    cooled = temperature_curves(sharpening)
+    assert list(cooled) == ["0.6", "0.3"] and len(seeds) == 3
+    at_1 = [s["base_at_temperature"]["0.3"]["pass@k"][0] for s in seeds]  # each seed's own draw, at k = 1
+    assert abs(cooled["0.3"]["pass@k"][0] - sum(at_1) / 3) < 1e-12
+    rows = [r for r in regime_rows(sharpening) if r["series"] == "base, T = 0.3 pass@k"]
+    assert [r["value"] for r in rows] == cooled["0.3"]["pass@k"] and rows[-1]["k"] == 256
+
+
 def test_your_own_study_replaces_the_shipped_one(tmp_path: Path) -> None:
     mine = json.loads((REGIMES / "expansion.json").read_text())
-    mine["arms"]["step-checked reward"]["trained"]["pass@k"] = [0.5] * len(mine["k"])
+    first = next(iter(mine["arms"]))
+    mine["arms"][first]["trained"]["pass@k"] = [0.5] * len(mine["k"])
     (tmp_path / "study").mkdir()
     (tmp_path / "study" / "passk.json").write_text(json.dumps(mine))
     (tmp_path / "other").mkdir()

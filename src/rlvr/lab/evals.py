@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.lab.files import find_files, read_report
+from rlvr.studies.study_data import RESULTS
 
 CURVE_NAMES = {"pass@k": "pass@k", "cot_pass@k": "CoT-pass@k"}
 
@@ -44,7 +45,8 @@ def load_regimes(root: str | Path | None = None) -> list[dict[str, Any]]:
 
 
 def regime_rows(curves: dict[str, Any]) -> list[dict[str, Any]]:
-    """Long-form rows {k, series, value} of a study's mean curves, e.g. series 'trained CoT-pass@k'."""
+    """Long-form rows {k, series, value} of a study's mean curves, e.g. series 'trained CoT-pass@k',
+    and of the base alone at a lower temperature where the study sampled it ('base, T = 0.3 pass@k')."""
     rows = []
     for arm, models in curves["arms"].items():
         prefix = f"{arm}: " if len(curves["arms"]) > 1 else ""
@@ -52,7 +54,37 @@ def regime_rows(curves: dict[str, Any]) -> list[dict[str, Any]]:
             for key, name in CURVE_NAMES.items():
                 for k, value in zip(curves["k"], models[model].get(key) or [], strict=False):
                     rows.append({"k": k, "series": f"{prefix}{model} {name}", "value": value})
+    for t, cooled in temperature_curves(curves).items():
+        for key, name in CURVE_NAMES.items():
+            for k, value in zip(cooled["k"], cooled[key] or [], strict=False):
+                rows.append({"k": k, "series": f"base, T = {t} {name}", "value": value})
     return rows
+
+
+def temperature_curves(curves: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{temperature: k, pass@k and CoT-pass@k of the base alone, mean over seeds}: free sharpening,
+    from the study's raw data (`<study>.json` beside its passk.json, or the shipped one: studies/
+    results/); {} where the study did not sample the base at a lower temperature."""
+    shipped = curves.get("source", "shipped with rlvr") == "shipped with rlvr"
+    path = (
+        RESULTS / f"{curves['study']}.json" if shipped else Path(curves["source"]).with_name(f"{curves['study']}.json")
+    )
+    try:
+        arms = json.loads(path.read_text())["arms"]
+        seeds = next(iter(arms.values()))["seeds"]  # one base draw per seed, kept with the first arm
+        temperatures = seeds[0].get("base_at_temperature") or {}
+    except (OSError, ValueError, KeyError, TypeError, StopIteration, IndexError):
+        return {}
+    return {
+        t: {"k": first["k"], **{key: _mean([s["base_at_temperature"][t][key] for s in seeds]) for key in CURVE_NAMES}}
+        for t, first in sorted(temperatures.items(), key=lambda item: -float(item[0]))
+    }
+
+
+def _mean(curves: list[list[float] | None]) -> list[float] | None:
+    if any(c is None for c in curves):
+        return None
+    return [sum(values) / len(values) for values in zip(*curves, strict=True)]
 
 
 def regime_text(curves: dict[str, Any]) -> str:
