@@ -37,16 +37,31 @@ def test_the_sampler_process_in_lockstep_gives_the_synchronous_metrics(base_mode
     lockstep.context.sampler = build_rollout_process(
         lockstep.cfg, lockstep.policy, lockstep.train_queries, lockstep.dist, max_staleness=0
     )
+    seen = _Reference()
     try:
-        got = [lockstep.step(step) for step in range(3)]
+        got = [lockstep.step(step, seen) for step in range(3)]
     finally:
         lockstep.close()
+    assert seen.from_sampler == [True] * 3  # log π_ref came from the sampler process, and kl is the same
     for step, (want, have) in enumerate(zip(expected, got)):
         assert have["rollout/staleness_max"] == 0 and have["rollout/policy_version"] == step
         compared = [k for k in want if not k.startswith(("time/", "memory/"))]
         assert {"reward", "loss", "kl", "grad_norm", "entropy", "accuracy"} <= set(compared)
         assert {k: _same(have[k]) for k in compared} == {k: _same(want[k]) for k in compared}, f"step {step}"
         assert {k for k in have if not k.startswith(("time/", "memory/", *ASYNC_ONLY))} == set(compared)
+
+
+class _Reference(StepObserver):
+    """Whether the step's log π_ref is the one the sampler process sent with the batch."""
+
+    def __init__(self):
+        self.from_sampler, self.sent = [], None
+
+    def rollouts(self, rollouts):
+        self.sent = rollouts.ref_logp
+
+    def reference(self, ref_logp):
+        self.from_sampler.append(self.sent is not None and ref_logp is self.sent)
 
 
 class _Record(StepObserver):

@@ -110,7 +110,7 @@ def measure_group_size(context: StepContext, group_size: int, batches: int) -> G
         queries = batch_queries(ctx.train_queries, index, cfg.train.batch_queries, cfg.train.seed)  # [B]
         timer = Timer()
         rollouts = collect_rollouts(ctx, index, queries, timer)
-        ref_logp = reference_logp(ctx, rollouts.batch, timer)  # [N, T] or None
+        ref_logp = reference_logp(ctx, rollouts, timer)  # [N, T] or None
         inputs = policy_gradient_inputs(ctx.cfg, ctx.forward, rollouts, ref_logp, timer)
         small_sq, mean_gradient = prompt_gradients(ctx, inputs, reader, ref_logp)
         found = estimate_noise(small_sq, reader.sq_norm(mean_gradient), 1, len(inputs.batch.queries))

@@ -74,6 +74,8 @@ class Rollouts:
     scored: list[ScoredCompletion]  # [N]
     rewards: torch.Tensor  # [B, G] shaped rewards, NaN where unscorable
     metrics: dict[str, float] = field(default_factory=dict)
+    ref_logp: torch.Tensor | None = None
+    """log π_ref of the sampled tokens [N, T], where the sampler process computed it (async mode)."""
 
 
 class StepObserver:

@@ -61,7 +61,7 @@ def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) 
     observer.rollouts(rollouts)
     batch, scored, rewards = rollouts.batch, rollouts.scored, rollouts.rewards  # rewards [B, G]
     hacking = measure_hacking(ctx, step, batch, scored, timer)
-    ref_logp = None if algorithm.update == "preference" else reference_logp(ctx, batch, timer)  # [N, T] or None
+    ref_logp = None if algorithm.update == "preference" else reference_logp(ctx, rollouts, timer)  # [N, T] or None
     observer.reference(ref_logp)
     for group in ctx.optimizer.param_groups:
         group["lr"] = learning_rate(cfg.optim, step)
@@ -218,11 +218,14 @@ def measure_hacking(
         return ctx.hacking.measure(step, items, scored)
 
 
-def reference_logp(ctx: StepContext, batch: RolloutBatch, timer: Timer) -> torch.Tensor | None:
-    """log π_ref of the sampled tokens [N, T], or None when no reference is held (β = 0)."""
+def reference_logp(ctx: StepContext, rollouts: Rollouts, timer: Timer) -> torch.Tensor | None:
+    """log π_ref of the sampled tokens [N, T], or None when no reference is held (β = 0); the
+    sampler process's when it computed them beside its sampling (rollout.max_staleness)."""
     if ctx.reference is None:
         return None
+    if rollouts.ref_logp is not None:
+        return rollouts.ref_logp
     with timer.phase("reference"):
         return ctx.reference.logprobs(
-            batch, temperature=ctx.cfg.rollout.temperature, micro_batch_size=ctx.cfg.optim.micro_batch_size
+            rollouts.batch, temperature=ctx.cfg.rollout.temperature, micro_batch_size=ctx.cfg.optim.micro_batch_size
         )  # [N, T]
