@@ -175,7 +175,7 @@ STUDIES: dict[str, Study] = {
                 Setting("expansion", "rft", "configs/expansion.yaml", supervised="rft"),
             ),
             steps=500,
-            minutes=45,
+            minutes=84,
             passk_arms=("answer-only", "sft", "rft"),
             seeds=(0, 1, 2, 3, 4),
             eval_queries=50,

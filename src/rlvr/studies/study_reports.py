@@ -228,7 +228,7 @@ def expansion_report(arms: dict[str, list[dict]]) -> list[str]:
                 f"({'at most' if _at_most(v['base_top'], EXPANSION_BASE_MAX) else 'above'} {100 * EXPANSION_BASE_MAX:.0f}%); "
                 f"trained above the base at every k on {v['seeds_above_everywhere']} of {v['seeds']} seeds; "
                 f"gain at k={v['k']} {_fmt(v['gain_top'], unit=' points', signed=True)} -> "
-                + (f"expansion: RL solved problems the base did not solve in {v['k']} tries"
+                + (f"expansion: the trained model solved problems the base did not solve in {v['k']} tries"
                    if v["expansion"] else "not the expansion regime's criteria (see the numbers above)")
             )  # fmt: skip
         lines += support_lines(arm, reports)
