@@ -153,3 +153,10 @@ def support_counts(base_first: list[int | None], trained_first: list[int | None]
         raise ValueError(f"support: {len(base_first)} base queries against {len(trained_first)} trained ones")
     classes = [support_class(b, t, k) for b, t in zip(base_first, trained_first)]
     return {name: classes.count(name) for name in SUPPORT_CLASSES}
+
+
+def support_summary(per_seed: list[dict[str, int]]) -> tuple[dict[str, int], int]:
+    """Support classes (`support_counts` of each seed) summed over seeds, and on how many seeds more
+    queries were expanded than shrunk."""
+    total = {name: sum(counts[name] for counts in per_seed) for name in SUPPORT_CLASSES}
+    return total, sum(counts["expanded"] > counts["shrunk"] for counts in per_seed)

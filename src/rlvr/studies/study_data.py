@@ -18,7 +18,7 @@ from typing import Any
 
 from rlvr.config import RunConfig
 from rlvr.errors import UserError
-from rlvr.eval.curves import SUPPORT_CLASSES, support_counts
+from rlvr.eval.curves import SUPPORT_CLASSES, support_counts, support_summary
 from rlvr.eval.stats import mean_sd
 from rlvr.studies.study_reports import EDGE_STEPS
 
@@ -200,8 +200,7 @@ def support_table(data: dict[str, Any]) -> str:
             per_seed = [
                 support_counts(s["support"][f"base_{field}"], s["support"][f"trained_{field}"], k) for s in seeds
             ]
-            total = {c: sum(p[c] for p in per_seed) for c in SUPPORT_CLASSES}
-            wider = sum(p["expanded"] > p["shrunk"] for p in per_seed)
+            total, wider = support_summary(per_seed)
             queries = len(seeds[0]["support"][f"base_{field}"])
             rows.append(f"| {arm} | {name} | {' | '.join(str(total[c]) for c in SUPPORT_CLASSES)} | "
                         f"{queries} x {len(seeds)} | {wider} of {len(seeds)} |")  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from rlvr.eval.curves import support_summary
 from rlvr.eval.stats import Spread, mean_sd
 
 # ---------------------------------------------------------------------------------------------
@@ -249,8 +250,7 @@ def support_lines(arm: str, reports: list[dict]) -> list[str]:
     reports = [r for r in reports if r.get("support")]
     lines = []
     for key, name in (("pass@k", "pass@k"), ("cot_pass@k", "CoT-pass@k")) if reports else ():
-        total = {c: sum(r["support"][key][c] for r in reports) for c in reports[0]["support"][key]}
-        wider = sum(r["support"][key]["expanded"] > r["support"][key]["shrunk"] for r in reports)
+        total, wider = support_summary([r["support"][key] for r in reports])
         lines.append(
             f"{arm}, support by {name} at k={reports[0]['support_k']} ({reports[0]['num_queries']} queries x "
             f"{len(reports)} seeds): "

@@ -41,6 +41,7 @@ from rlvr.bases import resolve_model_path
 from rlvr.bases.warmup import sft_batch
 from rlvr.config import RunConfig, load_config
 from rlvr.engine.build import build_optimizer
+from rlvr.engine.context import learning_rate
 from rlvr.errors import UserError
 from rlvr.models import load_policy
 from rlvr.rollout.heldout import evaluate_heldout
@@ -192,9 +193,8 @@ def _fine_tune(cfg: RunConfig, model, tokenizer, queries: list[Query], pool: Poo
     with open(rundir.metrics_path(out), "w") as metrics:
         for step in range(1, cfg.train.steps + 1):
             began = time.perf_counter()
-            warm = min(1.0, step / cfg.optim.warmup_steps) if cfg.optim.warmup_steps else 1.0
             for param_group in optimizer.param_groups:
-                param_group["lr"] = cfg.optim.lr * warm
+                param_group["lr"] = learning_rate(cfg.optim, step - 1)  # the RL step's schedule (0-based)
             rows = Counter()
             for query in step_queries(rng, queries, pool, cfg.train.batch_queries):
                 rows.update((query.prompt, rng.choice(pool.kept[query.id])) for _ in range(cfg.rollout.group_size))
