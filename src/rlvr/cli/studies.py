@@ -37,6 +37,12 @@ def add_atlas_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=SEEDS, default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, default=60, help="training steps per run (default 60)")
     p.add_argument("--jobs", type=int_at_least(1), help=JOBS_HELP)
+    p.add_argument(
+        "--reuse",
+        metavar="ATLAS_JSON",
+        help="a previous atlas.json (e.g. the shipped src/rlvr/lab/atlas/atlas.json) whose run cards stand in "
+        "for runs of an unchanged configuration, seed and length instead of training them again",
+    )
     add_quiet(p)
 
 
@@ -51,11 +57,13 @@ def run_atlas(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=not args.quiet,
         command=_command_line("atlas"),
+        reuse=args.reuse,
     )
     runs = sum(len(v["runs"]) for values in index["knobs"].values() for v in values)
     print(
         f"rlvr atlas: {index['runs_made']} runs made in {index['call_wall_s']:.0f} s "
-        f"(the whole build: {index['build_wall_s']:.0f} s); "
+        f"(the whole build: {index['build_wall_s']:.0f} s); {len(index.get('reused', {}).get('runs', []))} kept "
+        f"from --reuse; "
         f"{len(index['knobs'])} knobs, {runs} (value, seed) pairs; index: {Path(args.out) / 'atlas.json'}"
     )
     return 0

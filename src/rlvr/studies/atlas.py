@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from rlvr.algos import ALGORITHMS
-from rlvr.config import load_config
+from rlvr.config import RunConfig, load_config
 from rlvr.errors import UserError
 from rlvr.eval.compare import peak_memory
 from rlvr.rundir import metrics_path, read_config, read_metrics, read_summary
@@ -68,6 +68,8 @@ class Setting:
     overrides: tuple[str, ...] = ()
     supervised: str | None = None
     """A supervised control of that configuration instead of RL: "gold" or "rft" (studies/supervised.py)."""
+    alone: bool = False
+    """Trained one run at a time, not beside another, so that its wall clock means something."""
 
     @property
     def name(self) -> str:
@@ -88,8 +90,8 @@ def _fidelity() -> list[Setting]:
         Setting("fidelity", "noisy 10%", None, (*noisy[:1], "reward.false_positive_rate=0.1", noisy[1])),
         Setting("fidelity", "noisy 30%", None, (*noisy[:1], "reward.false_positive_rate=0.3", noisy[1])),
         # a coin flip whatever the answer: the control every effect of the reward is measured against
-        Setting("fidelity", "random reward", None,
-                ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")),
+        # (one coin per rollout, Shao et al.'s random reward; docs/hacking.md)
+        Setting("fidelity", "random reward", None, ("reward.fidelity=random", "reward.random_rate=0.5")),
         Setting("fidelity", "gold (funcsynth)", "configs/funcsynth-gold.yaml"),
         Setting("fidelity", "visible_only (funcsynth)", "configs/funcsynth-visible.yaml"),
     ]  # fmt: skip
@@ -104,8 +106,13 @@ KNOBS = {
                    for g in (2, 4, 8, 16)],
     "beta": [Setting("beta", str(b), None, () if b == 0.04 else (f"algo.beta={b}",)) for b in (0.0, 0.01, 0.04, 0.1, 0.4)],
     "lr": [Setting("lr", lr, None, () if lr == "5e-4" else (f"optim.lr={lr}",)) for lr in ("1e-4", "5e-4", "2e-3")],
+    # timed one run at a time on the machine's 2 cores: the synchronous loop with 2 torch threads
+    # against a sampler process of 1 thread beside a trainer of 1 (BASE's train.threads=1)
+    "max_staleness": [Setting("max_staleness", "0", None, ("train.threads=2",), alone=True)]
+    + [Setting("max_staleness", str(n), None, (f"rollout.max_staleness={n}",), alone=True) for n in (1, 2, 4)],
 }  # fmt: skip
-"""The knobs of the lab and their values; the default configuration's value of each has no override."""
+"""The knobs of the lab and their values; the default configuration's value of each has no override,
+except max_staleness, whose runs are timed alone (its 0 is the default with the machine's 2 threads)."""
 
 
 class AtlasError(UserError):
@@ -164,24 +171,39 @@ def build_atlas(
     jobs: int | None = None,
     progress: bool = True,
     command: str | None = None,
+    reuse: str | Path | None = None,
 ) -> dict:
-    """Run (or keep) every run of the atlas, `jobs` at a time, and write `<out>/atlas.json`."""
+    """Run (or keep) every run of the atlas, `jobs` at a time, and write `<out>/atlas.json`.
+    `reuse`: a previous atlas.json (the shipped one) whose run cards stand in for runs of an unchanged
+    configuration (``reusable``); the index lists them under "reused" with the build that made them."""
     out = Path(out)
     knobs = list(knobs or KNOBS)
     runs = plan(knobs, list(seeds), steps)
+    previous = _read_index(Path(reuse)) if reuse else {}
+    kept = reusable(previous, runs, out)
     commit = checkout_commit()  # the code that trains the runs, whatever is committed while they run
     started = time.perf_counter()
-    made = run_all(out, runs, jobs=jobs, progress=progress, desc="atlas")
+    made = run_all(out, [run for run in runs if f"runs/{run.dir_name}" not in kept], jobs=jobs, progress=progress,
+                   desc="atlas")  # fmt: skip
     index = _index(out, knobs, runs, seeds, steps, time.perf_counter() - started, made, command, commit)
-    _previous = out / "atlas.json"
-    if _previous.is_file():  # a resumed build: its time is the sum of its calls'
-        try:
-            before = float(json.loads(_previous.read_text()).get("build_wall_s") or 0)
-            index["build_wall_s"] = round(index["call_wall_s"] + before, 1)
-        except (ValueError, TypeError):
-            pass  # an unreadable index is replaced
+    own = index["call_wall_s"] + _own_build_s(out / "atlas.json")
+    index["build_wall_s"] = round(own, 1)  # every call's time here, summed over a resumed build
+    if kept:  # and the time of the build that made the cards kept
+        index["runs"].update(kept)
+        index["reused"] = {"from": str(reuse), "made": previous.get("made"), "runs": sorted(kept),
+                           "build_wall_s": previous.get("build_wall_s")}  # fmt: skip
+        index["build_wall_s"] = round(own + float(previous.get("build_wall_s") or 0), 1)
     (out / "atlas.json").write_text(dump(index))
     return index
+
+
+def _own_build_s(path: Path) -> float:
+    """The seconds an earlier call of this build spent (0 for a new build or an unreadable index)."""
+    try:
+        index = json.loads(path.read_text())
+        return float(index.get("build_wall_s") or 0) - float((index.get("reused") or {}).get("build_wall_s") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0.0
 
 
 def dump(index: dict) -> str:
@@ -198,20 +220,70 @@ def run_all(
     with a progress bar, and return how many it made; raise AtlasError naming the first that failed.
     `also`: other jobs to run in the same batch (a study's base evaluations), after the RL runs and
     before the supervised controls, the shortest, which then fill the cores at the end."""
-    specs = [run.spec(out) for run in runs]
+    specs = [run.spec(out) for run in runs if not run.setting.alone]
     short = [spec for spec in specs if isinstance(spec, SupervisedSpec)]
     ordered = [*(spec for spec in specs if not isinstance(spec, SupervisedSpec)), *also, *short]
-    batch = run_many(ordered, jobs=jobs, progress=progress, desc=desc)
-    if batch.failed:
-        first = batch.failed[0]
+    alone = [run.spec(out) for run in runs if run.setting.alone]
+    batches = [run_many(alone, jobs=1, progress=progress, desc=f"{desc} (timed alone)")] if alone else []
+    batches.append(run_many(ordered, jobs=jobs, progress=progress, desc=desc))
+    failed = [job for batch in batches for job in batch.failed]
+    if failed:
         raise AtlasError(
-            f"{len(batch.failed)} run(s) failed, first {Path(first.out).name}: see {first.log_path()} "
+            f"{len(failed)} run(s) failed, first {Path(failed[0].out).name}: see {failed[0].log_path()} "
             "and run the same command again to retry them"
         )
-    return batch.made
+    return sum(batch.made for batch in batches)
 
 
 SCHEMA = "rlvr.atlas/1"
+
+
+def _read_index(path: Path) -> dict:
+    try:
+        index = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise AtlasError(f"--reuse {path}: not a readable atlas.json ({err})") from None
+    if not isinstance(index, dict) or index.get("schema") != SCHEMA:
+        raise AtlasError(f"--reuse {path}: not an atlas index (schema {SCHEMA!r})")
+    return index
+
+
+def reusable(previous: dict, runs: list[AtlasRun], out: Path) -> dict[str, dict]:
+    """The cards of a previous index that can stand for runs of this plan not yet made under `out`:
+    the same run name, seed and steps, finished, built on the same BASE, from a setting whose
+    configuration resolves as it did then (a field added since at its default aside, as the lab
+    places an old run). The code that trains a configuration may still have changed: the default
+    run's metrics are pinned by a test (tests/engine/test_default_run_pinned.py)."""
+    if previous.get("base") != BASE:
+        return {}
+    then = {run: value.get("resolved") for values in previous.get("knobs", {}).values() for value in values
+            for run in value.get("runs", [])}  # fmt: skip
+    defaults = json.loads(json.dumps(RunConfig().to_dict()))
+    kept = {}
+    for run in runs:
+        key, card = f"runs/{run.dir_name}", previous.get("runs", {}).get(f"runs/{run.dir_name}")
+        if not card or not card.get("finished") or (card.get("seed"), card.get("steps")) != (run.seed, run.steps):
+            continue
+        if (out / key / "summary.json").is_file() or run.setting.supervised:
+            continue  # made here already, or not an atlas run
+        now = json.loads(
+            json.dumps(load_config(preset_path(run.setting.config), list(run.setting.overrides)).to_dict())
+        )
+        if isinstance(then.get(key), dict) and _same_config(then[key], now, defaults):
+            kept[key] = card
+    return kept
+
+
+def _same_config(then: dict, now: dict, defaults: dict) -> bool:
+    """Two resolved configurations are one, a field that `then` lacks counting at its default."""
+    if any(key not in now.get(section, {}) for section, values in then.items() for key in values):
+        return False  # a field since removed
+    return all(
+        then.get(section, {}).get(key, defaults.get(section, {}).get(key)) == value
+        for section, values in now.items()
+        for key, value in values.items()
+    )
+
 
 CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate",
           "completions/mean_length", "completions/correct_mean_length", "completions/wrong_mean_length",
