@@ -120,8 +120,9 @@ def test_the_default_configuration_is_the_default_value_of_every_knob(placer: Pl
     config = _config(None, "train.seed=7", "train.steps=100", "task.num_eval=200", "train.threads=2")
     places = placer.place(config)
     assert sorted(places) == sorted(
-        [("fidelity", "gold"), ("algorithm", "grpo"), ("group_size", "8"), ("beta", "0.04"), ("lr", "5e-4")]
-    )
+        [("fidelity", "gold"), ("algorithm", "grpo"), ("group_size", "8"), ("beta", "0.04"), ("lr", "5e-4"),
+         ("max_staleness", "0")]  # its 0 is the default timed alone at 2 threads; threads make no setting
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -134,6 +135,8 @@ def test_the_default_configuration_is_the_default_value_of_every_knob(placer: Pl
         ("configs/ppo.yaml", (), [("algorithm", "ppo")]),
         ("configs/funcsynth-visible.yaml", (), [("fidelity", "visible_only (funcsynth)")]),
         (None, ("reward.fidelity=noisy", "reward.false_positive_rate=0.3"), [("fidelity", "noisy 30%")]),
+        (None, ("reward.fidelity=random",), [("fidelity", "random reward")]),
+        (None, ("rollout.max_staleness=2",), [("max_staleness", "2")]),
     ],
 )
 def test_a_run_of_an_atlas_setting_joins_it(placer: Placer, preset, overrides, expected) -> None:
@@ -152,6 +155,8 @@ def test_a_run_made_before_a_config_field_existed_is_placed_as_if_it_had_the_def
         (("algo.beta=0.2",), ("beta", "0.2")),
         (("rollout.group_size=6",), ("group_size", "6")),
         (("optim.lr=1e-3",), ("lr", "0.001")),
+        (("rollout.max_staleness=3",), ("max_staleness", "3")),
+        (("reward.fidelity=random", "reward.random_rate=0.2"), ("fidelity", "random rate=0.2")),
         (("reward.fidelity=noisy", "reward.false_positive_rate=0.2"), ("fidelity", "noisy fp=0.2 fn=0")),
         (("algo.algorithm=rloo", "algo.epsilon=0.3"), ("algorithm", "rloo (algo.epsilon=0.3)")),
     ],

@@ -71,3 +71,23 @@ def test_a_small_atlas_builds_indexes_and_redoes_only_what_is_missing(tmp_path: 
         json.loads(line) for line in (tmp_path / lr_runs["2e-3"] / "metrics.jsonl").read_text().splitlines()
     ]
     assert card["curves"]["step"] == [row["step"] for row in steps_logged if "reward" in row]
+
+
+def test_reuse_keeps_a_previous_card_only_for_an_unchanged_configuration(tmp_path):
+    from rlvr.studies.atlas import BASE, reusable
+
+    shipped = json.loads((Path(__file__).parents[2] / "src/rlvr/lab/atlas/atlas.json").read_text())
+    runs = plan(["lr"], [0], 60)
+    kept = reusable(shipped, runs, tmp_path)
+    assert sorted(kept) == sorted(f"runs/{run.dir_name}" for run in runs)  # every lr card matches today's config
+    changed = json.loads(json.dumps(shipped))
+    value = next(v for v in changed["knobs"]["lr"] if v["value"] == "1e-4")
+    value["resolved"]["optim"]["lr"] = 3e-4  # a setting that resolved otherwise then
+    assert "runs/default_optim.lr=1e-4-seed0" not in reusable(changed, runs, tmp_path)
+    del value["resolved"]["optim"]["lr"]  # a field the old build did not have counts at its default (5e-4)
+    assert "runs/default_optim.lr=1e-4-seed0" not in reusable(changed, runs, tmp_path)
+    assert reusable({**shipped, "base": [*BASE, "x=1"]}, runs, tmp_path) == {}  # another BASE: nothing
+    assert reusable(shipped, plan(["lr"], [0], 30), tmp_path) == {}  # another length: nothing
+    (tmp_path / "runs/default-seed0").mkdir(parents=True)
+    (tmp_path / "runs/default-seed0/summary.json").write_text("{}")
+    assert "runs/default-seed0" not in reusable(shipped, runs, tmp_path)  # made here already: its own card

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     except RunFailure as err:
         print(f"rlvr: error: {err}", file=sys.stderr)
-        return 1
+        return getattr(err, "exit_code", 1)
     except KeyboardInterrupt:
         print("rlvr: interrupted; a run with a checkpoint continues with --resume DIR", file=sys.stderr)
         return 130

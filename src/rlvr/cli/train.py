@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from rlvr import rundir
@@ -28,6 +29,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--resume",
         metavar="DIR",
         help="continue the run in DIR from its last checkpoint (with --set train.steps=N to extend it)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only lint the run's settings (batch split, max_new_tokens against the task's worked solutions, lr "
+        "against the atlas, estimated memory against this machine; docs/troubleshooting.md) and exit: 2 on an error",
+    )
+    p.add_argument(
+        "--determinism",
+        action="store_true",
+        help="train the config twice into <out>/a and <out>/b and compare every logged number apart from "
+        "times, throughput and memory; exit 1 on a difference (the synchronous loop is exactly reproducible on the CPU)",
     )
     add_quiet(p)
 
@@ -60,8 +73,36 @@ def _fresh_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     return cfg, out
 
 
+def lint_run(cfg: RunConfig, *, report_all: bool) -> bool:
+    """Print the linter's findings (every one with `report_all`, else the warnings and errors);
+    True when there is no error."""
+    from rlvr.diagnostics.lint import lint
+
+    world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    findings = lint(cfg, world_size=world_size)
+    errors = [f for f in findings if f.level == "error"]
+    shown = [f for f in findings if report_all or f.level != "ok"]
+    if shown and os.environ.get("RANK", "0") == "0":
+        print("\n".join(["rlvr train --check:" if report_all else "rlvr train: before the first step:",
+                         *(f.line() for f in shown)]))  # fmt: skip
+    return not errors
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.check:
+        if args.resume:
+            raise UsageError("--check lints a new run's settings; drop --resume")
+        cfg = load_config(
+            args.config, list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
+        )
+        ok = lint_run(cfg, report_all=True)
+        print("no errors" if ok else "errors above: fix them before training (docs/troubleshooting.md)")
+        return 0 if ok else 2
+    if args.determinism:
+        return _determinism(args)
     cfg, out = _resumed_config(args) if args.resume else _fresh_config(args)
+    if not lint_run(cfg, report_all=False):
+        raise UsageError("the settings above would train nothing or not fit; `rlvr train --check` lists every finding")
     from rlvr.engine.loop import train  # torch and the models load once the flags are known to be good
     from rlvr.verifiers.registry import close_verifiers
 
@@ -78,6 +119,29 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join([*lines, reading(summary)]))
         _plot_curves(out, cfg)
         print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, curves.png, final/, checkpoint/)")
+    return 0
+
+
+def _determinism(args: argparse.Namespace) -> int:
+    from rlvr.diagnostics.determinism import check_determinism
+    from rlvr.verifiers.registry import close_verifiers
+
+    if args.resume or not args.out:
+        raise UsageError("--determinism trains two new runs: give --out DIR (they go to DIR/a and DIR/b), no --resume")
+    cfg = load_config(
+        args.config, list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
+    )
+    quiet_hugging_face()
+    try:
+        found = check_determinism(cfg, args.out, progress=not args.quiet)
+    finally:
+        close_verifiers()
+    if found:
+        print("\n".join([f"rlvr train --determinism: {len(found)} difference(s) between {args.out}/a and /b:",
+                         *found[:20]]))  # fmt: skip
+        return 1
+    print(f"rlvr train --determinism: {args.out}/a and {args.out}/b logged identical numbers (times, throughput "
+          "and memory aside)")  # fmt: skip
     return 0
 
 

@@ -43,6 +43,16 @@ def _micro_batch(cfg: RunConfig) -> str | None:
     return None
 
 
+def _health(cfg: RunConfig) -> str | None:
+    low_high = cfg.health.entropy_range
+    if len(low_high) != 2 or not 0 <= low_high[0] < 1 < low_high[1]:
+        return (
+            f"health.entropy_range={low_high}: give [low, high], multiples of the first step's entropy with "
+            "0 <= low < 1 < high (e.g. [0.01, 3.0])"
+        )
+    return None
+
+
 def _eval_ks(cfg: RunConfig) -> str | None:
     n = cfg.train.eval_samples
     bad = [k for k in cfg.train.eval_ks if not 2 <= k <= n]
@@ -284,6 +294,7 @@ _CHECKS: list[Check] = [
     _system_prompt,
     _micro_batch,
     _eval_ks,
+    _health,
     _task,
     _reasoning,
     _trackers,

@@ -321,6 +321,10 @@ class TrainConfig:
     """Keep the model with the best held-out score of this name in the run's best/ (the base's, every train.eval_every steps, the final; ties keep the earlier), and its step in summary.json's "best"."""
     threads: int = non_negative(0)
     """torch CPU threads (0 = torch's default)."""
+    on_alarm: Literal["warn", "stop", "ignore"] = "warn"
+    """A tripped health check (config section health): warn prints a line and goes on; stop writes a checkpoint and ends the run with exit code 3 and the reason; ignore only logs it (health.jsonl, health/* metrics)."""
+    max_restarts: int = non_negative(3)
+    """rlvr train --supervise: how many times a crashed training process is restarted from its last checkpoint."""
     tensorboard: bool = False
     """Also log metrics to TensorBoard under <out>/tensorboard (needs the 'tensorboard' extra)."""
     memory_metrics: bool = True
@@ -334,6 +338,30 @@ class TrainConfig:
 
 
 @dataclass
+class HealthConfig:
+    """The thresholds of the run's alarms (engine/health.py; docs/troubleshooting.md, keyed by check).
+    Each check logs health/<check> every step and a line of <out>/health.jsonl; train.on_alarm
+    says what a tripped one does."""
+
+    no_signal_steps: int = positive(5)
+    """no_signal: trips when every group had zero reward spread (frac_reward_zero_std = 1) on this many steps in a row."""
+    window: int = positive(10)
+    """truncation and unscorable: the mean over the last this many steps is compared with the bound."""
+    max_truncated: float = unit_interval(0.5)
+    """truncation: the share of completions cut at rollout.max_new_tokens (completions/clipped_ratio) above this trips."""
+    max_unscorable: float = unit_interval(0.1)
+    """unscorable: the share of completions the verifier could not judge (verifier/unscorable / N) above this trips."""
+    max_kl: float = non_negative(2.5)
+    """kl: the per-token KL to the reference above this trips (the shipped atlas: at most 2.1 at a stable setting, 3.9-6.3 with the lr that collapses)."""
+    entropy_range: list[float] = field(default_factory=lambda: [0.01, 3.0])
+    """entropy: [low, high] as multiples of the run's first-step entropy; outside trips (collapse, or a policy blown up)."""
+    max_logprob_mismatch: float = non_negative(1.0)
+    """logprob_mismatch: rollout/logprob_mismatch (nats per token, sampler against trainer) above this trips."""
+    max_sync_error: float = non_negative(0.0)
+    """sampler_sync: mean |log-prob| difference per token on a fixed probe batch between a separate sampler copy and the policy version it claims; 0 = by rollout.dtype (1e-3 for float32, 0.02 for bfloat16 and float16)."""
+
+
+@dataclass
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -343,6 +371,7 @@ class RunConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    health: HealthConfig = field(default_factory=HealthConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

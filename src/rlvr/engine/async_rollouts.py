@@ -57,13 +57,14 @@ from rlvr.engine.context import Rollouts, Timer
 from rlvr.engine.reference import reference_for
 from rlvr.engine.rollout_parts import build_reward, build_sampler
 from rlvr.engine.rollouts import sample_round
+from rlvr.engine.sync_probe import probe_error, probe_logp, probe_of
 from rlvr.errors import RunFailure
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
     from rlvr.config import RunConfig
-    from rlvr.types import Query
+    from rlvr.types import Query, RolloutBatch
 
 WAIT_POLL_S = 0.5
 """How often a waiting trainer checks that the sampler process is still alive."""
@@ -122,6 +123,9 @@ class RolloutProcess:
         self.sync_bytes = 0
         self.asked: dict[int, list[str]] = {}
         """The query ids of each batch asked for and not yet received."""
+        self.probe: RolloutBatch | None = None
+        self.expected: dict[int, torch.Tensor] = {}
+        """The policy's log-probs of the probe batch at each version sent (engine/sync_probe.py)."""
         self.conn, child = multiprocessing.get_context("spawn").Pipe()
         self.process = start_sampler_process(serve, (child, cfg, rank, cfg.rollout.sampler_threads))
         child.close()
@@ -167,6 +171,8 @@ class RolloutProcess:
         newest weights it has before its next batch)."""
         if self.started:
             self.version += 1
+            if self.probe is not None:
+                self.expected[self.version] = probe_logp(policy, self.probe)
             self._push_weights(policy)
 
     def _start(self) -> None:
@@ -206,9 +212,23 @@ class RolloutProcess:
             **rollouts.metrics,
             **staleness_metrics(rollouts, step, self.max_staleness),
             **result["metrics"],
+            **self._probe_error(result.pop("probe", None)),
             "sync/bytes": self.sync_bytes,
         }
+        if self.probe is None:  # the first batch gives the probe; the sampler scores it after each sync
+            self.probe = probe_of(rollouts.batch)
+            self._send(("probe", self.probe))
         return rollouts
+
+    def _probe_error(self, scored: tuple[int, torch.Tensor] | None) -> dict[str, float]:
+        """sync/probe_error of the newest version the sampler applied and scored the probe with."""
+        if scored is None or scored[0] not in self.expected:
+            return {}
+        version, logp = scored
+        error = probe_error(logp, self.expected[version], self.probe)
+        for old in [v for v in self.expected if v <= version]:
+            del self.expected[old]
+        return {"sync/probe_error": error}
 
     def _receive(self, step: int) -> tuple:
         while True:
@@ -286,6 +306,9 @@ class _SamplerSide:
         self.reward_fn, _ = build_reward(cfg)
         self.version: int | None = None
         self.sync: dict[str, float] = {}
+        self.probe: RolloutBatch | None = None
+        self.scored: tuple[int, torch.Tensor] | None = None
+        """The probe's log-probs under the newest weights applied, with their version."""
 
     def apply(self, version: int, payload: bytes) -> None:
         """Load weights of `version`; record the share of their elements that changed at the
@@ -302,6 +325,8 @@ class _SamplerSide:
         self.sampler.sync_weights(self.policy)
         first = self.version is None
         self.version = version
+        if self.probe is not None:
+            self.scored = (version, self.sampler.score(self.probe).float())
         self.sync = {} if first else {"sync/changed_frac": changed / max(total, 1), "sync/params": total}
 
     def sample(self, step: int, queries: list[Query], idle: float) -> dict:
@@ -320,8 +345,9 @@ class _SamplerSide:
             "rollout/samples_per_s": batch.num_completions / busy if busy > 0 else float("nan"),
             **self.sync,
         }
-        self.sync = {}
-        return {"rollouts": rollouts, "seconds": timer.seconds | {"time/sampler_idle": idle}, "metrics": metrics}
+        self.sync, scored, self.scored = {}, self.scored, None
+        return {"rollouts": rollouts, "seconds": timer.seconds | {"time/sampler_idle": idle}, "metrics": metrics,
+                "probe": scored}  # fmt: skip
 
     def close(self) -> None:
         if self.tools is not None:
@@ -347,6 +373,8 @@ def serve(conn: Connection, cfg: RunConfig, rank: int, threads: int) -> None:
                     torch.set_rng_state(message[1])
                 elif kind == "weights":
                     side.apply(message[1], message[2])
+                elif kind == "probe":
+                    side.probe = message[1]
                 elif kind == "sample":
                     pending.append((message[1], message[2]))
             step, queries = pending.popleft()

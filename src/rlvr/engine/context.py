@@ -20,6 +20,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.config import OptimConfig, RunConfig
+from rlvr.engine.sync_probe import SyncProbe
 from rlvr.models.forward import Forward
 from rlvr.types import Query, RolloutBatch
 
@@ -59,6 +60,8 @@ class StepContext:
     exploration: ExplorationTracker
     memory: MemoryMeter
     dist: World
+    sync_probe: SyncProbe = field(default_factory=SyncProbe)
+    """The sampler_sync health check's probe batch (engine/sync_probe.py)."""
 
     @property
     def policy(self) -> PreTrainedModel:

@@ -1,95 +1,313 @@
-"""The run's health checks: each reads a step's logged metrics and, the first time its condition
-holds, returns one warning line that names the cause and the fix.
+"""The run's alarms: every step each named check reads the step's metrics, compares one value with
+its threshold (config section ``health``), and says whether it tripped.
 
-A check is an object with `name` and `observe(step, metrics) -> str | None`; `HealthChecks` runs
-them in order, prints nothing itself, and keeps every warning it returned, which the loop writes to
-summary.json's "warnings". The checks today:
+``Health.observe`` adds ``health/<check>`` to the step's metrics, appends one line per check to
+``<out>/health.jsonl`` (``{"step", "check", "value", "threshold", "tripped"}``) and returns the
+checks that tripped this step and had not the step before: an alarm, whose line names the cause and
+points to docs/troubleshooting.md. What an alarm does is ``train.on_alarm`` (the loop): ``warn``
+prints it and goes on, ``stop`` checkpoints and ends the run (exit code 3), ``ignore`` only logs it.
 
-- `no_learning_signal`: every group of the first `window` steps had zero reward variance
-  (`frac_reward_zero_std` = 1), so every advantage was 0 and the policy got no gradient from the
-  reward. The line says which way (every sample failed, every sample passed, or each group got one
-  value) and what to change.
-- `reward_hacking`: held by meters/hacking.py (`hacking/rate` above reward.hacking_warn), when the
-  training verifier is weakened.
+The checks:
+
+- ``no_signal``: steps in a row on which every group had zero reward spread
+  (``frac_reward_zero_std`` = 1): every advantage was 0, the reward taught nothing;
+- ``truncation``, ``unscorable``: the share of completions cut at ``rollout.max_new_tokens``, and
+  the share the verifier could not judge, averaged over the last ``health.window`` steps;
+- ``nonfinite``: how many of loss, gradient norm, update norm, KL, entropy, reward and the
+  policy's weights are NaN or infinite;
+- ``policy_unchanged``: an optimizer step that moved nothing (update norm 0) although the gradient
+  was not 0 and the learning rate was above 0;
+- ``kl``, ``entropy``: KL to the reference above ``health.max_kl``; entropy outside
+  ``health.entropy_range`` times the first step's;
+- ``logprob_mismatch``: ``rollout/logprob_mismatch`` above its bound;
+- ``sampler_sync``: a sampler that holds its own copy of the weights scored a fixed probe batch
+  after a sync, and its log-probs differ from the policy version it claims by more than the dtype's
+  tolerance (a sync that did not happen: LoRA merges, bf16 copies, the async sampler);
+- ``reward_hacking``: ``hacking/rate`` above ``reward.hacking_warn`` with a weakened verifier.
+
+A resumed run replays the metrics it logged before (``Health.replay``), so a streak or a window
+continues where it stopped and a resumed run's health equals an uninterrupted one's.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
+from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlvr.config import RunConfig
+from rlvr.errors import RunFailure
+
+HEALTH_FILE = "health.jsonl"
+DOCS = "docs/troubleshooting.md"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One check's value at one step: tripped when it crossed its threshold."""
+
+    check: str
+    value: float
+    threshold: float
+    tripped: bool
+    message: str = ""
+    """What the alarm says when tripped: the cause and the fix."""
+
+    def alarm(self, step: int) -> str:
+        return f"alarm {self.check} at step {step}: {self.message} (see {DOCS}#{self.check})"
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 @dataclass
-class NoLearningSignal:
-    """Warns once when every group of the first `window` steps had no reward spread."""
-
-    window: int = 5
-    name: str = "no_learning_signal"
+class NoSignal:
+    steps: int
+    name: str = "no_signal"
     rewards: list[float] = field(default_factory=list)
-    done: bool = False
 
-    def observe(self, step: int, metrics: dict[str, float]) -> str | None:
-        if self.done or "frac_reward_zero_std" not in metrics:
+    def read(self, metrics: dict) -> Reading | None:
+        if "frac_reward_zero_std" not in metrics:
             return None
         if metrics["frac_reward_zero_std"] < 1.0:
-            self.done = True  # a group with spread: the reward teaches something
-            return None
-        self.rewards.append(metrics.get("reward", math.nan))
-        if len(self.rewards) < self.window:
-            return None
-        self.done = True
-        return f"warning: no learning signal: {self._why()} for {self.window} steps, so every advantage is 0. {self._fix()}"
+            self.rewards = []  # a group with spread: the streak ends
+        else:
+            self.rewards.append(metrics.get("reward", math.nan))
+        streak = len(self.rewards)
+        return Reading(self.name, streak, self.steps, streak >= self.steps, self._why() if streak else "")
 
     def _why(self) -> str:
         if all(r == 0.0 for r in self.rewards):
-            return "every sample of every group got reward 0"
-        if all(r == 1.0 for r in self.rewards):
-            return "every sample of every group got reward 1"
-        return "each group's samples all got the same reward"
-
-    def _fix(self) -> str:
-        if all(r == 0.0 for r in self.rewards):
             return (
+                f"every sample of every group got reward 0 for {len(self.rewards)} steps, so every advantage is 0. "
                 "The model never writes an answer the verifier passes: start from a base that has seen this "
                 "task's answer format (rlvr build-base, docs/models.md), warm it up on worked examples, or use a "
-                "larger model; raising rollout.group_size or rollout.temperature helps only if some samples can pass."
+                "larger model; raising rollout.group_size or rollout.temperature helps only if some samples can pass"
             )
         if all(r == 1.0 for r in self.rewards):
             return (
-                "Every sample already earns the full reward: the queries are too easy for this model (harder task "
-                "settings, another task), or the reward pays what the base already does (a format-only reward: "
-                "weight the correctness check, reward.correctness_weight)."
+                f"every sample of every group got reward 1 for {len(self.rewards)} steps, so every advantage is 0. "
+                "The queries are too easy for this model (harder task settings, another task), or the reward pays "
+                "what the base already does (a format-only reward: weight the correctness check, "
+                "reward.correctness_weight)"
             )
         return (
+            f"each group's samples all got the same reward for {len(self.rewards)} steps, so every advantage is 0. "
             "The reward does not tell a group's samples apart (a format-only reward the base already meets, or a "
-            "checker that ignores the answer): weight the correctness check (reward.correctness_weight)."
+            "checker that ignores the answer): weight the correctness check (reward.correctness_weight)"
         )
 
 
 @dataclass
-class Check:
-    """A check built from a function: `observe` is `warn(metrics)`, a line or None."""
+class WindowMean:
+    """The mean of a per-step share over the last `window` steps, above `limit`."""
 
     name: str
-    warn: Callable[[dict[str, float]], str | None]
+    key: str
+    limit: float
+    window: int
+    per: float = 1.0
+    """Divide the metric by this (a count over the step's N completions)."""
+    fix: str = ""
+    values: deque = field(default_factory=deque)
 
-    def observe(self, step: int, metrics: dict[str, float]) -> str | None:
-        return self.warn(metrics)
+    def read(self, metrics: dict) -> Reading | None:
+        if not _finite(metrics.get(self.key)):
+            return None
+        self.values.append(metrics[self.key] / self.per)
+        while len(self.values) > self.window:
+            self.values.popleft()
+        mean = sum(self.values) / len(self.values)
+        message = (
+            f"{self.key} averaged {mean:.2f} over the last {len(self.values)} steps, above {self.limit:g}: {self.fix}"
+        )
+        return Reading(self.name, mean, self.limit, mean > self.limit, message)
 
 
-class HealthChecks:
-    """The run's checks, in order; `observe` returns the new warning lines of a step."""
+@dataclass
+class Above:
+    """One metric above a bound."""
 
-    def __init__(self, checks: list):
+    name: str
+    key: str
+    limit: float
+    fix: str
+
+    def read(self, metrics: dict) -> Reading | None:
+        value = metrics.get(self.key)
+        if not _finite(value):
+            return None  # not logged this step (a NaN is nonfinite's)
+        message = f"{self.key} {value:.3g} above {self.limit:g}: {self.fix}"
+        return Reading(self.name, value, self.limit, value > self.limit, message)
+
+
+NONFINITE_KEYS = ("loss", "grad_norm", "update_norm", "kl", "entropy", "reward")
+
+
+@dataclass
+class NonFinite:
+    name: str = "nonfinite"
+
+    def read(self, metrics: dict) -> Reading:
+        bad = [key for key in NONFINITE_KEYS if key in metrics and not _finite(metrics[key])]
+        bad += ["the policy's weights"] if metrics.get("weights/nonfinite") else []
+        message = (
+            f"{', '.join(bad)} not finite: the update diverged or a value overflowed; the run's last checkpoint is "
+            "from before it: lower optim.lr, keep optim.max_grad_norm on, or train in float32"
+        )
+        return Reading(self.name, len(bad), 0, bool(bad), message)
+
+
+@dataclass
+class PolicyUnchanged:
+    name: str = "policy_unchanged"
+
+    def read(self, metrics: dict) -> Reading | None:
+        norm, grad, lr = metrics.get("update_norm"), metrics.get("grad_norm"), metrics.get("learning_rate")
+        if not (_finite(norm) and _finite(grad)):
+            return None
+        tripped = norm == 0 and grad > 0 and (lr is None or lr > 0)
+        message = (
+            f"the optimizer step moved no weight (update_norm 0) with grad_norm {grad:.3g} and learning rate {lr}: "
+            "the optimizer does not hold the trained parameters (frozen, or built before LoRA), or its step was skipped"
+        )
+        return Reading(self.name, norm, 0, tripped, message)
+
+
+@dataclass
+class EntropyRange:
+    low: float
+    high: float
+    name: str = "entropy"
+    first: float | None = None
+
+    def read(self, metrics: dict) -> Reading | None:
+        value = metrics.get("entropy")
+        if not _finite(value):
+            return None
+        if self.first is None:
+            self.first = value
+        ratio = value / self.first if self.first > 0 else 1.0
+        which = "collapsed to" if ratio < self.low else "grew to"
+        message = (
+            f"entropy {value:.3g} {which} {ratio:.3g}x the first step's {self.first:.3g} (range {self.low:g}-{self.high:g}x): "
+            + ("the policy stopped exploring; raise algo.beta or algo.entropy_coef, or lower optim.lr"
+               if ratio < self.low else "the policy is blowing up; lower optim.lr, raise algo.beta")
+        )  # fmt: skip
+        return Reading(
+            self.name, ratio, self.high if ratio >= 1 else self.low, not self.low <= ratio <= self.high, message
+        )
+
+
+SYNC_TOLERANCE = {"float32": 1e-3, "bfloat16": 0.02, "float16": 0.02}
+"""sampler_sync's default bound by rollout.dtype: mean |Δ log-prob| per token of the probe batch.
+Measured on the default run (tests/engine/test_health.py): a bfloat16 copy synced every step
+differs by 0.0005-0.005; one whose sync was skipped by 0.044 after the first update at lr 5e-4."""
+
+
+def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
+    """The run's checks with the thresholds of its config."""
+    h = cfg.health
+    n = cfg.train.batch_queries * cfg.rollout.group_size
+    return [
+        NoSignal(h.no_signal_steps),
+        WindowMean("truncation", "completions/clipped_ratio", h.max_truncated, h.window,
+                   fix="completions are cut before they end; raise rollout.max_new_tokens (`rlvr train --check` "
+                       "compares it with the task's longest worked solution)"),
+        WindowMean("unscorable", "verifier/unscorable", h.max_unscorable, h.window, per=n,
+                   fix="the verifier could not judge these completions (error, unavailable, timeout): run "
+                       "`rlvr verify` on one of them; a sandbox or solver missing on this machine is the usual cause"),
+        NonFinite(),
+        PolicyUnchanged(),
+        Above("kl", "kl", h.max_kl, "the policy moved far from the reference; lower optim.lr or raise algo.beta"),
+        EntropyRange(*h.entropy_range),
+        Above("logprob_mismatch", "rollout/logprob_mismatch", h.max_logprob_mismatch,
+              "the sampler's log-probs disagree with the trainer's: a stale or unsynced sampler, or its precision; "
+              "lower rollout.max_staleness, or turn on algo.tis_cap"),
+        Above("sampler_sync", "sync/probe_error", h.max_sync_error or SYNC_TOLERANCE.get(cfg.rollout.dtype, 0.1),
+              "the sampler's copy of the weights is not the policy version it claims: a weight sync that did not "
+              "happen (LoRA adapters not merged, a skipped update); report it with the run's health.jsonl"),
+        *([Above("reward_hacking", "hacking/rate", cfg.reward.hacking_warn,
+                 "the training verifier passes completions the gold verifier does not (reward hacking); "
+                 "see docs/hacking.md")] if hacking else []),
+    ]  # fmt: skip
+
+
+TIMED: tuple[str, ...] = ()
+"""Checks whose value is a measured time (left out of the determinism gate with time/*)."""
+
+
+class HealthAlarm(RunFailure):
+    """train.on_alarm=stop: a check tripped; the run was checkpointed at that step."""
+
+    exit_code = 3
+
+    def __init__(self, alarms: list[Reading], step: int, out_dir: Path):
+        self.step, self.checks = step, [a.check for a in alarms]
+        lines = "\n".join(a.alarm(step) for a in alarms)
+        super().__init__(
+            f"{lines}\nthe run stopped (train.on_alarm=stop) after step {step}, checkpointed in {out_dir}; "
+            "fix the cause and continue with `rlvr train --resume`, or set train.on_alarm=warn"
+        )
+
+
+class Health:
+    """The run's checks; `observe` logs every reading and returns the new alarms."""
+
+    def __init__(self, checks: list, out_dir: Path | None, *, keep_until_step: int = 0):
         self.checks = checks
-        self.warnings: list[dict[str, object]] = []
+        self.path = out_dir / HEALTH_FILE if out_dir is not None else None
+        self.tripped: set[str] = set()
+        self.alarms: list[dict] = []
+        if self.path is not None:
+            _keep_until(self.path, keep_until_step)
 
-    def observe(self, step: int, metrics: dict[str, float]) -> list[str]:
-        lines = []
-        for check in self.checks:
-            line = check.observe(step, metrics)
-            if line:
-                self.warnings.append({"check": check.name, "step": step, "message": line})
-                lines.append(line)
-        return lines
+    def replay(self, rows: list[dict]) -> None:
+        """Feed the metrics a resumed run logged before, to restore each check's state."""
+        for row in rows:
+            if "reward" in row:
+                self._read(row)
+
+    def _read(self, metrics: dict) -> tuple[list[Reading], list[Reading]]:
+        readings = [reading for check in self.checks if (reading := check.read(metrics)) is not None]
+        fresh = [r for r in readings if r.tripped and r.check not in self.tripped]
+        self.tripped = {r.check for r in readings if r.tripped} | (
+            self.tripped - {r.check for r in readings}
+        )  # a check not read this step keeps its state
+        return readings, fresh
+
+    def observe(self, step: int, metrics: dict) -> list[Reading]:
+        """Read every check on this step's metrics: health/<check> joins them, health.jsonl gets a
+        line per check; returns the checks that tripped now."""
+        readings, fresh = self._read(metrics)
+        for r in readings:
+            metrics[f"health/{r.check}"] = r.value
+        if self.path is not None:
+            with open(self.path, "a") as out:
+                for r in readings:
+                    line = {"step": step, "check": r.check, "value": r.value, "threshold": r.threshold,
+                            "tripped": r.tripped}  # fmt: skip
+                    out.write(json.dumps(line) + "\n")
+        for r in fresh:
+            self.alarms.append({"check": r.check, "step": step, "message": r.message})
+        return fresh
+
+
+def _keep_until(path: Path, step: int) -> None:
+    """A resumed run's health.jsonl keeps the lines of the steps it keeps; a new run starts it empty."""
+    if not path.is_file():
+        return
+    lines = path.read_text().splitlines() if step else []
+    kept = [line for line in lines if line.strip() and json.loads(line).get("step", 0) <= step]
+    path.write_text("".join(line + "\n" for line in kept))
+
+
+def read_health(run_dir: str | Path) -> list[dict]:
+    """The lines of a run's health.jsonl (empty when it has none)."""
+    path = Path(run_dir) / HEALTH_FILE
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

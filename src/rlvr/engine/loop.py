@@ -13,6 +13,7 @@ import shutil
 import time
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel
 
@@ -22,7 +23,7 @@ from rlvr.engine.build import Restored, build_run, restore
 from rlvr.engine.checkpoint import save_checkpoint
 from rlvr.engine.context import StepObserver
 from rlvr.engine.distributed import NullLog, world
-from rlvr.engine.health import Check, HealthChecks, NoLearningSignal
+from rlvr.engine.health import Health, HealthAlarm, Reading, checks_for
 from rlvr.engine.metrics import MetricsLog
 from rlvr.engine.step import run_step
 from rlvr.models.lora import is_lora, save_merged
@@ -41,10 +42,14 @@ class Trainer:
         restored = restore(self.context, checkpoint) if checkpoint else Restored(0, None)
         self.start_step, self.base_eval, self.best = restored.step, restored.base_eval, restored.best
         self.segments = restored.segments  # the earlier commands' runs of it
-        self.health = HealthChecks(
-            ([NoLearningSignal()] if self.start_step == 0 else [])  # it reads the run's first steps
-            + ([Check("reward_hacking", self.context.hacking.warning)] if self.context.hacking else [])
+        main = world().is_main
+        self.health = Health(
+            checks_for(cfg, hacking=self.context.hacking is not None),
+            out_dir if main else None,
+            keep_until_step=self.start_step,
         )
+        if self.start_step and main:  # a resumed run's checks continue from the steps it logged
+            self.health.replay([row for row in rundir.read_metrics(out_dir) if row.get("step", 0) <= self.start_step])
 
     def __getattr__(self, name: str):
         """The run's parts by name (policy, tokenizer, optimizer, sampler, reward_fn, hacking,
@@ -130,8 +135,8 @@ def _write_summary(trainer: Trainer, final: HeldoutResult) -> dict:
         summary["segments"] = segments
     if trainer.best is not None:
         summary["best"] = trainer.best
-    if trainer.health.warnings:
-        summary["warnings"] = trainer.health.warnings
+    if trainer.health.alarms:
+        summary["alarms"] = trainer.health.alarms
     rundir.write_summary(trainer.out_dir, summary)
     return summary
 
@@ -224,7 +229,12 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
             trainer.keep_if_best(done, result)
             metrics |= {f"eval/{k}": v for k, v in result.to_dict().items()}
         metrics["time/step"] = time.perf_counter() - step_start
+        alarms = _health(trainer, done, metrics) if main else []
         log.log(done, metrics)
+        if alarms and cfg.train.on_alarm == "stop":
+            trainer.save(done)
+            bar.close()
+            raise HealthAlarm(alarms, done, trainer.out_dir)
         if main and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
             trainer.save(done)
         if main and cfg.train.keep_every and done % cfg.train.keep_every == 0:
@@ -232,9 +242,16 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
         bar.set_postfix(
             reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}", kl=f"{metrics.get('kl', 0.0):.3f}"
         )
-        for line in trainer.health.observe(done, metrics) if main else []:
-            bar.write(line)
+        for alarm in alarms if cfg.train.on_alarm != "ignore" else []:
+            bar.write(alarm.alarm(done))
     bar.close()
+
+
+def _health(trainer: Trainer, step: int, metrics: dict[str, float]) -> list[Reading]:
+    """The step's health readings (engine/health.py), the weights' finiteness among them."""
+    finite = [torch.isfinite(p).all() for p in trainer.policy.parameters()]
+    metrics["weights/nonfinite"] = int(len(finite) - int(torch.stack(finite).sum())) if finite else 0
+    return trainer.health.observe(step, metrics)
 
 
 def _save_final(trainer: Trainer, final: Path) -> None:

@@ -84,7 +84,8 @@ def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) 
     )
     start = time.perf_counter()
     ctx.sampler.sync_weights(ctx.policy)
-    return metrics | {"time/weight_sync": time.perf_counter() - start}
+    synced = {"time/weight_sync": time.perf_counter() - start}
+    return metrics | synced | ctx.sync_probe.after_sync(ctx.sampler, ctx.forward, batch)
 
 
 @dataclass

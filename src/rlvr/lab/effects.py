@@ -41,8 +41,9 @@ SHIPPED = Path(__file__).with_name("atlas") / "atlas.json"
 DEFAULT_MODEL = "Qwen2.5-7B"
 
 LABELS = {"fidelity": "verifier fidelity", "algorithm": "algorithm", "group_size": "G (completions per query)",
-          "beta": "β (KL weight)", "lr": "learning rate"}  # fmt: skip
-ORDERED = {"group_size", "beta", "lr"}
+          "beta": "β (KL weight)", "lr": "learning rate",
+          "max_staleness": "max_staleness (asynchronous rollouts, each run timed alone)"}  # fmt: skip
+ORDERED = {"group_size", "beta", "lr", "max_staleness"}
 """Knobs whose values have an order: their readings go from the smallest value to the largest."""
 
 CURVES = {"reward": "reward (0-1)", "kl": "KL to reference (nats/token)", "entropy": "entropy (nats/token)",

@@ -25,22 +25,24 @@ from rlvr.rundir import metrics_path, read_config, run_dirs
 from rlvr.studies.atlas import KNOBS, Setting, preset_path, run_card
 
 KNOB_FIELDS: dict[str, tuple[str, ...]] = {
-    "fidelity": ("reward.fidelity", "reward.false_positive_rate", "reward.false_negative_rate"),
+    "fidelity": ("reward.fidelity", "reward.false_positive_rate", "reward.false_negative_rate", "reward.random_rate"),
     "group_size": ("rollout.group_size",),
     "beta": ("algo.beta",),
     "lr": ("optim.lr",),
+    "max_staleness": ("rollout.max_staleness",),
     "algorithm": ("algo.", "ppo."),
 }
 """The config fields (or section prefixes) each knob changes; a run that changes fields of one knob
 only, away from the atlas default, is a value of that knob."""
 
 INCIDENTAL = (
-    "train.seed", "train.steps", "train.threads", "train.eval_every", "train.eval_samples", "train.save_every",
-    "train.tensorboard", "train.memory_metrics", "train.trackers", "train.wandb_project", "train.wandb_mode",
+    "train.seed", "train.steps", "train.threads", "train.on_alarm", "train.max_restarts", "rollout.sampler_threads",
+    "train.eval_every", "train.eval_samples", "train.save_every", "train.tensorboard", "train.memory_metrics", "train.trackers", "train.wandb_project", "train.wandb_mode",
     "task.num_eval", "model.device", "model.forward", "reward.noise_seed", "reward.hacking_sample",
     "reward.hacking_warn", "reward.backend", "reward.ray_address",
 )  # fmt: skip
-"""Fields that do not make a different setting: seeds, length, how much is evaluated, logging, devices."""
+"""Fields that do not make a different setting: seeds, length, how much is evaluated, logging, devices;
+and every field of the health section (alarm thresholds)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,6 +52,8 @@ INCIDENTAL = (
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
     flat = {}
     for section, values in config.items():
+        if section == "health":
+            continue
         for key, value in (values or {}).items() if isinstance(values, dict) else ():
             name = f"{section}.{key}"
             if name not in INCIDENTAL:
@@ -64,7 +68,7 @@ def _resolved(setting: Setting) -> dict[str, Any]:
 
 
 def _owner(key: str) -> str | None:
-    for knob in ("fidelity", "group_size", "beta", "lr"):
+    for knob in ("fidelity", "group_size", "beta", "lr", "max_staleness"):
         if key in KNOB_FIELDS[knob]:
             return knob
     return "algorithm" if key.startswith(KNOB_FIELDS["algorithm"]) else None
@@ -78,8 +82,12 @@ def _label(knob: str, flat: dict[str, Any]) -> str:
         return f"{flat['algo.beta']:g}"
     if knob == "lr":
         return f"{flat['optim.lr']:g}"
+    if knob == "max_staleness":
+        return str(flat["rollout.max_staleness"])
     if knob == "fidelity":
         name = flat["reward.fidelity"]
+        if name == "random":
+            return f"random rate={flat['reward.random_rate']:g}"
         if name == "noisy":
             return f"noisy fp={flat['reward.false_positive_rate']:g} fn={flat['reward.false_negative_rate']:g}"
         return str(name)
@@ -126,7 +134,7 @@ class Placer:
 # ---------------------------------------------------------------------------------------------
 # Your runs, grouped and named
 
-SHORT = {"fidelity": "fidelity", "group_size": "G", "beta": "β", "lr": "lr"}
+SHORT = {"fidelity": "fidelity", "group_size": "G", "beta": "β", "lr": "lr", "max_staleness": "max_staleness"}
 """How a row of yours names the knob it is a value of (the algorithm knob's value names itself)."""
 
 

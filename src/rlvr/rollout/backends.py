@@ -43,7 +43,7 @@ class HFSampler:
             from rlvr.rollout.prompts import resolve_style
 
             self.tools.check(self.tokenizer, resolve_style(self.tokenizer, self.prompt_format))
-        self.model = policy
+        self.model = self.policy = policy
         if getattr(torch, rollout.dtype) != policy.dtype:  # a bf16 policy (model.dtype) samples itself
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()
             self.model.requires_grad_(False)
@@ -55,6 +55,11 @@ class HFSampler:
         return sample_completions(
             self.forward, self.tokenizer, queries, prompt_format=self.prompt_format, tools=self.tools, **sampling
         )
+
+    @property
+    def holds_copy(self) -> bool:
+        """A copy of the policy's weights of its own (a bfloat16 copy), synced after each update."""
+        return self.model is not self.policy
 
     def sync_weights(self, policy: PreTrainedModel) -> None:
         if self.model is not policy:

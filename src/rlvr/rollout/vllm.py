@@ -163,6 +163,9 @@ class VLLMSampler:
         )
         return _to_device(batch, self.device)
 
+    holds_copy = True
+    """vLLM's engine holds weights of its own (health check sampler_sync, engine/sync_probe.py)."""
+
     @torch.no_grad()
     def sync_weights(self, policy: PreTrainedModel) -> None:
         # The in-process model, as TRL 1.16 reaches it in colocate mode (VLLMGeneration.sync_weights).

@@ -1,0 +1,57 @@
+"""The config linter (diagnostics/lint.py): `rlvr train --check` and the check before every run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlvr.config import load_config
+from rlvr.diagnostics.lint import ATLAS, lint, stable_lrs
+
+
+def _levels(findings) -> dict[str, str]:
+    return {f.check: f.level for f in findings}
+
+
+def test_the_default_run_has_no_error_and_no_warning():
+    assert set(_levels(lint(load_config(None, []))).values()) == {"ok"}
+
+
+def test_max_new_tokens_below_the_longest_worked_solution_is_an_error():
+    (finding,) = [f for f in lint(load_config(None, ["rollout.max_new_tokens=12"])) if f.check == "max_new_tokens"]
+    assert finding.level == "error" and "set it to at least" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("sets", "world", "message"),
+    [(["train.batch_queries=6", "optim.micro_batch_size=0"], 4, "does not split over 4 processes"),
+     (["train.batch_queries=4", "rollout.group_size=6", "optim.micro_batch_size=8"], 2, "does not divide a process's 12")],
+)  # fmt: skip
+def test_a_batch_that_does_not_split_over_processes_or_micro_batches_is_an_error(sets, world, message):
+    (finding,) = [f for f in lint(load_config(None, sets), world_size=world) if f.check == "batch"]
+    assert finding.level == "error" and message in finding.message
+
+
+def test_an_lr_above_the_atlas_stable_range_is_a_warning_named_by_what_it_did():
+    stable = stable_lrs(json.loads(ATLAS.read_text()))
+    assert stable[5e-4][0] and not stable[2e-3][0]  # the measurement the warning rests on
+    (finding,) = [f for f in lint(load_config(None, ["optim.lr=1e-3"])) if f.check == "lr"]
+    assert (
+        finding.level == "warning" and "2e-3" not in finding.message and "0.002 took held-out pass@1" in finding.message
+    )
+
+
+def test_a_run_that_does_not_fit_the_machine_is_an_error():
+    (finding,) = [f for f in lint(load_config(None, []), free_bytes=1e6) if f.check == "memory"]
+    assert finding.level == "error" and "rlvr memory" in finding.message
+
+
+def test_train_check_exits_2_on_an_error_and_train_refuses_to_start(tmp_path, cli):
+    done = cli("train", "--check", "--set", "rollout.max_new_tokens=8")
+    assert done.returncode == 2 and "error   max_new_tokens" in done.stdout
+    ok = cli("train", "--check")
+    assert ok.returncode == 0 and "no errors" in ok.stdout
+    refused = cli("train", "--out", str(tmp_path / "run"), "--set", "rollout.max_new_tokens=8")
+    assert refused.returncode == 2 and "rlvr train --check" in refused.stderr
+    assert not (tmp_path / "run" / "metrics.jsonl").exists() and "Traceback" not in refused.stderr
