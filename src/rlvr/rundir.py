@@ -29,6 +29,8 @@ import yaml
 CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
+HEALTH = "health.jsonl"
+"""The run's health checks, one line per check and step (engine/health.py)."""
 CHECKPOINT = "checkpoint"
 FINAL = "final"
 BEST = "best"
@@ -46,6 +48,18 @@ def config_path(run_dir: str | Path) -> Path:
 
 def metrics_path(run_dir: str | Path) -> Path:
     return Path(run_dir) / METRICS
+
+
+def health_path(run_dir: str | Path) -> Path:
+    return Path(run_dir) / HEALTH
+
+
+def read_health(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The lines of a run's health file (empty when it has none)."""
+    path = health_path(run_dir)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def summary_path(run_dir: str | Path) -> Path:

@@ -22,9 +22,9 @@ from rlvr.engine.health import (
     PolicyUnchanged,
     WindowMean,
     checks_for,
-    read_health,
 )
 from rlvr.engine.loop import Trainer, _run_steps, train
+from rlvr.rundir import read_health
 
 SHORT = ["train.steps=5", "train.batch_queries=4", "rollout.group_size=4", "task.num_eval=4"]
 SHORT += ["train.eval_samples=2", "train.threads=1", "train.save_every=0"]

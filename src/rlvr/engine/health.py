@@ -2,7 +2,7 @@
 its threshold (config section ``health``), and says whether it tripped.
 
 ``Health.observe`` adds ``health/<check>`` to the step's metrics, appends one line per check to
-``<out>/health.jsonl`` (``{"step", "check", "value", "threshold", "tripped"}``) and returns the
+the run's health file (rundir.HEALTH: ``{"step", "check", "value", "threshold", "tripped"}``) and returns the
 checks that tripped this step and had not the step before: an alarm, whose line names the cause and
 points to docs/troubleshooting.md. What an alarm does is ``train.on_alarm`` (the loop): ``warn``
 prints it and goes on, ``stop`` checkpoints and ends the run (exit code 3), ``ignore`` only logs it.
@@ -37,10 +37,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlvr import rundir
 from rlvr.config import RunConfig
 from rlvr.errors import RunFailure
 
-HEALTH_FILE = "health.jsonl"
 DOCS = "docs/troubleshooting.md"
 
 
@@ -229,7 +229,7 @@ def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
               "lower rollout.max_staleness, or turn on algo.tis_cap"),
         Above("sampler_sync", "sync/probe_error", h.max_sync_error or SYNC_TOLERANCE.get(cfg.rollout.dtype, 0.1),
               "the sampler's copy of the weights is not the policy version it claims: a weight sync that did not "
-              "happen (LoRA adapters not merged, a skipped update); report it with the run's health.jsonl"),
+              "happen (LoRA adapters not merged, a skipped update); report it with the run's health file"),
         *([Above("reward_hacking", "hacking/rate", cfg.reward.hacking_warn,
                  "the training verifier passes completions the gold verifier does not (reward hacking); "
                  "see docs/hacking.md")] if hacking else []),
@@ -259,7 +259,7 @@ class Health:
 
     def __init__(self, checks: list, out_dir: Path | None, *, keep_until_step: int = 0):
         self.checks = checks
-        self.path = out_dir / HEALTH_FILE if out_dir is not None else None
+        self.path = rundir.health_path(out_dir) if out_dir is not None else None
         self.tripped: set[str] = set()
         self.alarms: list[dict] = []
         if self.path is not None:
@@ -280,7 +280,7 @@ class Health:
         return readings, fresh
 
     def observe(self, step: int, metrics: dict) -> list[Reading]:
-        """Read every check on this step's metrics: health/<check> joins them, health.jsonl gets a
+        """Read every check on this step's metrics: health/<check> joins them, the health file gets a
         line per check; returns the checks that tripped now."""
         readings, fresh = self._read(metrics)
         for r in readings:
@@ -297,17 +297,9 @@ class Health:
 
 
 def _keep_until(path: Path, step: int) -> None:
-    """A resumed run's health.jsonl keeps the lines of the steps it keeps; a new run starts it empty."""
+    """A resumed run's health file keeps the lines of the steps it keeps; a new run starts it empty."""
     if not path.is_file():
         return
     lines = path.read_text().splitlines() if step else []
     kept = [line for line in lines if line.strip() and json.loads(line).get("step", 0) <= step]
     path.write_text("".join(line + "\n" for line in kept))
-
-
-def read_health(run_dir: str | Path) -> list[dict]:
-    """The lines of a run's health.jsonl (empty when it has none)."""
-    path = Path(run_dir) / HEALTH_FILE
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
