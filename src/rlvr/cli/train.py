@@ -37,6 +37,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "against the atlas, estimated memory against this machine; docs/troubleshooting.md) and exit: 2 on an error",
     )
     p.add_argument(
+        "--supervise",
+        action="store_true",
+        help="train in a child process and restart it from its last checkpoint when it crashes, at most "
+        "train.max_restarts times (each restart logged in <out>/supervisor.jsonl)",
+    )
+    p.add_argument(
         "--determinism",
         action="store_true",
         help="train the config twice into <out>/a and <out>/b and compare every logged number apart from "
@@ -103,15 +109,14 @@ def run(args: argparse.Namespace) -> int:
     cfg, out = _resumed_config(args) if args.resume else _fresh_config(args)
     if not lint_run(cfg, report_all=False):
         raise UsageError("the settings above would train nothing or not fit; `rlvr train --check` lists every finding")
-    from rlvr.engine.loop import train  # torch and the models load once the flags are known to be good
-    from rlvr.verifiers.registry import close_verifiers
-
-    quiet_hugging_face()
     print(f"rlvr train: {cfg.algo.algorithm} on task '{cfg.task.name}' with model '{cfg.model.name}' -> {out}")
-    try:
-        summary = train(cfg, out, resume=bool(args.resume), progress=not args.quiet)
-    finally:
-        close_verifiers()  # worker pools and the coq session end with the command, also when run in-process
+    if args.supervise:
+        code = _supervised(cfg, out, args)
+        if code:
+            return code
+        summary = rundir.read_summary(out)
+    else:
+        summary = _train_here(cfg, out, args)
     if summary:  # empty on a process other than rank 0 under accelerate/torchrun: rank 0 reports
         lines = rundir.summary_lines(
             summary, temperature=cfg.rollout.temperature, fidelity=cfg.reward.fidelity, tools=cfg.rollout.tools
@@ -120,6 +125,25 @@ def run(args: argparse.Namespace) -> int:
         _plot_curves(out, cfg)
         print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, curves.png, final/, checkpoint/)")
     return 0
+
+
+def _train_here(cfg: RunConfig, out: Path, args: argparse.Namespace) -> dict:
+    from rlvr.engine.loop import train  # torch and the models load once the flags are known to be good
+    from rlvr.verifiers.registry import close_verifiers
+
+    quiet_hugging_face()
+    try:
+        return train(cfg, out, resume=bool(args.resume), progress=not args.quiet)
+    finally:
+        close_verifiers()  # worker pools and the coq session end with the command, also when run in-process
+
+
+def _supervised(cfg: RunConfig, out: Path, args: argparse.Namespace) -> int:
+    from rlvr.engine.supervisor import supervise
+
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        raise UsageError("--supervise runs one training process; under torchrun use its own --max-restarts")
+    return supervise(cfg, out, resume=bool(args.resume), progress=not args.quiet)
 
 
 def _determinism(args: argparse.Namespace) -> int:

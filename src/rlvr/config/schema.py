@@ -204,6 +204,8 @@ class RewardConfig:
     """Weight of the format check (<think>...</think><answer>...</answer>); 0 keeps rewards binary."""
     reasoning_weight: float = 0.0
     """Weight of the reasoning check (task arith): 1 when every step is a true claim that chains through the query to the answer (the CoT-pass@k checker); with correctness_weight 0 the reward is CoT-correctness."""
+    verifier_timeout_s: float = non_negative(600.0)
+    """Watchdog: a verifier call (one batch of one verifier type) that gives no verdicts in this many seconds is abandoned and its completions get verdict error (class timeout), counted as unscorable, instead of hanging the run; 0 = no watchdog. Completions' own code runs in pools that end it as that completion's fail (class timeout) long before."""
     fidelity: Literal["gold", "visible_only", "lenient", "noisy", "random"] = "gold"
     """Training verifier: gold, visible_only (python: hidden tests dropped), lenient (math: answer anywhere in the text), noisy (gold with injected errors) or random (the correctness reward is a coin per rollout, Shao et al. 2025); see docs/hacking.md."""
     false_positive_rate: float = unit_interval(0.0)

@@ -213,5 +213,7 @@ def restore(context: StepContext, checkpoint: Path) -> Restored:
     set_rng_state(state["rng"])
     if context.critic is not None:
         context.critic.load_state_dict(state["critic"])
+    if context.dist.is_main:  # rank 0's sets are the ones saved (engine/exploration.py)
+        context.exploration.load(state.get("exploration"))
     earlier = state.get("segments") or [{"from_step": 0, "to_step": state["step"], "wall_s": None}]
     return Restored(state["step"], state["base_eval"], state.get("best"), earlier)

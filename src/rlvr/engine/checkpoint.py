@@ -17,7 +17,12 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr.errors import RunFailure
 from rlvr.rundir import CHECKPOINT, STATE_FILE, checkpoint_dir
+
+
+class CheckpointError(RunFailure):
+    """A checkpoint could not be written; the one before it is kept."""
 
 
 def rng_state() -> dict[str, Any]:
@@ -46,9 +51,17 @@ def save_checkpoint(
     final = checkpoint_dir(out_dir)
     tmp = out_dir / f".{CHECKPOINT}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    policy.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    torch.save({"step": step, "optimizer": optimizer.state_dict(), "rng": rng_state(), **extra}, tmp / STATE_FILE)
+    try:
+        policy.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        torch.save({"step": step, "optimizer": optimizer.state_dict(), "rng": rng_state(), **extra}, tmp / STATE_FILE)
+    except OSError as err:  # a full disk, a quota, a vanished mount: the previous checkpoint stays whole
+        shutil.rmtree(tmp, ignore_errors=True)
+        kept = "the previous checkpoint is intact" if final.exists() else "no earlier checkpoint exists"
+        raise CheckpointError(
+            f"could not write the checkpoint of step {step} in {out_dir} ({err.strerror or err}); {kept}. "
+            f"Free space (or point --out elsewhere) and continue with `rlvr train --resume {out_dir}`"
+        ) from err
     old = out_dir / f".{CHECKPOINT}.old"
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():

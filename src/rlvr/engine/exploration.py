@@ -25,8 +25,9 @@ class ExplorationTracker:
         """Add this step's passing completions; return the running counts as metrics.
 
         Texts are compared after stripping surrounding whitespace; two completions that differ in
-        reasoning but reach the same answer are different solutions. Counts start again from 0
-        when a run is resumed (the sets are not checkpointed).
+        reasoning but reach the same answer are different solutions. The sets are checkpointed
+        (``state``), so a resumed run counts on; under several processes only rank 0's (the one
+        that saves), and the other processes count again from 0.
         """
         for row, result in enumerate(scored):
             if result.correct:
@@ -34,3 +35,10 @@ class ExplorationTracker:
                 self.solutions.add((query_id, batch.texts[row].strip()))
                 self.solved.add(query_id)
         return {"explore/distinct_correct": len(self.solutions), "explore/queries_solved": len(self.solved)}
+
+    def state(self) -> dict[str, list]:
+        return {"solutions": sorted(self.solutions), "solved": sorted(self.solved)}
+
+    def load(self, state: dict[str, list] | None) -> None:
+        self.solutions = {tuple(pair) for pair in (state or {}).get("solutions", [])}
+        self.solved = set((state or {}).get("solved", []))

@@ -13,8 +13,8 @@ The checks:
   (``frac_reward_zero_std`` = 1): every advantage was 0, the reward taught nothing;
 - ``truncation``, ``unscorable``: the share of completions cut at ``rollout.max_new_tokens``, and
   the share the verifier could not judge, averaged over the last ``health.window`` steps;
-- ``nonfinite``: how many of loss, gradient norm, update norm, KL, entropy, reward and the
-  policy's weights are NaN or infinite;
+- ``nonfinite``: how many of loss, gradient norm, update norm, KL, entropy and the policy's
+  weights are NaN or infinite;
 - ``policy_unchanged``: an optimizer step that moved nothing (update norm 0) although the gradient
   was not 0 and the learning rate was above 0;
 - ``kl``, ``entropy``: KL to the reference above ``health.max_kl``; entropy outside
@@ -144,7 +144,8 @@ class Above:
         return Reading(self.name, value, self.limit, value > self.limit, message)
 
 
-NONFINITE_KEYS = ("loss", "grad_norm", "update_norm", "kl", "entropy", "reward")
+NONFINITE_KEYS = ("loss", "grad_norm", "update_norm", "kl", "entropy")
+"""(The reward mean is NaN when no completion of the step could be judged: the unscorable check's.)"""
 
 
 @dataclass

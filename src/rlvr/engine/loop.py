@@ -115,7 +115,8 @@ class Trainer:
         """The run's checkpoint after `step` steps: policy (its adapters alone with LoRA), optimizer,
         RNG, the critic if any."""
         ctx = self.context
-        extra = {"base_eval": self.base_eval, "best": self.best, "segments": self.segments_until(step)}
+        extra = {"base_eval": self.base_eval, "best": self.best, "segments": self.segments_until(step),
+                 "exploration": ctx.exploration.state()}  # fmt: skip
         if ctx.critic is not None:
             extra["critic"] = ctx.critic.state_dict()
         save_checkpoint(self.out_dir, step, ctx.policy, ctx.tokenizer, ctx.optimizer, extra)

@@ -30,7 +30,8 @@ def build_reward(cfg: RunConfig) -> tuple[RewardFunction, HackingMonitor | None]
         gold_for = ray_verifiers_for_run(cfg.reward.ray_address)
     verifier_for = training_verifier_for(cfg.reward, gold_for)
     hacking = HackingMonitor.for_run(cfg.reward, weights, verifier_for, cfg.train.seed)
-    return RewardFunction(weights, verifier_for=verifier_for), hacking
+    watchdog = cfg.reward.verifier_timeout_s or None
+    return RewardFunction(weights, verifier_for=verifier_for, timeout_s=watchdog), hacking
 
 
 def build_prompting(cfg: RunConfig, tokenizer: PreTrainedTokenizerBase) -> tuple[PromptFormat, ToolUse | None]:

@@ -10,10 +10,11 @@ TRL does with a reward function that returns None (DESIGN.md, "Verifier results"
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rlvr.types import Query, Verdict, VerifierResult
+from rlvr.types import ErrorClass, Query, Verdict, VerifierResult
 from rlvr.verifiers.base import Verifier
 from rlvr.verifiers.registry import UnknownVerifierError, get_verifier, known_types
 
@@ -41,8 +42,10 @@ class RewardFunction:
         weights: Mapping[str, float] | None = None,
         *,
         verifier_for: Callable[[str], Verifier] = get_verifier,
+        timeout_s: float | None = None,
     ) -> None:
-        """``verifier_for`` maps a type name to a verifier (the shared registry by default)."""
+        """``verifier_for`` maps a type name to a verifier (the shared registry by default).
+        ``timeout_s``: the watchdog's bound on one verifier call (``watched``); None: no watchdog."""
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         for name, weight in self.weights.items():
             if name != CORRECTNESS and name not in known_types():
@@ -53,6 +56,9 @@ class RewardFunction:
                 raise ValueError(f"reward weight {name!r} must be finite, got {weight!r}")
         self.components = list(dict.fromkeys([*ALWAYS_COMPUTED, *self.weights]))
         self._verifier_for = verifier_for
+        self.timeout_s = timeout_s
+        self.hung: set[str] = set()
+        """Verifier types the watchdog abandoned: not called again, their verdicts error at once."""
 
     def score(self, query: Query, completion: str) -> ScoredCompletion:
         return self.score_batch([(query, completion)])[0]
@@ -68,7 +74,7 @@ class RewardFunction:
             if name == CORRECTNESS:
                 self._score_correctness(items, results)
             else:
-                batch = self._verifier_for(name).verify_batch(items)
+                batch = self.watched(name, items)
                 for per_item, result in zip(results, batch, strict=True):
                     per_item[name] = result
         if correctness is None:
@@ -80,9 +86,40 @@ class RewardFunction:
         for index, (query, _) in enumerate(items):
             indices_by_type.setdefault(_row_type(query), []).append(index)
         for type_name, indices in indices_by_type.items():
-            batch = self._verifier_for(type_name).verify_batch([items[i] for i in indices])
+            batch = self.watched(type_name, [items[i] for i in indices])
             for index, result in zip(indices, batch, strict=True):
                 results[index][CORRECTNESS] = result
+
+    def watched(self, name: str, items: list[tuple[Query, str]]) -> list[VerifierResult]:
+        """`verify_batch` of the verifier `name`, under the watchdog: a call that gives no verdicts
+        within timeout_s is abandoned (its thread left behind, the verifier not called again) and
+        every completion of the batch gets verdict error, class timeout. Completions' own code runs
+        in worker or sandbox pools that end it at its own bound as that completion's fail, so a call
+        that hangs here is the verifier's fault, never the completion's."""
+        verifier = self._verifier_for(name)
+        if self.timeout_s is None:
+            return verifier.verify_batch(items)
+        if name in self.hung:
+            return [_hung(name, f"hung on an earlier batch (no verdict within {self.timeout_s:g} s)") for _ in items]
+        box: dict[str, object] = {}
+
+        def call() -> None:
+            try:
+                box["results"] = verifier.verify_batch(items)
+            except BaseException as err:  # raised again in the caller's thread
+                box["error"] = err
+
+        thread = threading.Thread(target=call, name=f"rlvr-verify-{name}", daemon=True)
+        thread.start()
+        thread.join(self.timeout_s)
+        if thread.is_alive():
+            self.hung.add(name)
+            return [
+                _hung(name, f"gave no verdict within {self.timeout_s:g} s (reward.verifier_timeout_s)") for _ in items
+            ]
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["results"]  # type: ignore[return-value]
 
     def _combine(self, results: dict[str, VerifierResult], correctness: float | None = None) -> ScoredCompletion:
         weighted = [(name, weight, results[name]) for name, weight in self.weights.items() if weight != 0]
@@ -97,6 +134,10 @@ class RewardFunction:
             reward = None
         correct = results[CORRECTNESS].verdict is Verdict.PASS
         return ScoredCompletion(reward=reward, correct=correct, results=results)
+
+
+def _hung(name: str, what: str) -> VerifierResult:
+    return VerifierResult(Verdict.ERROR, 0.0, ErrorClass.TIMEOUT, f"watchdog: the {name!r} verifier {what}")
 
 
 def _row_type(query: Query) -> str:
