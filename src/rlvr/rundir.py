@@ -32,6 +32,9 @@ SUMMARY = "summary.json"
 HEALTH = "health.jsonl"
 """The run's health checks, one line per check and step (engine/health.py)."""
 CHECKPOINT = "checkpoint"
+RECORDER = "recorder"
+"""The flight recorder: the checkpoints after the last train.recorder_steps steps (engine/checkpoint.py)."""
+RECORDED, PINNED = "after-step-", "pinned-after-step-"
 FINAL = "final"
 BEST = "best"
 CURVES = "curves.png"
@@ -154,6 +157,22 @@ def find_checkpoint(run_dir: str | Path) -> Path | None:
         if (path / STATE_FILE).is_file():
             return path
     return None
+
+
+def recorder_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / RECORDER
+
+
+def recorded_checkpoints(run_dir: str | Path, *, pinned: bool = True) -> dict[int, Path]:
+    """The recorder's checkpoints by the step they were saved after (pinned ones with `pinned`)."""
+    found: dict[int, Path] = {}
+    prefixes = (PINNED, RECORDED) if pinned else (RECORDED,)
+    for path in sorted(recorder_dir(run_dir).glob("*")) if recorder_dir(run_dir).is_dir() else ():
+        for prefix in prefixes:
+            rest = path.name.removeprefix(prefix)
+            if rest != path.name and rest.isdigit() and (path / STATE_FILE).is_file():
+                found.setdefault(int(rest), path)
+    return found
 
 
 def run_dirs(root: str | Path) -> Iterator[Path]:

@@ -14,7 +14,15 @@ from rlvr.engine.checkpoint import saved_step
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
 from rlvr.rollout.tools import calls_run
-from rlvr.rundir import STATE_FILE, find_checkpoint, last_step, not_a_run, read_config, saved_models
+from rlvr.rundir import (
+    STATE_FILE,
+    find_checkpoint,
+    last_step,
+    not_a_run,
+    read_config,
+    recorded_checkpoints,
+    saved_models,
+)
 
 CAPTURE_FILE = "capture.json"
 
@@ -64,6 +72,10 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
         parts = build_run(cfg, checkpoint)
         restore(parts.context, checkpoint)  # the run's optimizer and RNG state: the real step again
         source["policy"] = _policy(cfg, saved)
+    elif (recorded := recorded_checkpoints(run_dir).get(step - 1)) and checkpoint_mismatch(recorded, cfg.model) is None:
+        parts = build_run(cfg, recorded)
+        restore(parts.context, recorded)  # the flight recorder's state before the step: the real step again
+        source["policy"] = f"the flight recorder's checkpoint after step {step - 1} ({recorded.relative_to(run_dir)})"
     else:
         weights = _saved_weights(run_dir, cfg, None if mismatch else checkpoint)
         used = min(weights, key=lambda s: (abs(s - (step - 1)), -s))  # the nearest; a tie goes to the later

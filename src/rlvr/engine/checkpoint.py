@@ -18,7 +18,16 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.errors import RunFailure
-from rlvr.rundir import CHECKPOINT, STATE_FILE, checkpoint_dir
+from rlvr.rundir import (
+    CHECKPOINT,
+    PINNED,
+    RECORDED,
+    STATE_FILE,
+    checkpoint_dir,
+    find_checkpoint,
+    recorded_checkpoints,
+    recorder_dir,
+)
 
 
 class CheckpointError(RunFailure):
@@ -47,7 +56,13 @@ def save_checkpoint(
     tokenizer: PreTrainedTokenizerBase,
     optimizer: torch.optim.Optimizer,
     extra: dict[str, Any],
+    *,
+    record: int = 0,
+    previous_step: int | None = None,
 ) -> Path:
+    """Write the checkpoint after `step`. `record` > 0 (train.recorder_steps): the checkpoint it
+    replaces, after `previous_step`, moves to the flight recorder (rundir.recorder_dir) instead of
+    being deleted, and the recorder keeps the newest `record` of them."""
     final = checkpoint_dir(out_dir)
     tmp = out_dir / f".{CHECKPOINT}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -67,8 +82,38 @@ def save_checkpoint(
     if final.exists():
         final.rename(old)
     tmp.rename(final)
+    if record and previous_step is not None and old.exists():
+        keep_in_recorder(out_dir, old, previous_step, record)
     shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def keep_in_recorder(out_dir: Path, checkpoint: Path, step: int, keep: int) -> None:
+    """Move a replaced checkpoint into the recorder as the one after `step`; drop all but the newest
+    `keep` (a pinned one, ``pin_in_recorder``, stays)."""
+    target = recorder_dir(out_dir) / f"{RECORDED}{step}"
+    target.parent.mkdir(exist_ok=True)
+    shutil.rmtree(target, ignore_errors=True)
+    checkpoint.rename(target)
+    kept = sorted(recorded_checkpoints(out_dir, pinned=False).items())
+    for _, path in kept[:-keep]:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def pin_in_recorder(out_dir: Path, step: int) -> Path | None:
+    """Copy the checkpoint after `step` (the recorder's, or the run's own) to a pinned entry that
+    rotation never removes: the state an exact replay of step + 1 needs. None when none holds it."""
+    held = {**recorded_checkpoints(out_dir, pinned=False)}
+    current = find_checkpoint(out_dir)
+    if current is not None and saved_step(current) == step:
+        held[step] = current
+    if step not in held:
+        return None
+    target = recorder_dir(out_dir) / f"{PINNED}{step}"
+    if not target.exists():
+        target.parent.mkdir(exist_ok=True)
+        shutil.copytree(held[step], target)
+    return target
 
 
 MOVED = {"rlvr.train.evaluate": "rlvr.rollout.heldout", "rlvr.engine.evaluate": "rlvr.rollout.heldout"}

@@ -20,7 +20,7 @@ from transformers import PreTrainedModel
 from rlvr import rundir
 from rlvr.config import RunConfig
 from rlvr.engine.build import Restored, build_run, restore
-from rlvr.engine.checkpoint import save_checkpoint
+from rlvr.engine.checkpoint import pin_in_recorder, save_checkpoint
 from rlvr.engine.context import StepObserver
 from rlvr.engine.distributed import NullLog, world
 from rlvr.engine.health import Health, HealthAlarm, Reading, checks_for
@@ -42,6 +42,7 @@ class Trainer:
         restored = restore(self.context, checkpoint) if checkpoint else Restored(0, None)
         self.start_step, self.base_eval, self.best = restored.step, restored.base_eval, restored.best
         self.segments = restored.segments  # the earlier commands' runs of it
+        self.saved_step: int | None = self.start_step if checkpoint else None
         main = world().is_main
         self.health = Health(
             checks_for(cfg, hacking=self.context.hacking is not None),
@@ -119,7 +120,9 @@ class Trainer:
                  "exploration": ctx.exploration.state()}  # fmt: skip
         if ctx.critic is not None:
             extra["critic"] = ctx.critic.state_dict()
-        save_checkpoint(self.out_dir, step, ctx.policy, ctx.tokenizer, ctx.optimizer, extra)
+        save_checkpoint(self.out_dir, step, ctx.policy, ctx.tokenizer, ctx.optimizer, extra,
+                        record=self.cfg.train.recorder_steps, previous_step=self.saved_step)  # fmt: skip
+        self.saved_step = step
 
 
 def _write_summary(trainer: Trainer, final: HeldoutResult) -> dict:
@@ -249,10 +252,33 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
 
 
 def _health(trainer: Trainer, step: int, metrics: dict[str, float]) -> list[Reading]:
-    """The step's health readings (engine/health.py), the weights' finiteness among them."""
+    """The step's health readings (engine/health.py), the weights' finiteness among them. The first
+    non-finite alarm pins the flight recorder's state before its step (engine/checkpoint.py)."""
     finite = [torch.isfinite(p).all() for p in trainer.policy.parameters()]
     metrics["weights/nonfinite"] = int(len(finite) - int(torch.stack(finite).sum())) if finite else 0
-    return trainer.health.observe(step, metrics)
+    alarms = trainer.health.observe(step, metrics)
+    if any(a.check == "nonfinite" for a in alarms) and trainer.cfg.train.recorder_steps:
+        pinned = pin_in_recorder(trainer.out_dir, step - 1)
+        if pinned is not None:
+            replay = f"rlvr inspect --run {trainer.out_dir} --step {step}"
+            trainer.health.alarms[-len(alarms) :] = [
+                {**entry, "replay": replay} if entry["check"] == "nonfinite" else entry
+                for entry in trainer.health.alarms[-len(alarms) :]
+            ]
+            alarms = [
+                Reading(
+                    a.check,
+                    a.value,
+                    a.threshold,
+                    a.tripped,
+                    f"{a.message}; the state before it is pinned in "
+                    f"{pinned}: `{replay}` repeats the step with every intermediate",
+                )  # fmt: skip
+                if a.check == "nonfinite"
+                else a
+                for a in alarms
+            ]
+    return alarms
 
 
 def _save_final(trainer: Trainer, final: Path) -> None:
