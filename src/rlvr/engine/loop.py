@@ -257,7 +257,7 @@ def _health(trainer: Trainer, step: int, metrics: dict[str, float]) -> list[Read
     finite = [torch.isfinite(p).all() for p in trainer.policy.parameters()]
     metrics["weights/nonfinite"] = int(len(finite) - int(torch.stack(finite).sum())) if finite else 0
     alarms = trainer.health.observe(step, metrics)
-    if any(a.check == "nonfinite" for a in alarms) and trainer.cfg.train.recorder_steps:
+    if any(a.check == "nonfinite" for a in alarms):
         pinned = pin_in_recorder(trainer.out_dir, step - 1)
         if pinned is not None:
             replay = f"rlvr inspect --run {trainer.out_dir} --step {step}"
