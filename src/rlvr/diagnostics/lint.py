@@ -9,7 +9,8 @@ and likely badly), or a line that says what was checked and passed:
 - ``batch``: train.batch_queries splits over the processes, and each process's completions over
   optim.micro_batch_size (the accumulation steps, never 0);
 - ``max_new_tokens``: not below the longest worked solution of the task's training queries
-  (tokens), else the right chains are cut: an error; no worked solutions, no check;
+  (tokens): a warning when some are cut, an error when every one is (no completion can be a right
+  chain); a task without worked solutions is not checked;
 - ``lr``: above the largest learning rate the shipped atlas measured as stable on the default
   model and task (held-out pass@1 not below the base's, every seed): a warning;
 - ``memory``: the estimate of `rlvr memory` for this run against this machine's free memory
@@ -85,8 +86,9 @@ def _lengths(cfg: RunConfig, queries, tokenizer) -> Finding:
     lengths = [len(tokenizer(solution(q), add_special_tokens=False)["input_ids"]) for q in queries]
     longest, limit = max(lengths), cfg.rollout.max_new_tokens
     cut = sum(n > limit for n in lengths)
-    if cut:
-        return Finding("error", "max_new_tokens", f"rollout.max_new_tokens={limit} cuts the worked solution of {cut} "
+    if cut:  # every solution cut: no completion can be a right chain; some: those queries cannot
+        level = "error" if cut == len(lengths) else "warning"
+        return Finding(level, "max_new_tokens", f"rollout.max_new_tokens={limit} cuts the worked solution of {cut} "
                        f"of {len(lengths)} training queries (the longest is {longest} tokens): their right chains "
                        f"cannot be written; set it to at least {longest}")  # fmt: skip
     return Finding("ok", "max_new_tokens", f"{limit} >= the longest worked solution, {longest} tokens "
