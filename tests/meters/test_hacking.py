@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from rlvr.config import RewardConfig, load_config
+from rlvr.engine.health import Health, RewardHacking
 from rlvr.engine.loop import train
 from rlvr.meters.hacking import HackingMonitor, hacking_shares
 from rlvr.sandbox import SandboxLimits, bwrap
@@ -78,9 +79,9 @@ def test_a_gold_verifier_that_judges_nothing_makes_every_training_pass_hacked():
         "hacking/gold_unscorable": 3,
         "hacking/sampled": 4,
     }
-    warning = HackingMonitor(gold_fn=None, sample=0, warn_above=0.2).warning(shares)
-    assert "hacking/rate 0.75 > 0.2" in warning
-    assert "hacking/gold_unscorable_rate 0.75: passes gold could not judge" in warning
+    reading = RewardHacking(0.2).read(shares)
+    assert reading.tripped and "hacking/rate 0.75 > 0.2" in reading.message
+    assert "hacking/gold_unscorable_rate 0.75: passes gold could not judge" in reading.message
 
 
 LIMITS = SandboxLimits(wall_s=3.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=64 * 1024)
@@ -120,12 +121,13 @@ def test_the_monitor_counts_a_lookup_table_whose_gold_check_errors_under_visible
     assert metrics["hacking/gold_unscorable_rate"] == pytest.approx(1 / 3)
 
 
-def test_warns_once_when_the_rate_rises_above_the_threshold():
-    monitor = HackingMonitor(gold_fn=None, sample=0, warn_above=0.3)
-    assert monitor.warning({"hacking/rate": 0.3}) is None
-    assert "hacking/rate 0.40 > 0.3" in monitor.warning({"hacking/rate": 0.4})
-    assert monitor.warning({"hacking/rate": 0.9}) is None  # once per run
-    assert HackingMonitor(gold_fn=None, sample=0, warn_above=0.1).warning({"hacking/rate": float("nan")}) is None
+def test_the_alarm_trips_once_when_the_rate_rises_above_the_threshold():
+    health = Health([RewardHacking(0.3)], None)
+    assert health.observe(1, {"hacking/rate": 0.3}) == []
+    (alarm,) = health.observe(2, {"hacking/rate": 0.4})
+    assert "hacking/rate 0.40 > 0.3" in alarm.message
+    assert health.observe(3, {"hacking/rate": 0.9}) == []  # still above: one alarm
+    assert RewardHacking(0.1).read({"hacking/rate": float("nan")}) is None
 
 
 def test_a_short_real_run_against_a_noisy_verifier_logs_hacking(random_model_dir, tmp_path, capsys):
@@ -157,8 +159,8 @@ def test_a_short_real_run_against_a_noisy_verifier_logs_hacking(random_model_dir
     for r in steps:
         assert r["accuracy"] == 1.0 and r["hacking/rate"] == 1.0 - r["hacking/gold_accuracy"] > 0.5
     printed = capsys.readouterr()
-    assert "warning: hacking/rate" in printed.out + printed.err  # the progress bar's warning, once
-    assert (printed.out + printed.err).count("warning: hacking/rate") == 1
+    assert "alarm reward_hacking at step 1: hacking/rate" in printed.out + printed.err  # the alarm, once
+    assert (printed.out + printed.err).count("alarm reward_hacking") == 1
     for when in ("base", "final"):
         result = summary[when]
         assert result["pass@1"] == 1.0 and result["gold_pass@1"] < 0.5

@@ -85,7 +85,7 @@ def lint_run(cfg: RunConfig, *, report_all: bool) -> bool:
     from rlvr.diagnostics.lint import lint
 
     world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
-    findings = lint(cfg, world_size=world_size)
+    findings = lint(cfg, world_size=world_size, strict=report_all)
     errors = [f for f in findings if f.level == "error"]
     shown = [f for f in findings if report_all or f.level != "ok"]
     if shown and os.environ.get("RANK", "0") == "0":

@@ -2,15 +2,15 @@
 
 Config validation (config/checks.py) refuses a setting that cannot run. The linter reads what the
 config alone does not hold: the task's queries and worked solutions, the model's tokenizer, the
-shipped atlas's measurements and this machine's memory. Each finding is an error (the run would
-train nothing, or cannot fit: `rlvr train` refuses to start, exit code 2) or a warning (it runs,
-and likely badly), or a line that says what was checked and passed:
+shipped atlas's measurements and this machine's memory. Each finding is an error (the run cannot
+split its batch or fit in memory: `rlvr train` refuses to start, exit code 2) or a warning (it
+runs, and likely badly), or a line that says what was checked and passed:
 
 - ``batch``: train.batch_queries splits over the processes, and each process's completions over
   optim.micro_batch_size (the accumulation steps, never 0);
 - ``max_new_tokens``: not below the longest worked solution of the task's training queries
-  (tokens): a warning when some are cut, an error when every one is (no completion can be a right
-  chain); a task without worked solutions is not checked;
+  (tokens), else a warning: those right chains cannot be written (an answer-only reward may still
+  pay a shorter completion); a task without worked solutions is not checked;
 - ``lr``: above the largest learning rate the shipped atlas measured as stable on the default
   model and task (held-out pass@1 not below the base's, every seed): a warning;
 - ``memory``: the estimate of `rlvr memory` for this run against this machine's free memory
@@ -41,10 +41,17 @@ class Finding:
         return f"  {self.level:8s}{self.check:15s}{self.message}"
 
 
-def lint(cfg: RunConfig, *, world_size: int = 1, free_bytes: float | None = None) -> list[Finding]:
+def lint(cfg: RunConfig, *, world_size: int = 1, free_bytes: float | None = None, strict: bool = True) -> list[Finding]:
     """Every finding for a run of `cfg` on `world_size` processes; `free_bytes` overrides the
-    machine's free memory (tests)."""
-    queries, tokenizer = _task_and_tokenizer(cfg)
+    machine's free memory (tests). A task or model that does not load is a UserError with `strict`
+    (`rlvr train --check`); without it (before a run) those checks are left to the run, which
+    reports the same problem in its own words."""
+    try:
+        queries, tokenizer = _task_and_tokenizer(cfg)
+    except (UserError, ValueError, OSError) as err:
+        if strict:
+            raise UserError(str(err)) from None
+        return [_batch(cfg, world_size), _lr(cfg)]
     return [
         _batch(cfg, world_size),
         _lengths(cfg, queries, tokenizer),
@@ -86,9 +93,8 @@ def _lengths(cfg: RunConfig, queries, tokenizer) -> Finding:
     lengths = [len(tokenizer(solution(q), add_special_tokens=False)["input_ids"]) for q in queries]
     longest, limit = max(lengths), cfg.rollout.max_new_tokens
     cut = sum(n > limit for n in lengths)
-    if cut:  # every solution cut: no completion can be a right chain; some: those queries cannot
-        level = "error" if cut == len(lengths) else "warning"
-        return Finding(level, "max_new_tokens", f"rollout.max_new_tokens={limit} cuts the worked solution of {cut} "
+    if cut:  # a warning: an answer-only reward can still pay a short completion that skips the chain
+        return Finding("warning", "max_new_tokens", f"rollout.max_new_tokens={limit} cuts the worked solution of {cut} "
                        f"of {len(lengths)} training queries (the longest is {longest} tokens): their right chains "
                        f"cannot be written; set it to at least {longest}")  # fmt: skip
     return Finding("ok", "max_new_tokens", f"{limit} >= the longest worked solution, {longest} tokens "
@@ -162,7 +168,10 @@ def _memory(cfg: RunConfig, queries, tokenizer, free_bytes: float | None) -> Fin
     if cfg.algo.algorithm == "dpo":
         return Finding("ok", "memory", "not estimated for dpo (its pairs are formed each step): `rlvr memory --help`")
     fmt = PromptFormat.of(cfg.task)
-    prompt_len = max(len(prompt_token_ids(tokenizer, q.prompt, fmt)) for q in queries)
+    try:
+        prompt_len = max(len(prompt_token_ids(tokenizer, q.prompt, fmt)) for q in queries)
+    except UserError:  # a prompt format this model cannot render: the run says so in its own words
+        prompt_len = max(len(tokenizer(q.prompt)["input_ids"]) for q in queries)
     try:
         spec = load_model_spec(str(resolve_model_path(cfg.model.name)))
         result = estimate(spec, setup_for_run(cfg, prompt_len=prompt_len))

@@ -203,6 +203,26 @@ class EntropyRange:
         )
 
 
+@dataclass
+class RewardHacking:
+    """hacking/rate above reward.hacking_warn, naming the part the gold verifier could not judge."""
+
+    limit: float
+    name: str = "reward_hacking"
+
+    def read(self, metrics: dict) -> Reading | None:
+        rate = metrics.get("hacking/rate")
+        if not _finite(rate):
+            return None
+        unscorable = metrics.get("hacking/gold_unscorable_rate") or 0.0
+        part = f" (hacking/gold_unscorable_rate {unscorable:.2f}: passes gold could not judge)" if unscorable else ""
+        message = (
+            f"hacking/rate {rate:.2f} > {self.limit:g}: the training verifier passes completions the gold verifier "
+            f"does not{part} (reward hacking); see docs/hacking.md"
+        )
+        return Reading(self.name, rate, self.limit, rate > self.limit, message)
+
+
 SYNC_TOLERANCE = {"float32": 1e-3, "bfloat16": 0.02, "float16": 0.02}
 """sampler_sync's default bound by rollout.dtype: mean |Δ log-prob| per token of the probe batch.
 Measured on the default run (tests/engine/test_health.py): a bfloat16 copy synced every step
@@ -231,9 +251,7 @@ def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
         Above("sampler_sync", "sync/probe_error", h.max_sync_error or SYNC_TOLERANCE.get(cfg.rollout.dtype, 0.1),
               "the sampler's copy of the weights is not the policy version it claims: a weight sync that did not "
               "happen (LoRA adapters not merged, a skipped update); report it with the run's health file"),
-        *([Above("reward_hacking", "hacking/rate", cfg.reward.hacking_warn,
-                 "the training verifier passes completions the gold verifier does not (reward hacking); "
-                 "see docs/hacking.md")] if hacking else []),
+        *([RewardHacking(cfg.reward.hacking_warn)] if hacking else []),
     ]  # fmt: skip
 
 

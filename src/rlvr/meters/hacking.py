@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rlvr.types import Query
@@ -75,14 +75,13 @@ def hacking_shares(trained: list[ScoredCompletion], gold: list[ScoredCompletion]
 
 @dataclass
 class HackingMonitor:
-    """Scores a sample of each step's rollouts with the gold verifier; warns once on a rise."""
+    """Scores a sample of each step's rollouts with the gold verifier (the run's health check
+    reward_hacking, engine/health.py, raises the alarm)."""
 
     gold_fn: RewardFunction
     sample: int
     """Completions per step to re-score (0 = all)."""
-    warn_above: float
     seed: int = 0
-    _warned: bool = field(default=False, init=False)
 
     @classmethod
     def for_run(
@@ -93,7 +92,7 @@ class HackingMonitor:
         if reward_cfg.fidelity in ("gold", "random"):
             return None
         gold_fn = RewardFunction(weights, verifier_for=gold_of(verifier_for))
-        return cls(gold_fn, reward_cfg.hacking_sample, reward_cfg.hacking_warn, seed)
+        return cls(gold_fn, reward_cfg.hacking_sample, seed)
 
     def measure(self, step: int, items: list[tuple[Query, str]], scored: list[ScoredCompletion]) -> dict[str, float]:
         rng = random.Random(f"hacking-{self.seed}-{step}")
@@ -102,16 +101,3 @@ class HackingMonitor:
         )
         gold = self.gold_fn.score_batch([items[i] for i in picked])
         return hacking_shares([scored[i] for i in picked], gold)
-
-    def warning(self, metrics: dict[str, float]) -> str | None:
-        """A line for the progress bar the first time hacking/rate rises above the threshold."""
-        rate = metrics.get("hacking/rate", float("nan"))
-        if self._warned or not rate > self.warn_above:
-            return None
-        self._warned = True
-        unscorable = metrics.get("hacking/gold_unscorable_rate", 0.0)
-        part = f" (hacking/gold_unscorable_rate {unscorable:.2f}: passes gold could not judge)" if unscorable else ""
-        return (
-            f"warning: hacking/rate {rate:.2f} > {self.warn_above:g}: the training verifier passes "
-            f"completions the gold verifier does not{part} (reward hacking); see docs/hacking.md"
-        )
