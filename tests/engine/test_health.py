@@ -239,3 +239,23 @@ def test_weights_are_checked_for_nan(tmp_path):
     (alarm,) = _health(trainer, 2, metrics)
     trainer.close()
     assert alarm.check == "nonfinite" and metrics["weights/nonfinite"] == 1
+
+
+def test_the_shipped_atlas_trips_kl_and_entropy_only_where_the_lr_collapsed_it():
+    # the thresholds against real runs: every run card of the shipped atlas replayed through the
+    # checks its curves feed (kl, entropy); only lr 2e-3, which took pass@1 from 0.43 to 0.05, trips
+    from rlvr.diagnostics.lint import ATLAS
+
+    atlas = json.loads(ATLAS.read_text())
+    tripped = {}
+    for name, card in atlas["runs"].items():
+        curves = card["curves"]
+        health = Health(
+            [c for c in checks_for(load_config(None, []), hacking=False) if c.name in ("kl", "entropy")], None
+        )
+        for i, step in enumerate(curves["step"]):
+            metrics = {k: curves[k][i] for k in ("kl", "entropy") if k in curves and curves[k][i] is not None}
+            for alarm in health.observe(step, metrics):
+                tripped.setdefault(name, set()).add(alarm.check)
+    assert len(atlas["runs"]) > 60
+    assert tripped == {f"runs/default_optim.lr=2e-3-seed{s}": {"kl", "entropy"} for s in range(3)}

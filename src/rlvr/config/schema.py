@@ -350,13 +350,13 @@ class HealthConfig:
     no_signal_steps: int = positive(5)
     """no_signal: trips when every group had zero reward spread (frac_reward_zero_std = 1) on this many steps in a row."""
     window: int = positive(10)
-    """truncation and unscorable: the mean over the last this many steps is compared with the bound."""
+    """truncation, unscorable and kl: the mean over the last this many steps is compared with the bound."""
     max_truncated: float = unit_interval(0.5)
     """truncation: the share of completions cut at rollout.max_new_tokens (completions/clipped_ratio) above this trips."""
     max_unscorable: float = unit_interval(0.1)
     """unscorable: the share of completions the verifier could not judge (verifier/unscorable / N) above this trips."""
     max_kl: float = non_negative(2.5)
-    """kl: the per-token KL to the reference above this trips (the shipped atlas: at most 2.1 at a stable setting, 3.9-6.3 with the lr that collapses)."""
+    """kl: the per-token KL to the reference, averaged over the last health.window steps, above this trips (the shipped atlas: at most 2.0 at every stable setting, 3.3-4.5 with the lr that collapses)."""
     entropy_range: list[float] = field(default_factory=lambda: [0.01, 3.0])
     """entropy: [low, high] as multiples of the run's first-step entropy; outside trips (collapse, or a policy blown up)."""
     max_logprob_mismatch: float = non_negative(1.0)

@@ -17,8 +17,9 @@ The checks:
   weights are NaN or infinite;
 - ``policy_unchanged``: an optimizer step that moved nothing (update norm 0) although the gradient
   was not 0 and the learning rate was above 0;
-- ``kl``, ``entropy``: KL to the reference above ``health.max_kl``; entropy outside
-  ``health.entropy_range`` times the first step's;
+- ``kl``, ``entropy``: KL to the reference, averaged over the last ``health.window`` steps (one
+  step's spike is not a drift), above ``health.max_kl``; entropy outside ``health.entropy_range``
+  times the first step's;
 - ``logprob_mismatch``: ``rollout/logprob_mismatch`` above its bound;
 - ``sampler_sync``: a sampler that holds its own copy of the weights scored a fixed probe batch
   after a sync, and its log-probs differ from the policy version it claims by more than the dtype's
@@ -243,7 +244,8 @@ def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
                        "`rlvr verify` on one of them; a sandbox or solver missing on this machine is the usual cause"),
         NonFinite(),
         PolicyUnchanged(),
-        Above("kl", "kl", h.max_kl, "the policy moved far from the reference; lower optim.lr or raise algo.beta"),
+        WindowMean("kl", "kl", h.max_kl, h.window,
+                   fix="the policy moved far from the reference; lower optim.lr or raise algo.beta"),
         EntropyRange(*h.entropy_range),
         Above("logprob_mismatch", "rollout/logprob_mismatch", h.max_logprob_mismatch,
               "the sampler's log-probs disagree with the trainer's: a stale or unsynced sampler, or its precision; "
