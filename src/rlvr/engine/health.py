@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rlvr import rundir
@@ -283,6 +283,8 @@ class Health:
         self.path = rundir.health_path(out_dir) if out_dir is not None else None
         self.tripped: set[str] = set()
         self.alarms: list[dict] = []
+        self.fresh: list[Reading] = []
+        """The alarms of the last step observed."""
         if self.path is not None:
             _keep_until(self.path, keep_until_step)
 
@@ -314,7 +316,18 @@ class Health:
                     out.write(json.dumps(line) + "\n")
         for r in fresh:
             self.alarms.append({"check": r.check, "step": step, "message": r.message})
+        self.fresh = fresh
         return fresh
+
+    def annotate(self, check: str, note: str, **fields) -> list[Reading]:
+        """Add `note` to the message of this step's alarm `check` (and `fields` to its summary
+        entry); returns this step's alarms, that one amended."""
+        for entry in reversed(self.alarms):
+            if entry["check"] == check:
+                entry.update(fields)
+                break
+        self.fresh = [replace(r, message=f"{r.message}; {note}") if r.check == check else r for r in self.fresh]
+        return self.fresh
 
 
 def _keep_until(path: Path, step: int) -> None:

@@ -257,27 +257,10 @@ def _health(trainer: Trainer, step: int, metrics: dict[str, float]) -> list[Read
     finite = [torch.isfinite(p).all() for p in trainer.policy.parameters()]
     metrics["weights/nonfinite"] = int(len(finite) - int(torch.stack(finite).sum())) if finite else 0
     alarms = trainer.health.observe(step, metrics)
-    if any(a.check == "nonfinite" for a in alarms):
-        pinned = pin_in_recorder(trainer.out_dir, step - 1)
-        if pinned is not None:
-            replay = f"rlvr inspect --run {trainer.out_dir} --step {step}"
-            trainer.health.alarms[-len(alarms) :] = [
-                {**entry, "replay": replay} if entry["check"] == "nonfinite" else entry
-                for entry in trainer.health.alarms[-len(alarms) :]
-            ]
-            alarms = [
-                Reading(
-                    a.check,
-                    a.value,
-                    a.threshold,
-                    a.tripped,
-                    f"{a.message}; the state before it is pinned in "
-                    f"{pinned}: `{replay}` repeats the step with every intermediate",
-                )  # fmt: skip
-                if a.check == "nonfinite"
-                else a
-                for a in alarms
-            ]
+    if any(a.check == "nonfinite" for a in alarms) and (pinned := pin_in_recorder(trainer.out_dir, step - 1)):
+        replay = f"rlvr inspect --run {trainer.out_dir} --step {step}"
+        note = f"the state before it is pinned in {pinned}: `{replay}` repeats the step with every intermediate"
+        alarms = trainer.health.annotate("nonfinite", note, replay=replay)
     return alarms
 
 
