@@ -204,6 +204,9 @@ def test_a_resumed_run_continues_each_checks_state_from_the_metrics_it_logged():
     health.replay([{**flat, "step": 1}, {**flat, "step": 2}])  # logged before the interruption
     (alarm,) = health.observe(3, dict(flat))
     assert alarm.check == "no_signal"
+    again = Health(checks_for(cfg, hacking=False), None)
+    again.replay([{**flat, "step": s} for s in (1, 2, 3, 4)])  # an alarm raised before: kept for the summary
+    assert [(a["check"], a["step"]) for a in again.alarms] == [("no_signal", 3)] and again.observe(5, dict(flat)) == []
 
 
 def test_the_thresholds_are_config_fields_with_clear_errors(tmp_path):

@@ -257,10 +257,6 @@ def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
     ]  # fmt: skip
 
 
-TIMED: tuple[str, ...] = ()
-"""Checks whose value is a measured time (left out of the determinism gate with time/*)."""
-
-
 class HealthAlarm(RunFailure):
     """train.on_alarm=stop: a check tripped; the run was checkpointed at that step."""
 
@@ -289,10 +285,12 @@ class Health:
             _keep_until(self.path, keep_until_step)
 
     def replay(self, rows: list[dict]) -> None:
-        """Feed the metrics a resumed run logged before, to restore each check's state."""
+        """Feed the metrics a resumed run logged before, to restore each check's state and the
+        alarms it raised (summary.json's "alarms" of a resumed run are an uninterrupted one's)."""
         for row in rows:
             if "reward" in row:
-                self._read(row)
+                _, fresh = self._read(row)
+                self.alarms += [{"check": r.check, "step": row["step"], "message": r.message} for r in fresh]
 
     def _read(self, metrics: dict) -> tuple[list[Reading], list[Reading]]:
         readings = [reading for check in self.checks if (reading := check.read(metrics)) is not None]
