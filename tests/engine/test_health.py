@@ -262,3 +262,25 @@ def test_the_shipped_atlas_trips_kl_and_entropy_only_where_the_lr_collapsed_it()
                 tripped.setdefault(name, set()).add(alarm.check)
     assert len(atlas["runs"]) > 60
     assert tripped == {f"runs/default_optim.lr=2e-3-seed{s}": {"kl", "entropy"} for s in range(3)}
+
+
+def test_the_verifiers_latency_is_logged_and_its_bound_trips(tmp_path):
+    cfg = load_config(None, [*SHORT, "health.max_verify_p99_s=0"])  # any measured time is above 0
+    summary = train(cfg, tmp_path, progress=False)
+    rows = [row for row in rundir.read_metrics(tmp_path) if "reward" in row]
+    assert all(0 < row["time/verify_p50"] <= row["time/verify_p99"] for row in rows)
+    (alarm,) = [a for a in summary["alarms"] if a["check"] == "verifier_latency"]
+    assert alarm["step"] == 1 and "time/verify_p99" in alarm["message"]
+
+
+def test_latency_quantiles_are_nearest_rank():
+    from rlvr.engine.step import verify_latency
+    from rlvr.types import Verdict, VerifierResult
+    from rlvr.verifiers.reward import ScoredCompletion
+
+    def scored(seconds):
+        return ScoredCompletion(1.0, True, {"correctness": VerifierResult(Verdict.PASS, 1.0, elapsed_s=seconds)})
+
+    times = [0.01 * k for k in range(1, 101)]  # 0.01 .. 1.00
+    assert verify_latency([scored(t) for t in reversed(times)]) == {"time/verify_p50": 0.5, "time/verify_p99": 0.99}
+    assert verify_latency([scored(0.0)] * 4) == {}  # a verifier that measures nothing logs nothing

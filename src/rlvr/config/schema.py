@@ -355,6 +355,8 @@ class HealthConfig:
     """truncation: the share of completions cut at rollout.max_new_tokens (completions/clipped_ratio) above this trips."""
     max_unscorable: float = unit_interval(0.1)
     """unscorable: the share of completions the verifier could not judge (verifier/unscorable / N) above this trips."""
+    max_verify_p99_s: float = non_negative(30.0)
+    """verifier_latency: the correctness verifier's 99th-percentile seconds per completion in a step (time/verify_p99) above this trips."""
     max_kl: float = non_negative(2.5)
     """kl: the per-token KL to the reference, averaged over the last health.window steps, above this trips (the shipped atlas: at most 2.0 at every stable setting, 3.3-4.5 with the lr that collapses)."""
     entropy_range: list[float] = field(default_factory=lambda: [0.01, 3.0])

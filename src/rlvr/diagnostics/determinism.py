@@ -10,7 +10,6 @@ seeded sampling: rollout/draws.py), so any other difference is a bug. Asynchrono
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -18,8 +17,10 @@ from rlvr import rundir
 from rlvr.config import RunConfig
 from rlvr.errors import UserError
 
-MEASURED = ("time/", "perf/", "memory/", "rollout/samples_per_s", "wall_s", "segments")
+MEASURED = ("time/", "perf/", "memory/", "rollout/samples_per_s", "wall_s", "segments", "health/verifier_latency")
 """Keys (or prefixes) a clock or the machine measures: left out of the comparison."""
+MEASURED_CHECKS = ("verifier_latency",)
+"""Health checks whose value is a measured time: their health.jsonl lines are left out too."""
 
 
 def _measured(key: str) -> bool:
@@ -47,8 +48,8 @@ def differences(a: str | Path, b: str | Path) -> list[str]:
                 out.append(f"step {row_a.get('step')}: {key} {row_a.get(key)!r} != {row_b.get(key)!r}")
     if not _same(rundir.read_summary(a), rundir.read_summary(b)):
         out.append("summary.json differs")
-    health = [(Path(d) / "health.jsonl").read_text() if (Path(d) / "health.jsonl").is_file() else "" for d in (a, b)]
-    if [json.loads(x) for x in health[0].splitlines()] != [json.loads(x) for x in health[1].splitlines()]:
+    health_a, health_b = ([h for h in rundir.read_health(d) if h.get("check") not in MEASURED_CHECKS] for d in (a, b))
+    if health_a != health_b:
         out.append("health.jsonl differs")
     return out
 

@@ -13,6 +13,8 @@ The checks:
   (``frac_reward_zero_std`` = 1): every advantage was 0, the reward taught nothing;
 - ``truncation``, ``unscorable``: the share of completions cut at ``rollout.max_new_tokens``, and
   the share the verifier could not judge, averaged over the last ``health.window`` steps;
+- ``verifier_latency``: the correctness verifier's 99th-percentile seconds per completion
+  (``time/verify_p99``) above its bound (a measured time: the determinism gate leaves it out);
 - ``nonfinite``: how many of loss, gradient norm, update norm, KL, entropy and the policy's
   weights are NaN or infinite;
 - ``policy_unchanged``: an optimizer step that moved nothing (update norm 0) although the gradient
@@ -242,6 +244,9 @@ def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
         WindowMean("unscorable", "verifier/unscorable", h.max_unscorable, h.window, per=n,
                    fix="the verifier could not judge these completions (error, unavailable, timeout): run "
                        "`rlvr verify` on one of them; a sandbox or solver missing on this machine is the usual cause"),
+        Above("verifier_latency", "time/verify_p99", h.max_verify_p99_s,
+              "the verifier's slowest completions take this long: a sandbox or solver near its time limit, or "
+              "a machine with too few cores for the verifier pools; see `rlvr verify` on a slow one"),
         NonFinite(),
         PolicyUnchanged(),
         WindowMean("kl", "kl", h.max_kl, h.window,

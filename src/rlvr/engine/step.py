@@ -15,6 +15,7 @@ It orchestrates; every formula lives in algos/. Tools watch a step through ``Ste
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -204,7 +205,21 @@ def rollout_metrics(batch: RolloutBatch, scored: list[ScoredCompletion], rewards
         "completions/wrong_mean_length": mean_length(~correct & judged_flat),
         "completions/clipped_ratio": batch.finish_reasons.count("length") / len(batch.finish_reasons),
         "verifier/unscorable": int((~valid).sum()),
+        **verify_latency(scored),
     }
+
+
+def verify_latency(scored: list[ScoredCompletion]) -> dict[str, float]:
+    """time/verify_p50 and _p99: the correctness verifier's seconds per completion (the verdicts'
+    elapsed_s, which the pooled and sandboxed verifiers measure), nearest-rank quantiles."""
+    seconds = sorted(s.results["correctness"].elapsed_s for s in scored if "correctness" in s.results)
+    if not seconds or not any(seconds):
+        return {}
+
+    def rank(q: float) -> float:
+        return seconds[min(len(seconds) - 1, max(0, math.ceil(q * len(seconds)) - 1))]
+
+    return {"time/verify_p50": rank(0.5), "time/verify_p99": rank(0.99)}
 
 
 def measure_hacking(
