@@ -1,8 +1,8 @@
 """Faults injected into a real training run end in a clear error or a clean recovery, and lose
-nothing: a full disk while checkpointing, a trainer killed between the checkpoint's two renames.
-(Others live beside the part they break: a NaN in a gradient and a skipped weight sync in
-test_health.py, a training process killed with -9 in test_supervisor.py, killed and hung verifier
-workers in tests/test_workers.py and tests/sandbox/test_pool.py.)"""
+nothing: a full disk while checkpointing, a trainer killed between the checkpoint's two renames, a
+verifier that hangs (the watchdog), verifier pool workers killed with -9 mid-run. (Others live
+beside the part they break: a NaN in a gradient and a skipped weight sync in test_health.py, a
+training process killed with -9 in test_supervisor.py.)"""
 
 from __future__ import annotations
 
@@ -95,7 +95,42 @@ def test_a_verifier_that_hangs_is_abandoned_by_the_watchdog_and_trips_unscorable
 
     with pytest.raises(HealthAlarm) as raised:
         train(cfg, tmp_path / "run", progress=False)
-    forever.set()  # let the abandoned thread end
+    forever.set()  # let the abandoned thread end, before another test uses the verifier's pool
+    for thread in threading.enumerate():
+        if thread.name.startswith("rlvr-verify-"):
+            thread.join(timeout=30)
     assert raised.value.step == 2 and raised.value.checks == ["unscorable"]
     row = [r for r in rundir.read_metrics(tmp_path / "run") if r.get("step") == 2][0]
     assert row["verifier/unscorable"] == 16  # every completion of the step: counted, not a reward of 0
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_a_verifier_pool_worker_killed_mid_step_changes_nothing(tmp_path, monkeypatch):
+    # funcsynth's python verifier runs completions in a sandbox pool; in the second step, as the
+    # verifier hands its batch to the pool, every started slot is killed with -9: the pool replaces
+    # them and runs the jobs again, and the run logs what a run without the kill logs
+    import os
+    import signal
+
+    from rlvr.sandbox.pool import SandboxPool
+
+    sets = ["train.steps=3", "train.batch_queries=2", "rollout.group_size=4", "task.num_eval=4",
+            "train.eval_samples=1", "train.threads=1"]  # fmt: skip
+    cfg = load_config("configs/funcsynth-gold.yaml", sets)
+    train(cfg, tmp_path / "straight", progress=False)
+    real, calls, killed = SandboxPool.run_batch, {"n": 0}, []
+
+    def kill_then_run(self, jobs, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the base evaluation, step 1, then step 2's batch
+            for slot in self._slots:
+                if slot is not None:
+                    os.killpg(slot.proc.pid, signal.SIGKILL)
+                    killed.append(slot.proc.pid)
+        return real(self, jobs, *args, **kwargs)
+
+    monkeypatch.setattr(SandboxPool, "run_batch", kill_then_run)
+    train(cfg, tmp_path / "killed", progress=False)
+    assert killed  # the kill happened, mid-run
+    assert differences(tmp_path / "straight", tmp_path / "killed") == []

@@ -158,3 +158,16 @@ def test_a_job_at_its_cpu_limit_is_reported_as_such(pool: SandboxPool) -> None:
     busy = PoolJob("python", {**job("def f():\n    while True: pass").files}, limits)
     run = pool.run_batch([busy])[0]
     assert run.signal == signal.SIGXCPU and not run.timed_out and run.elapsed_s < 3.0, run
+
+
+def test_slots_killed_while_idle_cost_no_job_a_try(pool: SandboxPool) -> None:
+    # every slot dies between two batches (a kill -9 from outside, the host's OOM killer): the next
+    # batch gets fresh slots, and no job is reported as an infrastructure failure
+    pool.run_batch([job("def f():\n    return 1") for _ in range(4)])
+    for slot in pool._slots:
+        if slot is not None:
+            os.killpg(slot.proc.pid, signal.SIGKILL)
+            slot.proc.wait()
+    runs = pool.run_batch([job(f"def f():\n    return {k}") for k in range(6)])
+    assert [value(run) for run in runs] == list(range(6))
+    assert not any(run.infrastructure_error for run in runs)

@@ -39,6 +39,9 @@ def test_a_hung_verifier_is_abandoned_once_and_not_called_again():
     (again,) = reward.score_batch([(QUERY, "<answer>2</answer>")])
     assert again.results["correctness"].verdict is Verdict.ERROR and sleeper.calls == 1  # not waited on twice
     forever.set()
+    for thread in threading.enumerate():
+        if thread.name.startswith("rlvr-verify-"):
+            thread.join(timeout=30)
 
 
 def test_a_verifier_in_time_gives_its_own_verdicts_and_its_errors_propagate():

@@ -7,8 +7,9 @@ entry point, not the CLI, so nothing the CLI would add (linting, a fresh-directo
 twice. A child that ends with 0 ends the supervision. Exit code 2 (a user error) and 3 (a health
 alarm with ``train.on_alarm=stop``) end it too: a restart would meet the same cause. Any other end
 (a crash, a kill, a signal) is restarted with ``--resume`` from the run's checkpoint (from scratch
-when none was written yet) and logged, in the console and as a line of ``<out>/supervisor.jsonl``
-(``{"event": "start" | "exit", "attempt", "pid", "resume", "exit_code", "time"}``). The run saves a
+when none was written yet) and logged, in the console and as a line of the run's supervisor log
+(``rundir.SUPERVISOR_LOG``:
+``{"event": "start" | "exit", "attempt", "pid", "resume", "exit_code", "time"}``). The run saves a
 checkpoint every ``train.save_every`` steps (1 by default), so a restart repeats at most those
 steps, and a resumed run logs the numbers an uninterrupted one does (tests/engine/test_supervisor.py).
 
@@ -30,7 +31,7 @@ from rlvr.config import RunConfig, config_from_dict
 
 SUPERVISED = ".supervised-config.yaml"
 """The resolved config the supervisor hands each child (the run's own config.yaml is the trainer's)."""
-LOG = "supervisor.jsonl"
+LOG = rundir.SUPERVISOR_LOG
 ENTRY = "from rlvr.engine.supervisor import child; child()"
 FINAL = (0, 2, 3)
 """Exit codes that end the supervision: done, a user error, a health alarm that stopped the run."""

@@ -225,6 +225,9 @@ class _Batch:
             slot = self.pool._slots[index]
             if slot is not None and slot.job is not None:
                 continue
+            if slot is not None and slot.proc.poll() is not None:  # died while idle (killed from outside):
+                self._replace(index)  # no job's fault, so no job's try
+                slot = None
             if slot is None:
                 slot = self.pool._slots[index] = self.pool._start_slot()
             job_index = self.pending.pop()
