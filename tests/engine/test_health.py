@@ -67,18 +67,22 @@ def test_a_run_that_can_learn_trips_nothing_and_logs_every_check(tmp_path, capsy
     assert all(f"health/{check}" in row for row in rows for check in checks)
 
 
-def test_a_bfloat16_sampler_copy_is_checked_after_every_sync(tmp_path):
-    train(load_config(None, [*SHORT, "rollout.dtype=bfloat16"]), tmp_path, progress=False)
+@pytest.mark.parametrize("lora", [(), ("model.lora_rank=8", "optim.lr=1e-3")], ids=["full", "lora"])
+def test_a_bfloat16_sampler_copy_is_checked_after_every_sync(tmp_path, lora):
+    train(load_config(None, [*SHORT, "rollout.dtype=bfloat16", *lora]), tmp_path, progress=False)
     errors = [line for line in read_health(tmp_path) if line["check"] == "sampler_sync"]
     assert [line["step"] for line in errors] == list(range(1, 6)) and errors[0]["threshold"] == 0.02
     assert all(0 < line["value"] < 0.01 and not line["tripped"] for line in errors)  # bf16's rounding, not drift
 
 
-def test_a_skipped_sync_of_a_sampler_copy_trips_within_one_step(tmp_path, monkeypatch):
+# LoRA starts with B = 0, so a skipped sync drifts slowly: 0.0099 after one update at lr 1e-3 (the
+# alarm at step 4), 0.042 at 5e-3 (step 1); a synced copy differs by 0.001-0.002 (engine/health.py)
+@pytest.mark.parametrize("lora", [(), ("model.lora_rank=8", "optim.lr=5e-3")], ids=["full", "lora"])
+def test_a_skipped_sync_of_a_sampler_copy_trips_within_one_step(tmp_path, monkeypatch, lora):
     from rlvr.rollout.backends import HFSampler
 
     monkeypatch.setattr(HFSampler, "sync_weights", lambda self, policy: None)  # the copy keeps the base weights
-    summary = train(load_config(None, [*SHORT, "rollout.dtype=bfloat16"]), tmp_path, progress=False)
+    summary = train(load_config(None, [*SHORT, "rollout.dtype=bfloat16", *lora]), tmp_path, progress=False)
     (alarm,) = [a for a in summary["alarms"] if a["check"] == "sampler_sync"]
     assert alarm["step"] == 1 and "not the policy version it claims" in alarm["message"]
 
