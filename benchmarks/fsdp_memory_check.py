@@ -15,7 +15,7 @@ exp_avg_sq). Rank 0 prints them beside `rlvr memory --precision fp32 --sharding 
 for the same config (policy_weights, policy_gradients, policy_optimizer) and the ratio measured /
 estimated. Activations and the KV cache are not compared (the batch is tiny, and the rollout is not
 run). This checks the estimator's sharding arithmetic, not rlvr's training loop: `train.sharding`
-has no FSDP2 path yet (issue 34).
+has no FSDP2 path yet.
 """
 
 from __future__ import annotations
