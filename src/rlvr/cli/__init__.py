@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 
 from rlvr.cli import build_base, data, evaluate, grad_variance, inspect_cmd, lab, memory, studies, train, verify
-from rlvr.cli.common import USAGE_ERROR, Parser
-from rlvr.errors import RunFailure, UserError
+from rlvr.cli.common import Parser
+from rlvr.errors import RunFailure, UserError, report
 
 __all__ = ["build_parser", "main"]
 
@@ -46,12 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except UserError as err:
-        print(f"rlvr: error: {err}", file=sys.stderr)
-        return USAGE_ERROR
-    except RunFailure as err:
-        print(f"rlvr: error: {err}", file=sys.stderr)
-        return getattr(err, "exit_code", 1)
+    except (UserError, RunFailure) as err:
+        return report(err)
     except KeyboardInterrupt:
         print("rlvr: interrupted; a run with a checkpoint continues with --resume DIR", file=sys.stderr)
         return 130

@@ -10,10 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from rlvr.errors import UserError
-
-USAGE_ERROR = 2
-"""The exit code of every mistake a user can make on the command line."""
+from rlvr.errors import USAGE_ERROR, UserError
 
 
 class UsageError(UserError):

@@ -70,11 +70,17 @@ def _resumed_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     return load_config(None, args.overrides, base=config_from_dict(rundir.read_config(run))), run
 
 
+def _new_config(args: argparse.Namespace) -> RunConfig:
+    """--config with its --set values and --seed (the shorthand for train.seed)."""
+    return load_config(
+        args.config, list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
+    )
+
+
 def _fresh_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     from rlvr.engine.distributed import world
 
-    overrides = list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
-    cfg = load_config(args.config, overrides)
+    cfg = _new_config(args)
     out = world().on_main(lambda: _fresh_run_dir(args.out, cfg.train.seed))  # one directory for all processes
     return cfg, out
 
@@ -98,9 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         if args.resume:
             raise UsageError("--check lints a new run's settings; drop --resume")
-        cfg = load_config(
-            args.config, list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
-        )
+        cfg = _new_config(args)
         ok = lint_run(cfg, report_all=True)
         print("no errors" if ok else "errors above: fix them before training (docs/troubleshooting.md)")
         return 0 if ok else 2
@@ -152,9 +156,7 @@ def _determinism(args: argparse.Namespace) -> int:
 
     if args.resume or not args.out:
         raise UsageError("--determinism trains two new runs: give --out DIR (they go to DIR/a and DIR/b), no --resume")
-    cfg = load_config(
-        args.config, list(args.overrides) + ([f"train.seed={args.seed}"] if args.seed is not None else [])
-    )
+    cfg = _new_config(args)
     quiet_hugging_face()
     try:
         found = check_determinism(cfg, args.out, progress=not args.quiet)

@@ -267,7 +267,7 @@ def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
 class HealthAlarm(RunFailure):
     """train.on_alarm=stop: a check tripped; the run was checkpointed at that step."""
 
-    exit_code = 3
+    exit_code = 3  # not 1: `rlvr train --supervise` does not restart a run an alarm stopped
 
     def __init__(self, alarms: list[Reading], step: int, out_dir: Path):
         self.step, self.checks = step, [a.check for a in alarms]

@@ -43,17 +43,13 @@ def child() -> None:
     flags = set(sys.argv[2:])
     cfg = config_from_dict(yaml.safe_load((out / SUPERVISED).read_text()))
     from rlvr.engine.loop import train
-    from rlvr.errors import RunFailure, UserError
+    from rlvr.errors import RunFailure, UserError, report
     from rlvr.verifiers.registry import close_verifiers
 
     try:
         train(cfg, out, resume="--resume" in flags, progress="--quiet" not in flags)
-    except UserError as err:  # as the CLI ends on them: one line, the same exit codes
-        print(f"rlvr: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except RunFailure as err:
-        print(f"rlvr: error: {err}", file=sys.stderr)
-        raise SystemExit(getattr(err, "exit_code", 1)) from None
+    except (UserError, RunFailure) as err:  # as the CLI ends on them: one line, the same exit codes
+        raise SystemExit(report(err)) from None
     finally:
         close_verifiers()
 
