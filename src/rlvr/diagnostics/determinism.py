@@ -17,10 +17,11 @@ from rlvr import rundir
 from rlvr.config import RunConfig
 from rlvr.errors import UserError
 
-MEASURED = ("time/", "perf/", "memory/", "rollout/samples_per_s", "wall_s", "segments", "health/verifier_latency")
-"""Keys (or prefixes) a clock or the machine measures: left out of the comparison."""
 MEASURED_CHECKS = ("verifier_latency",)
 """Health checks whose value is a measured time: their health.jsonl lines are left out too."""
+MEASURED = ("time/", "perf/", "memory/", "rollout/samples_per_s", "wall_s", "segments",
+            *(f"health/{check}" for check in MEASURED_CHECKS))  # fmt: skip
+"""Keys (or prefixes) a clock or the machine measures: left out of the comparison."""
 
 
 def _measured(key: str) -> bool:
