@@ -45,6 +45,8 @@ MODEL_CONFIG = "config.json"
 """The file that makes a directory a loadable Hugging Face model."""
 STATE_FILE = "trainer_state.pt"
 """The optimizer, step and RNG state inside a checkpoint (engine/checkpoint.py writes it)."""
+OPTIMIZER_SHARDS = "optimizer"
+"""In a checkpoint written with train.sharding=fsdp2: the optimizer state as each process's shards (DCP)."""
 
 
 def config_path(run_dir: str | Path) -> Path:

@@ -235,14 +235,14 @@ def test_the_health_file_of_a_resumed_run_keeps_only_the_steps_it_keeps(tmp_path
 
 def test_weights_are_checked_for_nan(tmp_path):
     trainer = Trainer(load_config(None, SHORT), tmp_path)
-    from rlvr.engine.loop import _health
+    from rlvr.engine.loop import _health, nonfinite_weights
 
-    metrics = {"reward": 0.5}
+    metrics = {"reward": 0.5, "weights/nonfinite": nonfinite_weights(trainer.policy)}
     _health(trainer, 1, metrics)
     assert metrics["weights/nonfinite"] == 0
     with torch.no_grad():
         next(trainer.policy.parameters()).view(-1)[0] = math.nan
-    metrics = {"reward": 0.5}
+    metrics = {"reward": 0.5, "weights/nonfinite": nonfinite_weights(trainer.policy)}
     (alarm,) = _health(trainer, 2, metrics)
     trainer.close()
     assert alarm.check == "nonfinite" and metrics["weights/nonfinite"] == 1

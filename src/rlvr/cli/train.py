@@ -126,9 +126,26 @@ def run(args: argparse.Namespace) -> int:
             summary, temperature=cfg.rollout.temperature, fidelity=cfg.reward.fidelity, tools=cfg.rollout.tools
         )
         print("\n".join([*lines, reading(summary)]))
+        if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+            print(_process_memory(out, cfg))
         _plot_curves(out, cfg)
         print(f"run directory: {out} (config.yaml, metrics.jsonl, summary.json, curves.png, final/, checkpoint/)")
     return 0
+
+
+def _process_memory(out: Path, cfg: RunConfig) -> str:
+    """What each training process held at the last step (memory/*, the largest over processes)."""
+    from rlvr.diagnostics.memory_estimate import format_bytes
+
+    last = next((row for row in reversed(rundir.read_metrics(out)) if "memory/policy_weights" in row), None)
+    if last is None:
+        return "memory per process: not measured (train.memory_metrics=false)"
+    parts = {"policy_weights": "weights", "policy_gradients": "gradients", "policy_optimizer": "optimizer state",
+             "sampler_weights": "sampler copy", "reference_weights": "reference"}  # fmt: skip
+    held = ", ".join(
+        f"{name} {format_bytes(last[f'memory/{key}'])}" for key, name in parts.items() if last.get(f"memory/{key}")
+    )
+    return f"memory per process (train.sharding={cfg.train.sharding}, {os.environ['WORLD_SIZE']} processes): {held}"
 
 
 def _train_here(cfg: RunConfig, out: Path, args: argparse.Namespace) -> dict:

@@ -240,6 +240,25 @@ _WEAKENED_ROW_TYPE = {"visible_only": "python", "lenient": "math"}
 """Fidelities that weaken one row type (verifiers/fidelity.py): that type."""
 
 
+def _sharding(cfg: RunConfig) -> str | None:
+    """fsdp2: each process samples, evaluates and exports from a whole copy of the policy in its
+    own precision, gathered after every update by the HF sampler (engine/sharding.py)."""
+    if cfg.train.sharding != "fsdp2":
+        return None
+    if cfg.rollout.backend != "hf":
+        return (
+            "train.sharding=fsdp2 samples with rollout.backend=hf only (vLLM beside a sharded policy is not built yet)"
+        )
+    if cfg.rollout.max_staleness:
+        return "train.sharding=fsdp2 runs synchronously only: set rollout.max_staleness=0 (or train.sharding=ddp)"
+    if cfg.rollout.dtype != cfg.model.dtype:
+        return (
+            f"train.sharding=fsdp2 samples from a whole copy in the policy's precision: set rollout.dtype={cfg.model.dtype} "
+            f"(model.dtype), or train.sharding=ddp to sample in rollout.dtype={cfg.rollout.dtype}"
+        )
+    return None
+
+
 def _fidelity(cfg: RunConfig) -> str | None:
     r = cfg.reward
     noise = r.false_positive_rate or r.false_negative_rate
@@ -302,6 +321,7 @@ _CHECKS: list[Check] = [
     _overlong,
     _kl_in_reward,
     _asynchronous,
+    _sharding,
     _fidelity,
     sampling_problem,
     _lora,

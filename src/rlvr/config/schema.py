@@ -323,6 +323,8 @@ class TrainConfig:
     """Keep the model with the best held-out score of this name in the run's best/ (the base's, every train.eval_every steps, the final; ties keep the earlier), and its step in summary.json's "best"."""
     threads: int = non_negative(0)
     """torch CPU threads (0 = torch's default)."""
+    sharding: Literal["ddp", "fsdp2"] = "ddp"
+    """Under torchrun/accelerate: ddp keeps the whole policy and AdamW state on every process; fsdp2 shards them over the processes with FSDP2 (each holds 1/N, plus a whole copy to sample from; engine/sharding.py, docs/scaling.md). One process shards nothing."""
     on_alarm: Literal["warn", "stop", "ignore"] = "warn"
     """A tripped health check (config section health): warn prints a line and goes on; stop writes a checkpoint and ends the run with exit code 3 and the reason; ignore only logs it (health.jsonl, health/* metrics)."""
     recorder_steps: int = non_negative(0)

@@ -20,6 +20,7 @@ runs, and likely badly), or a line that says what was checked and passed:
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,7 +175,8 @@ def _memory(cfg: RunConfig, queries, tokenizer, free_bytes: float | None) -> Fin
         prompt_len = max(len(tokenizer(q.prompt)["input_ids"]) for q in queries)
     try:
         spec = load_model_spec(str(resolve_model_path(cfg.model.name)))
-        result = estimate(spec, setup_for_run(cfg, prompt_len=prompt_len))
+        processes = int(os.environ.get("WORLD_SIZE", "1"))  # torchrun's, as engine/distributed.py reads it
+        result = estimate(spec, setup_for_run(cfg, prompt_len=prompt_len, processes=processes))
     except UserError as err:  # a model family or setting the estimator does not price
         return Finding("ok", "memory", f"not estimated: {err}")
     need = result.components["peak_total"].bytes

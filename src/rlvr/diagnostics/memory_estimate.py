@@ -8,7 +8,7 @@ and e bytes per activation element. Bytes are per GPU. Kept free of torch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from rlvr.algos import ALGORITHMS
 from rlvr.diagnostics.memory_model import ModelSpec
@@ -323,15 +323,21 @@ def _sampler(spec: ModelSpec, setup: TrainingSetup, precision: Precision) -> dic
     """What sampling holds. hf in float32, or in the precision of the policy's working weights: the
     KV cache of the policy itself. hf in bfloat16 from float32 weights: a bf16 copy of the policy
     (rollout/backends.py, HFSampler), whole on every GPU whatever the sharding, and its bf16 KV
-    cache. vllm: the engine's own weights and its reservation."""
+    cache. Weights sharded over several GPUs (ZeRO-3/FSDP, as rlvr's train.sharding=fsdp2 runs
+    them): a whole copy to sample from in any precision (engine/sharding.py). vllm: the engine's own
+    weights and its reservation."""
     if setup.rollout_backend == "vllm":
         return _vllm(spec, setup)
-    if setup.rollout_dtype == "float32" or ROLLOUT_BYTES[setup.rollout_dtype] == precision.weight_bytes:
+    sharded = setup.zero_stage == 3 and setup.gpus > 1
+    if not sharded and (
+        setup.rollout_dtype == "float32" or ROLLOUT_BYTES[setup.rollout_dtype] == precision.weight_bytes
+    ):
         return {"kv_cache": _kv_cache(spec, setup, precision.act_bytes)}
     e = ROLLOUT_BYTES[setup.rollout_dtype]
     params = spec.num_params + (spec.lora_params(setup.lora_rank) if setup.lora_rank else 0)
+    why = "the whole policy gathered for sampling beside its shards" if sharded else "the policy cast for sampling"
     return {
-        "sampler_weights": Component(params * e, f"{_count(params)} x {e} B, the policy cast for sampling"),
+        "sampler_weights": Component(params * e, f"{_count(params)} x {e} B, {why}"),
         "kv_cache": _kv_cache(spec, setup, e),
     }
 
@@ -373,8 +379,8 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
         out.components["reference_weights"] = (
             Component(0.0, "LoRA: the base weights, adapters off")
             if r
-            else _frozen_model(spec.num_params, precision, setup)
-        )
+            else _frozen_model(spec.num_params, precision, replace(setup, zero_stage=0))
+        )  # whole on every GPU: rlvr's fsdp2 does not shard the frozen reference (engine/sharding.py)
     value_params = spec.value_model_params
     if algo.critic:
         value_head = spec.hidden_size + 1  # trained even with LoRA: it starts from scratch

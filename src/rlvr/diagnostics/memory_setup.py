@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from rlvr.diagnostics.memory_model import ModelSpec
 
 
-def setup_for_run(cfg: RunConfig, *, prompt_len: int, gpu_memory_gib: float = 80.0) -> TrainingSetup:
-    """The setup `rlvr train` runs with `cfg` on one GPU, for `estimate`: P = prompt_len (the padded
+def setup_for_run(
+    cfg: RunConfig, *, prompt_len: int, gpu_memory_gib: float = 80.0, processes: int = 1
+) -> TrainingSetup:
+    """The setup `rlvr train` runs with `cfg` on one of `processes` GPUs (train.sharding=fsdp2 shards
+    the policy over them: ZeRO-3), for `estimate`: P = prompt_len (the padded
     prompt width, which depends on the data) and T = rollout.max_new_tokens. model.dtype=bfloat16
     (LoRA only) is bf16-mixed: bf16 base weights and activations, and float32 adapters with float32
     gradients and AdamW states, 4 + 4 + 8 = 16 B per trained parameter, as bf16-mixed's 2 + 2 + 12."""
@@ -38,8 +41,10 @@ def setup_for_run(cfg: RunConfig, *, prompt_len: int, gpu_memory_gib: float = 80
         completion_len=r.max_new_tokens,
         batch=cfg.train.batch_queries,
         group=r.group_size,
-        micro_batch=min(cfg.optim.micro_batch_size or sequences, sequences),
+        micro_batch=min(cfg.optim.micro_batch_size or sequences, sequences // processes),  # per process
         grad_checkpointing=m.gradient_checkpointing,
+        zero_stage=3 if cfg.train.sharding == "fsdp2" and processes > 1 else 0,
+        gpus=processes,
         beta=cfg.algo.beta,
         rollout_backend=r.backend,
         rollout_dtype=r.dtype,

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr import rundir
 from rlvr.algos import ALGORITHMS
 from rlvr.bases import resolve_model_path
 from rlvr.config import RunConfig
@@ -33,11 +34,14 @@ from rlvr.engine.distributed import World, world
 from rlvr.engine.exploration import ExplorationTracker
 from rlvr.engine.reference import ReferencePolicy, reference_for
 from rlvr.engine.rollout_parts import build_prompting, build_reward, build_sampler
+from rlvr.engine.sharding import load_optimizer_shards, shard_policy
 from rlvr.errors import UserError
 from rlvr.meters.memory import MemoryMeter
 from rlvr.models import load_policy
 from rlvr.models.forward import Forward, forward_for
 from rlvr.models.lora import add_lora, checkpoint_mismatch, load_adapter
+from rlvr.models.sharded import is_sharded
+from rlvr.rollout.backends import HFSampler
 from rlvr.rollout.heldout import HeldoutResult
 from rlvr.rollout.prompts import PromptFormat
 from rlvr.rollout.tools import ToolUse
@@ -147,16 +151,23 @@ def build_memory(
     reference: ReferencePolicy | None,
     optimizer: torch.optim.Optimizer,
     critic: Critic | None,
+    sampler_copy: PreTrainedModel | None = None,
 ) -> MemoryMeter:
     """The memory meter (train.memory_metrics), told which tensors belong to which component and
-    hooked to the policy's Forward, whose fused forward no module hook sees."""
-    models = {"policy": policy.model, "reference": reference.held_copy if reference else None}
+    hooked to the policy's Forward, whose fused forward no module hook sees. `sampler_copy`: the
+    HF sampler's own weights (a bfloat16 copy, or a sharded policy's whole one)."""
+    models = {"policy": policy.model, "reference": reference.held_copy if reference else None, "sampler": sampler_copy}
     optimizers = {"policy": optimizer}
     if critic is not None:
         models["critic"], optimizers["critic"] = critic.model, critic.optimizer
     return MemoryMeter(
         enabled=cfg.train.memory_metrics, policy=policy.model, models=models, optimizers=optimizers, hooks=policy.hooks
     )
+
+
+def sampler_copy(sampler) -> PreTrainedModel | None:
+    """The weights an in-process HF sampler holds of its own, if any."""
+    return sampler.model if isinstance(sampler, HFSampler) and sampler.holds_copy else None
 
 
 def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
@@ -171,7 +182,10 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
         prompt_format, tools = build_prompting(cfg, tokenizer)
         sampler = build_rollout_process(cfg, forward.model, train_queries, dist)
     else:
-        sampler, prompt_format, tools = build_sampler(cfg, forward, tokenizer)
+        sharded = cfg.train.sharding == "fsdp2" and dist.enabled
+        sampler, prompt_format, tools = build_sampler(cfg, forward, tokenizer, own_copy=sharded)
+        if sharded:  # after the reference and the sampler took their whole copies
+            forward = shard_policy(forward)
     optimizer = build_optimizer(cfg, forward.model)
     context = StepContext(
         cfg=cfg,
@@ -185,7 +199,7 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
         train_queries=train_queries,
         hacking=hacking,
         exploration=ExplorationTracker(),
-        memory=build_memory(cfg, forward, reference, optimizer, critic),
+        memory=build_memory(cfg, forward, reference, optimizer, critic, sampler_copy(sampler)),
         dist=dist,
     )
     return RunParts(context, eval_queries, prompt_format, tools, device)
@@ -206,10 +220,21 @@ class Restored:
     where a checkpoint from before segments were recorded does not say)."""
 
 
+def load_optimizer(context: StepContext, state: dict, checkpoint: Path) -> None:
+    """The checkpoint's optimizer state: whole in its state file, or (train.sharding=fsdp2) as
+    shards that DCP re-shards for this run's processes (engine/sharding.py)."""
+    if state["optimizer"] is not None:
+        if is_sharded(context.policy):
+            raise UserError(f"{checkpoint} was written without train.sharding=fsdp2; resume it with train.sharding=ddp")
+        context.optimizer.load_state_dict(state["optimizer"])
+    else:
+        load_optimizer_shards(context.policy, context.optimizer, checkpoint / rundir.OPTIMIZER_SHARDS)
+
+
 def restore(context: StepContext, checkpoint: Path) -> Restored:
     """Load a checkpoint's optimizer, critic and RNG state into `context`, and say where it left off."""
     state = load_state(checkpoint)
-    context.optimizer.load_state_dict(state["optimizer"])
+    load_optimizer(context, state, checkpoint)
     set_rng_state(state["rng"])
     if context.critic is not None:
         context.critic.load_state_dict(state["critic"])

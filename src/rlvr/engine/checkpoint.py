@@ -10,6 +10,7 @@ from __future__ import annotations
 import pickle
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,11 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlvr.engine.distributed import World
 from rlvr.errors import RunFailure
 from rlvr.rundir import (
     CHECKPOINT,
+    OPTIMIZER_SHARDS,
     PINNED,
     RECORDED,
     STATE_FILE,
@@ -59,24 +62,56 @@ def save_checkpoint(
     *,
     record: int = 0,
     previous_step: int | None = None,
+    shards: Callable[[Path], None] | None = None,
+    world: World = World(),
 ) -> Path:
     """Write the checkpoint after `step`. `record` > 0 (train.recorder_steps): the checkpoint it
     replaces, after `previous_step`, moves to the flight recorder (rundir.recorder_dir) instead of
-    being deleted, and the recorder keeps the newest `record` of them."""
+    being deleted, and the recorder keeps the newest `record` of them.
+
+    `shards` (train.sharding=fsdp2): every process of `world` calls this, and `shards(path)` writes
+    its shards of the optimizer state to `path` (engine/sharding.py); the state file then holds no
+    optimizer. `policy` holds the whole weights either way; rank 0 alone writes them and the rest."""
     final = checkpoint_dir(out_dir)
     tmp = out_dir / f".{CHECKPOINT}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        policy.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        torch.save({"step": step, "optimizer": optimizer.state_dict(), "rng": rng_state(), **extra}, tmp / STATE_FILE)
-    except OSError as err:  # a full disk, a quota, a vanished mount: the previous checkpoint stays whole
+    if world.is_main:
         shutil.rmtree(tmp, ignore_errors=True)
+    world.barrier()
+
+    def write() -> str | None:
+        try:
+            if shards is not None:
+                shards(tmp / OPTIMIZER_SHARDS)  # collective: every process writes its own shards
+            if world.is_main:
+                policy.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+                optimizer_state = None if shards is not None else optimizer.state_dict()
+                torch.save({"step": step, "optimizer": optimizer_state, "rng": rng_state(), **extra}, tmp / STATE_FILE)
+        except OSError as err:  # a full disk, a quota, a vanished mount: the previous checkpoint stays whole
+            return str(err.strerror or err)
+        except Exception as err:  # DCP reports a rank's failure to all of them as a CheckpointException
+            if shards is None:
+                raise
+            return str(err).splitlines()[0]
+        return None
+
+    failed = write()
+    failed = world.on_main(lambda: failed) or failed  # rank 0's failure ends every rank's save
+    if failed:
+        if world.is_main:
+            shutil.rmtree(tmp, ignore_errors=True)
         kept = "the previous checkpoint is intact" if final.exists() else "no earlier checkpoint exists"
         raise CheckpointError(
-            f"could not write the checkpoint of step {step} in {out_dir} ({err.strerror or err}); {kept}. "
+            f"could not write the checkpoint of step {step} in {out_dir} ({failed}); {kept}. "
             f"Free space (or point --out elsewhere) and continue with `rlvr train --resume {out_dir}`"
-        ) from err
+        )
+    if world.is_main:
+        _replace(out_dir, final, tmp, record=record, previous_step=previous_step)
+    return final
+
+
+def _replace(out_dir: Path, final: Path, tmp: Path, *, record: int, previous_step: int | None) -> None:
+    """The written checkpoint `tmp` becomes `final` by renames, the one it replaces kept by the recorder or deleted."""
     old = out_dir / f".{CHECKPOINT}.old"
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
@@ -85,7 +120,6 @@ def save_checkpoint(
     if record and previous_step is not None and old.exists():
         keep_in_recorder(out_dir, old, previous_step, record)
     shutil.rmtree(old, ignore_errors=True)
-    return final
 
 
 def keep_in_recorder(out_dir: Path, checkpoint: Path, step: int, keep: int) -> None:

@@ -22,6 +22,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rlvr.config import OptimConfig, RunConfig
 from rlvr.engine.sync_probe import SyncProbe
 from rlvr.models.forward import Forward
+from rlvr.models.sharded import is_sharded
 from rlvr.types import Query, RolloutBatch
 
 if TYPE_CHECKING:  # for annotations only: none of these modules is imported at run time from here
@@ -65,8 +66,20 @@ class StepContext:
 
     @property
     def policy(self) -> PreTrainedModel:
-        """π_θ itself: what the optimizer steps, the sampler syncs from and checkpoints save."""
+        """π_θ itself: what the optimizer steps and the sampler syncs from."""
         return self.forward.model
+
+    @property
+    def sharded(self) -> bool:
+        """Whether π_θ is sharded over the processes (train.sharding=fsdp2, engine/sharding.py)."""
+        return is_sharded(self.policy)
+
+    @property
+    def whole(self) -> Forward:
+        """π_θ with its whole weights on this process, for what one process does alone (held-out
+        evaluation, checkpoints, exports): the policy, or when it is sharded the sampler's copy,
+        gathered after every update in the policy's precision."""
+        return self.sampler.forward if self.sharded else self.forward
 
 
 @dataclass

@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from rlvr.errors import UserError
+from rlvr.models.sharded import is_sharded
 
 _T = TypeVar("_T")
 
@@ -84,8 +85,9 @@ class World:
         return counts | {k: int(v) for k, v in zip(keys, local.tolist())}
 
     def sum_gradients(self, model: torch.nn.Module) -> None:
-        """.grad ← Σ over processes of .grad, in one flat all_reduce (a missing grad counts as 0)."""
-        if not self.enabled:
+        """.grad ← Σ over processes of .grad, in one flat all_reduce (a missing grad counts as 0). A
+        sharded model (engine/sharding.py) had its gradient shards summed in its backward already."""
+        if not self.enabled or is_sharded(model):
             return
         params = [p for p in model.parameters() if p.requires_grad]
         grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in params]
@@ -119,6 +121,11 @@ class World:
         if kind == "error":
             raise UserError(value)
         return value
+
+    def barrier(self) -> None:
+        """Wait until every process gets here."""
+        if self.enabled:
+            dist.barrier()
 
     def close(self) -> None:
         # Every rank waits for the others before tearing the group down, so no rank destroys its
@@ -162,6 +169,11 @@ class NullLog:
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
         pass
+
+    def barrier(self) -> None:
+        """Wait until every process gets here."""
+        if self.enabled:
+            dist.barrier()
 
     def close(self) -> None:
         pass

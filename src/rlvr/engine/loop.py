@@ -22,11 +22,13 @@ from rlvr.config import RunConfig
 from rlvr.engine.build import Restored, build_run, restore
 from rlvr.engine.checkpoint import pin_in_recorder, save_checkpoint
 from rlvr.engine.context import StepObserver
-from rlvr.engine.distributed import NullLog, world
+from rlvr.engine.distributed import NullLog, World, world
 from rlvr.engine.health import Health, HealthAlarm, Reading, checks_for
 from rlvr.engine.metrics import MetricsLog
+from rlvr.engine.sharding import save_optimizer_shards
 from rlvr.engine.step import run_step
 from rlvr.models.lora import is_lora, save_merged
+from rlvr.models.sharded import local, sum_over_shards
 from rlvr.rollout.heldout import HeldoutResult, evaluate_heldout
 
 
@@ -70,7 +72,7 @@ class Trainer:
     def evaluate(self) -> HeldoutResult:
         r, parts = self.cfg.rollout, self.parts
         return evaluate_heldout(
-            self.context.forward,
+            self.context.whole,
             self.context.tokenizer,
             parts.eval_queries,
             self.context.reward_fn,
@@ -114,14 +116,17 @@ class Trainer:
 
     def save(self, step: int) -> None:
         """The run's checkpoint after `step` steps: policy (its adapters alone with LoRA), optimizer,
-        RNG, the critic if any."""
+        RNG, the critic if any. Rank 0's call writes it; a sharded run's is every rank's (each
+        writes its optimizer shards)."""
         ctx = self.context
         extra = {"base_eval": self.base_eval, "best": self.best, "segments": self.segments_until(step),
                  "exploration": ctx.exploration.state()}  # fmt: skip
         if ctx.critic is not None:
             extra["critic"] = ctx.critic.state_dict()
-        save_checkpoint(self.out_dir, step, ctx.policy, ctx.tokenizer, ctx.optimizer, extra,
-                        record=self.cfg.train.recorder_steps, previous_step=self.saved_step)  # fmt: skip
+        shards = (lambda path: save_optimizer_shards(ctx.policy, ctx.optimizer, path)) if ctx.sharded else None
+        save_checkpoint(self.out_dir, step, ctx.whole.model, ctx.tokenizer, ctx.optimizer, extra,
+                        record=self.cfg.train.recorder_steps, previous_step=self.saved_step,
+                        shards=shards, world=ctx.dist if ctx.sharded else World())  # fmt: skip
         self.saved_step = step
 
 
@@ -233,13 +238,16 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
             trainer.keep_if_best(done, result)
             metrics |= {f"eval/{k}": v for k, v in result.to_dict().items()}
         metrics["time/step"] = time.perf_counter() - step_start
-        alarms = _health(trainer, done, metrics) if main else []
+        metrics["weights/nonfinite"] = nonfinite_weights(trainer.policy)  # a collective when sharded
+        alarms = trainer.dist.on_main(lambda: _health(trainer, done, metrics))  # every rank stops together
         log.log(done, metrics)
+        saves = main or trainer.context.sharded  # a sharded checkpoint is written by every rank
         if alarms and cfg.train.on_alarm == "stop":
-            trainer.save(done)
+            if saves:
+                trainer.save(done)
             bar.close()
             raise HealthAlarm(alarms, done, trainer.out_dir)
-        if main and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
+        if saves and (done == cfg.train.steps or (cfg.train.save_every and done % cfg.train.save_every == 0)):
             trainer.save(done)
         if main and cfg.train.keep_every and done % cfg.train.keep_every == 0:
             rundir.keep_step(trainer.out_dir, done, lambda path: _save_final(trainer, path))
@@ -251,11 +259,17 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
     bar.close()
 
 
+def nonfinite_weights(policy: PreTrainedModel) -> int:
+    """How many of the policy's parameter tensors hold a NaN or an infinity (of a sharded policy:
+    how many shards, summed over the processes)."""
+    finite = [torch.isfinite(local(p)).all() for p in policy.parameters()]
+    count = int(len(finite) - int(torch.stack(finite).sum())) if finite else 0
+    return int(sum_over_shards(count, policy))
+
+
 def _health(trainer: Trainer, step: int, metrics: dict[str, float]) -> list[Reading]:
-    """The step's health readings (engine/health.py), the weights' finiteness among them. The first
-    non-finite alarm pins the flight recorder's state before its step (engine/checkpoint.py)."""
-    finite = [torch.isfinite(p).all() for p in trainer.policy.parameters()]
-    metrics["weights/nonfinite"] = int(len(finite) - int(torch.stack(finite).sum())) if finite else 0
+    """The step's health readings (engine/health.py), rank 0's. The first non-finite alarm pins the
+    flight recorder's state before its step (engine/checkpoint.py)."""
     alarms = trainer.health.observe(step, metrics)
     if any(a.check == "nonfinite" for a in alarms) and (pinned := pin_in_recorder(trainer.out_dir, step - 1)):
         replay = f"rlvr inspect --run {trainer.out_dir} --step {step}"
@@ -266,8 +280,9 @@ def _health(trainer: Trainer, step: int, metrics: dict[str, float]) -> list[Read
 
 def _save_final(trainer: Trainer, final: Path) -> None:
     """The trained model, loadable as any other: merged with its adapters under LoRA (final/adapter/)."""
-    if is_lora(trainer.policy):
-        save_merged(trainer.policy, final)
+    whole = trainer.context.whole.model  # a sharded policy's whole copy
+    if is_lora(whole):
+        save_merged(whole, final)
     else:
-        trainer.policy.save_pretrained(final)
+        whole.save_pretrained(final)
     trainer.tokenizer.save_pretrained(final)

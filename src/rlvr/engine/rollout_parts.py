@@ -44,11 +44,14 @@ def build_prompting(cfg: RunConfig, tokenizer: PreTrainedTokenizerBase) -> tuple
 
 
 def build_sampler(
-    cfg: RunConfig, policy: Forward, tokenizer: PreTrainedTokenizerBase
+    cfg: RunConfig, policy: Forward, tokenizer: PreTrainedTokenizerBase, *, own_copy: bool = False
 ) -> tuple[Sampler, PromptFormat, ToolUse | None]:
     """The rollout backend (rollout.backend), with the prompt format and tool pool it samples with
-    (`build_prompting`)."""
+    (`build_prompting`); `own_copy`: a whole copy of the policy to sample from, which is about to be
+    sharded (engine/sharding.py)."""
     prompt_format, tools = build_prompting(cfg, tokenizer)
-    setup = SamplerSetup(tokenizer, cfg.train.seed, prompt_format=prompt_format, tools=tools, forward=policy)
+    setup = SamplerSetup(
+        tokenizer, cfg.train.seed, prompt_format=prompt_format, tools=tools, forward=policy, own_copy=own_copy
+    )
     sampler = make_sampler(cfg.rollout, policy.model, setup)
     return sampler, prompt_format, tools

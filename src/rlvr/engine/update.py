@@ -20,6 +20,7 @@ from rlvr.algos.gspo import SEQUENCE_STATS
 from rlvr.config import AlgoConfig, RunConfig
 from rlvr.models.forward import Runnable
 from rlvr.models.logprobs import token_logprobs
+from rlvr.models.sharded import full, local, sum_over_shards
 from rlvr.types import RolloutBatch
 
 P = TypeVar("P")
@@ -256,7 +257,7 @@ def optimizer_step(
     """
     params = [p for p in policy.parameters() if p.requires_grad]
     norm_cap = max_grad_norm if max_grad_norm > 0 else float("inf")
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, norm_cap))
+    grad_norm = float(full(torch.nn.utils.clip_grad_norm_(params, norm_cap)))  # sharded: the whole gradient's
     groups = optimizer.param_groups
     saved = [group["params"] for group in groups]
     update_sq, stepped = 0.0, False
@@ -266,17 +267,17 @@ def optimizer_step(
                 for group in groups:
                     group["params"] = []
                 groups[index]["params"] = chunk
-                before = [p.detach().clone() for p in chunk]
+                before = [local(p.detach()).clone() for p in chunk]
                 optimizer.step()
                 stepped = True
-                update_sq += sum(float(old.sub_(p.detach()).pow_(2).sum()) for old, p in zip(before, chunk))
+                update_sq += sum(float(old.sub_(local(p.detach())).pow_(2).sum()) for old, p in zip(before, chunk))
     finally:
         for group, members in zip(groups, saved):
             group["params"] = members
     if not stepped:  # no gradient at all: one plain step, as an unchunked update would take
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return grad_norm, update_sq**0.5
+    return grad_norm, sum_over_shards(update_sq, policy) ** 0.5
 
 
 def _chunks_of_one_tensor(params: list[torch.Tensor]) -> list[list[torch.Tensor]]:

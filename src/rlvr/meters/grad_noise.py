@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
+from rlvr.models.sharded import is_sharded, local, sum_over_shards
+
 MAX_COORDS = 1 << 22
 """Gradients with more entries than this are read on a fixed random subset of this many
 coordinates, rescaled by (all / subset): an unbiased estimate of every squared norm, so the
@@ -70,10 +72,14 @@ def estimate_from_batches(small_gradients: torch.Tensor, b_small: float) -> Nois
 
 
 class GradientReader:
-    """Reads a model's accumulated .grad as one flat vector, whole or on a fixed subset."""
+    """Reads a model's accumulated .grad as one flat vector, whole or on a fixed subset. Of a
+    sharded model (train.sharding=fsdp2) it reads this process's shard, and squared norms are
+    summed over the processes (a collective: every process reads at the same point)."""
 
     def __init__(self, model: torch.nn.Module, *, max_coords: int = MAX_COORDS, seed: int = 0):
-        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.model = model
+        self.params = [local(p) for p in model.parameters() if p.requires_grad]
+        self.grads = [p for p in model.parameters() if p.requires_grad]
         total = sum(p.numel() for p in self.params)
         self.index: list[torch.Tensor] | None = None
         self.scale = 1.0
@@ -89,14 +95,18 @@ class GradientReader:
 
     def read(self) -> torch.Tensor:
         parts = []
-        for k, p in enumerate(self.params):
-            flat = torch.zeros(p.numel(), device=p.device) if p.grad is None else p.grad.detach().flatten()
+        for k, (p, owner) in enumerate(zip(self.params, self.grads)):
+            flat = (
+                torch.zeros(p.numel(), device=p.device) if owner.grad is None else local(owner.grad).detach().flatten()
+            )
             parts.append(flat if self.index is None else flat[self.index[k]])
         return torch.cat(parts)  # [D] in the gradient's dtype
 
     def sq_norm(self, vector: torch.Tensor) -> float:
         """|v|², accumulated in float64, rescaled to the whole gradient when reading a subset."""
-        return float(torch.linalg.vector_norm(vector, dtype=torch.float64)) ** 2 * self.scale
+        return sum_over_shards(
+            float(torch.linalg.vector_norm(vector, dtype=torch.float64)) ** 2 * self.scale, self.model
+        )
 
 
 class MicroBatchNoise:
@@ -110,6 +120,8 @@ class MicroBatchNoise:
 
     def __init__(self, model: torch.nn.Module, *, max_coords: int = MAX_COORDS):
         self.reader = GradientReader(model, max_coords=max_coords)
+        # sharded, each backward's reduce-scatter adds every process's micro-batch j into g_j
+        self.joined = torch.distributed.get_world_size() if is_sharded(model) else 1
         self.previous = self.reader.read()  # [D] the gradient already there (normally zeros)
         self.start = self.previous.clone()  # [D]
         self.small_sq: list[float] = []
@@ -118,7 +130,7 @@ class MicroBatchNoise:
     def __call__(self, mb, logp: torch.Tensor) -> None:
         current = self.reader.read()  # [D]
         self.small_sq.append(self.reader.sq_norm(current - self.previous))  # |g_j|²
-        self.sizes.append(len(mb.rows))
+        self.sizes.append(len(mb.rows) * self.joined)
         self.previous = current
 
     def estimate(self) -> NoiseEstimate | None:

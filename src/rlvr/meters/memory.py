@@ -23,17 +23,19 @@ import torch
 
 from rlvr.models.forward import ForwardHooks
 from rlvr.models.lora import base_model
+from rlvr.models.sharded import local
 
 
 def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
-    storage = tensor.untyped_storage()
+    storage = local(tensor).untyped_storage()
     return str(tensor.device), storage.data_ptr()
 
 
 def tensor_bytes(tensors: Iterator[torch.Tensor]) -> int:
-    """Bytes of the distinct storages behind `tensors` (tied or viewed tensors count once)."""
+    """Bytes of the distinct storages behind `tensors` (tied or viewed tensors count once); of a
+    sharded tensor (train.sharding=fsdp2), this process's shard."""
     seen: dict[tuple[str, int], int] = {}
-    for t in tensors:
+    for t in map(local, tensors):
         seen.setdefault(_storage_key(t), t.untyped_storage().nbytes())
     return sum(seen.values())
 
@@ -72,6 +74,8 @@ class SavedTensorCounter:
         self.peak = 0
 
     def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        if isinstance(tensor, torch.nn.Parameter):  # weights, not activations: a sharded layer's gathered ones too
+            return tensor
         key = _storage_key(tensor)
         if key not in self.exclude:
             self.current.setdefault(key, tensor.untyped_storage().nbytes())

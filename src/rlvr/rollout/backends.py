@@ -30,7 +30,8 @@ class HFSampler:
     """transformers `generate`, or the fused sampler (rollout/hf.py). In the policy's own precision
     (float32, or bfloat16 with model.dtype=bfloat16) it samples with the policy itself, so there is
     nothing to sync; in bfloat16 from a float32 policy with a bf16 copy, re-synced after every
-    update: the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU. The copy
+    update: the same contract as vLLM's, and a real sampler/trainer mismatch on a CPU. A sharded
+    policy (setup.own_copy) is copied in any precision, and each sync gathers its shards. The copy
     runs the policy's Forward choice, with the same hooks."""
 
     def __init__(self, rollout: RolloutConfig, policy: PreTrainedModel, setup: SamplerSetup):
@@ -44,7 +45,7 @@ class HFSampler:
 
             self.tools.check(self.tokenizer, resolve_style(self.tokenizer, self.prompt_format))
         self.model = self.policy = policy
-        if getattr(torch, rollout.dtype) != policy.dtype:  # a bf16 policy (model.dtype) samples itself
+        if getattr(torch, rollout.dtype) != policy.dtype or setup.own_copy:  # a bf16 policy samples itself
             self.model = copy.deepcopy(policy).to(getattr(torch, rollout.dtype)).eval()
             self.model.requires_grad_(False)
         self.forward = forward_for(self.model) if setup.forward is None else setup.forward.of(self.model)
@@ -62,8 +63,10 @@ class HFSampler:
         return self.model is not self.policy
 
     def sync_weights(self, policy: PreTrainedModel) -> None:
-        if self.model is not policy:
-            self.model.load_state_dict(policy.state_dict())  # copy_ casts float32 → the sampler's dtype
+        from rlvr.models.sharded import full_state_dict
+
+        if self.model is not policy:  # copy_ casts float32 → the sampler's dtype; shards are gathered
+            self.model.load_state_dict(full_state_dict(policy))
 
     def score(self, batch: RolloutBatch) -> torch.Tensor:
         import torch

@@ -45,3 +45,7 @@ class SamplerSetup:
     forward: Forward | None = None
     """The policy's Forward (models/forward.py; None: model.forward=auto). hf only: vLLM runs its
     own kernels."""
+    own_copy: bool = False
+    """Hold a copy of the policy's weights even in the policy's own precision: the policy will be
+    sharded (train.sharding=fsdp2), so its forward is a collective and each process samples from
+    whole weights of its own, gathered at every sync (engine/sharding.py)."""
