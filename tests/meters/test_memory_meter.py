@@ -129,7 +129,8 @@ def _measured_and_estimated(tmp_path, base_model_dir, algorithm, beta, forward="
     )
     trainer = Trainer(cfg, tmp_path)
     metrics = trainer.step(0)
-    measured = {k.removeprefix("memory/"): v for k, v in metrics.items() if k.startswith("memory/")}
+    components = {k for k in metrics if k.startswith("memory/")} - {"memory/rss_max"}  # the process's, all of it
+    measured = {k.removeprefix("memory/"): metrics[k] for k in components}
     # the estimator sees the same config; P is the padded prompt width of this step's queries
     queries = batch_queries(trainer.train_queries, 0, cfg.train.batch_queries, cfg.train.seed)
     prompt_len = encode_prompts(trainer.tokenizer, [q.prompt for q in queries])[0].shape[1]

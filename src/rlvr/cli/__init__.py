@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from rlvr.cli import build_base, data, evaluate, grad_variance, inspect_cmd, lab, memory, studies, train, verify
+from rlvr.cli import build_base, data, evaluate, grad_variance, inspect_cmd, lab, memory, plan, studies, train, verify
 from rlvr.cli.common import Parser
 from rlvr.errors import RunFailure, UserError, report
 
@@ -23,6 +23,7 @@ SUBCOMMANDS = (
     verify.add_parser,
     data.add_parser,
     memory.add_parser,
+    plan.add_parser,
     inspect_cmd.add_parser,
     grad_variance.add_parser,
     studies.add_sweep_parser,

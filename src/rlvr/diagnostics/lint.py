@@ -20,7 +20,6 @@ runs, and likely badly), or a line that says what was checked and passed:
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +47,7 @@ def lint(cfg: RunConfig, *, world_size: int = 1, free_bytes: float | None = None
     (`rlvr train --check`); without it (before a run) those checks are left to the run, which
     reports the same problem in its own words."""
     try:
-        queries, tokenizer = _task_and_tokenizer(cfg)
+        queries, tokenizer = task_and_tokenizer(cfg)
     except (UserError, ValueError, OSError) as err:
         if strict:
             raise UserError(str(err)) from None
@@ -57,11 +56,12 @@ def lint(cfg: RunConfig, *, world_size: int = 1, free_bytes: float | None = None
         _batch(cfg, world_size),
         _lengths(cfg, queries, tokenizer),
         _lr(cfg),
-        _memory(cfg, queries, tokenizer, free_bytes),
+        _memory(cfg, queries, tokenizer, free_bytes, world_size),
     ]
 
 
-def _task_and_tokenizer(cfg: RunConfig):
+def task_and_tokenizer(cfg: RunConfig):
+    """The run's training queries and its model's tokenizer (no weights loaded)."""
     from transformers import AutoTokenizer
 
     from rlvr.bases import resolve_model_path
@@ -159,23 +159,28 @@ def _free_memory() -> tuple[float | None, str]:
     return None, "unknown"
 
 
-def _memory(cfg: RunConfig, queries, tokenizer, free_bytes: float | None) -> Finding:
+def longest_prompt(cfg: RunConfig, queries, tokenizer) -> int:
+    """P of the memory estimate: the longest of the queries' prompts in tokens, as the run encodes them."""
+    from rlvr.rollout.prompts import PromptFormat, prompt_token_ids
+
+    fmt = PromptFormat.of(cfg.task)
+    try:
+        return max(len(prompt_token_ids(tokenizer, q.prompt, fmt)) for q in queries)
+    except UserError:  # a prompt format this model cannot render: the run says so in its own words
+        return max(len(tokenizer(q.prompt)["input_ids"]) for q in queries)
+
+
+def _memory(cfg: RunConfig, queries, tokenizer, free_bytes: float | None, processes: int) -> Finding:
     from rlvr.bases import resolve_model_path
     from rlvr.diagnostics.memory_estimate import estimate, format_bytes
     from rlvr.diagnostics.memory_model import load_model_spec
     from rlvr.diagnostics.memory_setup import setup_for_run
-    from rlvr.rollout.prompts import PromptFormat, prompt_token_ids
 
     if cfg.algo.algorithm == "dpo":
         return Finding("ok", "memory", "not estimated for dpo (its pairs are formed each step): `rlvr memory --help`")
-    fmt = PromptFormat.of(cfg.task)
-    try:
-        prompt_len = max(len(prompt_token_ids(tokenizer, q.prompt, fmt)) for q in queries)
-    except UserError:  # a prompt format this model cannot render: the run says so in its own words
-        prompt_len = max(len(tokenizer(q.prompt)["input_ids"]) for q in queries)
+    prompt_len = longest_prompt(cfg, queries, tokenizer)
     try:
         spec = load_model_spec(str(resolve_model_path(cfg.model.name)))
-        processes = int(os.environ.get("WORLD_SIZE", "1"))  # torchrun's, as engine/distributed.py reads it
         result = estimate(spec, setup_for_run(cfg, prompt_len=prompt_len, processes=processes))
     except UserError as err:  # a model family or setting the estimator does not price
         return Finding("ok", "memory", f"not estimated: {err}")

@@ -64,6 +64,7 @@ def memory_command(model: str, setup: TrainingSetup) -> str:
         "algorithm": "--algorithm", "optimizer": "--optimizer", "beta": "--beta",
         "rollout_backend": "--rollout-backend", "rollout_dtype": "--rollout-dtype",
         "vllm_gpu_memory_utilization": "--vllm-gpu-memory-utilization", "gpu_memory_gib": "--gpu-memory",
+        "gpus": "--gpus",
     }  # fmt: skip
     default = TrainingSetup()
     words = ["rlvr", "memory", "--model", model]
@@ -71,6 +72,8 @@ def memory_command(model: str, setup: TrainingSetup) -> str:
         value = getattr(setup, name)
         if name in shape or value != getattr(default, name):
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if setup.zero_stage:
+        words += ["--sharding", "fsdp" if setup.zero_stage == 3 else f"zero{setup.zero_stage}"]
     if setup.grad_checkpointing:
         words.append("--grad-checkpointing")
     return " ".join(words)

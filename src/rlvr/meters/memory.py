@@ -15,6 +15,7 @@ can be compared line by line (docs/memory.md). The hooks cost one Python call pe
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
@@ -71,23 +72,34 @@ class SavedTensorCounter:
         self.model, self.exclude = model, exclude
         self.hooks = hooks if hooks is not None else ForwardHooks()
         self.current: dict[tuple[str, int], int] = {}
+        self.gathered: set[tuple[str, int]] = set()
         self.peak = 0
 
     def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        if isinstance(tensor, torch.nn.Parameter):  # weights, not activations: a sharded layer's gathered ones too
-            return tensor
         key = _storage_key(tensor)
-        if key not in self.exclude:
+        if key not in self.exclude and key not in self.gathered:
             self.current.setdefault(key, tensor.untyped_storage().nbytes())
         return tensor
 
     def _new_micro_batch(self, *_: Any) -> None:
         self.peak = max(self.peak, sum(self.current.values()))
-        self.current = {}
+        self.current, self.gathered = {}, set()
+
+    def _weights_gathered(self, module: torch.nn.Module, *_: Any) -> None:
+        """A sharded unit (train.sharding=fsdp2) just gathered its weights: they are weights, not activations."""
+        self.gathered |= {_storage_key(p) for p in module.parameters()}
 
     @contextmanager
     def counting(self) -> Iterator[SavedTensorCounter]:
-        handle = self.model.register_forward_pre_hook(self._new_micro_batch)
+        from torch.distributed.fsdp import FSDPModule
+
+        handles = [self.model.register_forward_pre_hook(self._new_micro_batch)]
+        # registered after FSDP's own pre-forward hook, so they run once the unit's weights are whole
+        handles += [
+            m.register_forward_pre_hook(self._weights_gathered)
+            for m in self.model.modules()
+            if isinstance(m, FSDPModule)
+        ]
         try:
             with (
                 self.hooks.observing(on_scoring=self._new_micro_batch),
@@ -95,9 +107,9 @@ class SavedTensorCounter:
             ):
                 yield self
         finally:
-            handle.remove()
+            for handle in handles:
+                handle.remove()
             self._new_micro_batch()
-            self.current = {}
 
 
 def peak_total(components: dict[str, Any]) -> float:
@@ -196,4 +208,5 @@ class MemoryMeter:
         values["peak_total"] = peak_total(values)
         if self.on_cuda:
             values["cuda_max_allocated"] = float(torch.cuda.max_memory_allocated())
+        values["rss_max"] = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # Linux reports KiB
         return {f"memory/{name}": value for name, value in values.items()}
