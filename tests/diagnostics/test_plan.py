@@ -11,6 +11,7 @@ from rlvr.diagnostics.memory_estimate import TrainingSetup, estimate
 from rlvr.diagnostics.memory_model import load_model_spec
 from rlvr.diagnostics.plan import HEADROOM, make_plan, micro_batches, tiers
 from rlvr.errors import UserError
+from rlvr.rundir import OPTIMIZER_SHARDS, read_metrics
 
 QWEN = load_model_spec("Qwen2.5-1.5B")
 BASE = TrainingSetup(prompt_len=256, completion_len=1024, batch=32, group=8)
@@ -95,3 +96,8 @@ def test_verify_trains_a_sharded_step_and_measures_what_was_estimated(cli, tmp_p
     for name in ("policy_weights", "policy_gradients", "policy_optimizer", "reference_weights", "sampler_weights"):
         assert abs(float(rows[name]) - 1) < 0.15, name  # what each process holds, as estimated
     assert re.search(r"peak RSS \(process\)\s+\S+ MiB", run.stdout)
+    assert (out / "checkpoint" / OPTIMIZER_SHARDS / ".metadata").is_file()  # each process wrote its AdamW shards
+    # one process, unsharded, goes on from the two processes' shards
+    resumed = cli("train", "--quiet", "--set", "train.steps=2", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert [row["step"] for row in read_metrics(out) if "loss" in row] == [1, 2]

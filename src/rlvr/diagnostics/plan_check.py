@@ -1,6 +1,7 @@
 """`rlvr plan --verify`: one real step of a plan, its measured memory beside the estimate.
 
-The step is `rlvr train` itself (under torchrun when the plan has several processes), with the
+The step is rlvr's trainer in a child process (`main`; under torchrun when the plan has several
+processes), with the
 plan's settings, the model given, the default arith task and the plan's batch, group and
 completion length, for one step and the smallest held-out evaluation. From the step's metrics it
 reads what each process held (`memory/*`: the tensor bytes the memory meter counts, the largest
@@ -43,19 +44,49 @@ def verify_settings(plan: Plan, model: str) -> list[str]:
 
 
 def run_step(plan: Plan, model: str, out: Path, *, timeout_s: float = 3600) -> dict:
-    """Train one step of `plan` into `out`; returns the step's metrics (a UserError if the run failed)."""
-    sets = [word for setting in verify_settings(plan, model) for word in ("--set", setting)]
-    command = [sys.executable, "-m", "rlvr.cli", "train", "--quiet", "--out", str(out), *sets]
+    """Train one step of `plan` into `out` in a child process (several under torchrun), started
+    through this module's `main`; returns the step's metrics (a UserError if the run failed)."""
+    import tempfile
+
+    import yaml
+
+    from rlvr.config import load_config
+
+    cfg = load_config(None, verify_settings(plan, model))  # a bad setting is refused here, before any process starts
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
+        yaml.safe_dump(cfg.to_dict(), file, sort_keys=False)
+    command = [sys.executable, "-m", __name__, file.name, str(out)]
     env = dict(os.environ)
     if plan.setup.gpus > 1:
         launch = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(plan.setup.gpus)]
-        command = [sys.executable, *launch, *command[1:]]
+        command = [sys.executable, *launch, "-m", __name__, file.name, str(out)]
         env.setdefault("OMP_NUM_THREADS", "1")
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+    finally:
+        os.unlink(file.name)
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
         raise UserError("the plan's step failed:\n" + "\n".join(tail))
     return next(row for row in rundir.read_metrics(out) if "loss" in row)
+
+
+def main() -> None:
+    """A training process of `run_step`: `python -m rlvr.diagnostics.plan_check CONFIG.yaml OUT`."""
+    import yaml
+
+    from rlvr.config import config_from_dict
+    from rlvr.engine.loop import train
+    from rlvr.errors import RunFailure, report
+    from rlvr.verifiers.registry import close_verifiers
+
+    cfg = config_from_dict(yaml.safe_load(Path(sys.argv[1]).read_text()))
+    try:
+        train(cfg, Path(sys.argv[2]), progress=False)
+    except (UserError, RunFailure) as err:  # one line and the CLI's exit codes
+        raise SystemExit(report(err)) from None
+    finally:
+        close_verifiers()
 
 
 def run_estimate(out: Path, processes: int) -> Estimate:
@@ -92,3 +123,7 @@ def comparison(result: Estimate, measured: dict) -> list[str]:
         lines.append(f"completions averaged {lengths:.1f} of {result.setup.completion_len} tokens: activations "
                      "and the KV cache are estimated at the full length")  # fmt: skip
     return lines
+
+
+if __name__ == "__main__":
+    main()

@@ -254,7 +254,7 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
         bar.set_postfix(
             reward=f"{metrics['reward']:.2f}", acc=f"{metrics['accuracy']:.2f}", kl=f"{metrics.get('kl', 0.0):.3f}"
         )
-        for alarm in alarms if cfg.train.on_alarm != "ignore" else []:
+        for alarm in alarms if cfg.train.on_alarm != "ignore" and main else []:  # rank 0 reports
             bar.write(alarm.alarm(done))
     bar.close()
 
