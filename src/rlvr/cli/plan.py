@@ -81,7 +81,7 @@ def _settings(plan) -> list[tuple[str, str]]:
         ("sharding", "fsdp2 (1/N of weights, gradients, AdamW state)" if s.zero_stage == 3 else "ddp (whole on each)"),
         ("micro-batch", f"{s.micro_batch} of {s.batch * s.group // s.gpus} sequences per process"),
         ("gradient checkpointing", "on" if s.grad_checkpointing else "off"),
-        ("CPU offload", "off (not built in rlvr)"),
+        ("CPU offload", "off (train.fsdp_cpu_offload is never planned: unmeasured on a GPU)"),
         ("sequence length", f"P = {s.prompt_len} + T = {s.completion_len}; T fits up to {plan.longest_completion:,}"),
         (
             "estimated peak",

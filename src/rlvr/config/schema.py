@@ -325,6 +325,10 @@ class TrainConfig:
     """torch CPU threads (0 = torch's default)."""
     sharding: Literal["ddp", "fsdp2"] = "ddp"
     """Under torchrun/accelerate: ddp keeps the whole policy and AdamW state on every process; fsdp2 shards them over the processes with FSDP2 (each holds 1/N, plus a whole copy to sample from; engine/sharding.py, docs/scaling.md). One process shards nothing."""
+    fsdp_mixed_precision: Literal["none", "bfloat16"] = "none"
+    """train.sharding=fsdp2: bfloat16 runs each sharded layer's forward and backward in bfloat16 from float32 shards (FSDP2 MixedPrecisionPolicy: weights gathered in bfloat16, gradients reduce-scattered and AdamW stepped in float32, logits returned in float32); none computes in model.dtype."""
+    fsdp_cpu_offload: bool = False
+    """train.sharding=fsdp2: keep the parameter, gradient and AdamW shards in CPU memory and copy each layer's weights to the device when it runs (FSDP2 CPUOffloadPolicy; AdamW steps on the CPU). Saves 16 B per parameter / N of device memory; on a CPU-only machine it moves nothing."""
     on_alarm: Literal["warn", "stop", "ignore"] = "warn"
     """A tripped health check (config section health): warn prints a line and goes on; stop writes a checkpoint and ends the run with exit code 3 and the reason; ignore only logs it (health.jsonl, health/* metrics)."""
     recorder_steps: int = non_negative(0)
@@ -366,7 +370,7 @@ class HealthConfig:
     max_logprob_mismatch: float = non_negative(1.0)
     """logprob_mismatch: rollout/logprob_mismatch (nats per token, sampler against trainer) above this trips."""
     max_sync_error: float = non_negative(0.0)
-    """sampler_sync: mean |log-prob| difference per token on a fixed probe batch between a separate sampler copy and the policy version it claims; 0 = by rollout.dtype (1e-3 for float32, 0.02 for bfloat16 and float16)."""
+    """sampler_sync: mean |log-prob| difference per token on a fixed probe batch between a separate sampler copy and the policy version it claims; 0 = by rollout.dtype, or bfloat16 where train.fsdp_mixed_precision computes in it (1e-3 for float32, 0.02 for bfloat16 and float16)."""
 
 
 @dataclass

@@ -16,8 +16,8 @@ Within a tier the largest micro-batch that fits wins (optim.micro_batch_size: th
 same, only the number of passes changes). A plan fits when its estimated peak is at most
 `HEADROOM` of the GPU's memory: the rest is for the CUDA context, the allocator's fragmentation and
 what the estimate leaves out (docs/memory.md, "Not measured"). For the chosen settings the planner
-also finds the longest completion that still fits. CPU offload is not built in rlvr and never
-planned.
+also finds the longest completion that still fits. CPU offload (train.fsdp_cpu_offload) is never
+planned: the estimate has no row for it, and no GPU has measured what it saves.
 """
 
 from __future__ import annotations

@@ -183,9 +183,12 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
         sampler = build_rollout_process(cfg, forward.model, train_queries, dist)
     else:
         sharded = cfg.train.sharding == "fsdp2" and dist.enabled
+        _refuse_sharding_options_unsharded(cfg, sharded)
         sampler, prompt_format, tools = build_sampler(cfg, forward, tokenizer, own_copy=sharded)
         if sharded:  # after the reference and the sampler took their whole copies
-            forward = shard_policy(forward)
+            forward = shard_policy(
+                forward, mixed_precision=cfg.train.fsdp_mixed_precision, cpu_offload=cfg.train.fsdp_cpu_offload
+            )
     optimizer = build_optimizer(cfg, forward.model)
     context = StepContext(
         cfg=cfg,
@@ -203,6 +206,20 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
         dist=dist,
     )
     return RunParts(context, eval_queries, prompt_format, tools, device)
+
+
+def _refuse_sharding_options_unsharded(cfg: RunConfig, sharded: bool) -> None:
+    """One process shards nothing (train.sharding=fsdp2 trains as ddp), so the options of a sharded
+    policy would be ignored: say so rather than train without them."""
+    options = {
+        "fsdp_mixed_precision": cfg.train.fsdp_mixed_precision != "none",
+        "fsdp_cpu_offload": cfg.train.fsdp_cpu_offload,
+    }
+    for name in [n for n, on in options.items() if on and not sharded]:
+        raise UserError(
+            f"train.{name} applies to a policy sharded over several processes, and one process shards nothing: "
+            f"launch with torchrun --nproc_per_node N (N >= 2), or leave train.{name} at its default"
+        )
 
 
 @dataclass

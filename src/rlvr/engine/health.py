@@ -234,6 +234,16 @@ Under LoRA (B starts at 0) a synced copy differs by 0.001-0.002 and a skipped sy
 0.0099 after one update at lr 1e-3, so the alarm comes at step 4; at 5e-3, at step 1."""
 
 
+def sync_tolerance(cfg: RunConfig) -> float:
+    """SYNC_TOLERANCE of the coarser of the two precisions compared: the sampler's (rollout.dtype)
+    and the policy's computation (bfloat16 under train.fsdp_mixed_precision=bfloat16, whose probe
+    differs from a synced float32 copy by about 1e-3 on the smoke run)."""
+    dtypes = [cfg.rollout.dtype] + (
+        [cfg.train.fsdp_mixed_precision] if cfg.train.fsdp_mixed_precision != "none" else []
+    )
+    return max(SYNC_TOLERANCE.get(dtype, 0.1) for dtype in dtypes)
+
+
 def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
     """The run's checks with the thresholds of its config."""
     h = cfg.health
@@ -257,7 +267,7 @@ def checks_for(cfg: RunConfig, *, hacking: bool) -> list:
         Above("logprob_mismatch", "rollout/logprob_mismatch", h.max_logprob_mismatch,
               "the sampler's log-probs disagree with the trainer's: a stale or unsynced sampler, or its precision; "
               "lower rollout.max_staleness, or turn on algo.tis_cap"),
-        Above("sampler_sync", "sync/probe_error", h.max_sync_error or SYNC_TOLERANCE.get(cfg.rollout.dtype, 0.1),
+        Above("sampler_sync", "sync/probe_error", h.max_sync_error or sync_tolerance(cfg),
               "the sampler's copy of the weights is not the policy version it claims: a weight sync that did not "
               "happen (LoRA adapters not merged, a skipped update); report it with the run's health file"),
         *([RewardHacking(cfg.reward.hacking_warn)] if hacking else []),

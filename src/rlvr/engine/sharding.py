@@ -32,6 +32,7 @@ processes (one included).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -56,15 +57,29 @@ def decoder_layers(model: PreTrainedModel) -> list[torch.nn.Module]:
     return layers
 
 
-def shard_policy(forward: Forward) -> Forward:
+def shard_policy(forward: Forward, *, mixed_precision: str = "none", cpu_offload: bool = False) -> Forward:
     """Shard the policy in place (fully_shard per decoder layer, then the root) with its gradient
-    shards summed over processes; returns the Forward it now runs (transformers', the same hooks)."""
-    from torch.distributed.fsdp import fully_shard
+    shards summed over processes; returns the Forward it now runs (transformers', the same hooks).
+
+    `mixed_precision="bfloat16"` gathers each unit's weights in bfloat16 and computes in it, with
+    the shards, the reduce-scatter and AdamW in float32 and the root's output (the logits) cast
+    back to float32; `cpu_offload` keeps the shards on the CPU (train.fsdp_*)."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
     model = forward.model
-    units = [*decoder_layers(model), model]  # the root last: it holds what no layer does (embeddings, head)
-    for unit in units:
-        fully_shard(unit, reshard_after_forward=True)  # the root too: between passes every parameter is its shard
+    precision = MixedPrecisionPolicy()
+    if mixed_precision == "bfloat16":
+        precision = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    offload = CPUOffloadPolicy(pin_memory=torch.cuda.is_available()) if cpu_offload else OffloadPolicy()
+    layers = decoder_layers(model)
+    for unit in [*layers, model]:  # the root last: it holds what no layer does (embeddings, final norm, head)
+        # only the root casts its output: a layer's float32 output would meet the final norm's bfloat16 weight
+        policy = (
+            precision
+            if unit is not model or mixed_precision == "none"
+            else replace(precision, output_dtype=torch.float32)
+        )
+        fully_shard(unit, reshard_after_forward=True, mp_policy=policy, offload_policy=offload)
         unit.set_gradient_divide_factor(1.0)  # per unit: Σ over processes of each share, as engine/distributed.py
         unit.set_force_sum_reduction_for_comms(True)  # a plain SUM: gloo has no pre-multiplied sum
     return forward_for(model, "hf", hooks=forward.hooks)

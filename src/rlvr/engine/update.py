@@ -9,7 +9,7 @@ a naive step's wasted compute goes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import torch
@@ -18,9 +18,9 @@ from transformers import PreTrainedModel
 from rlvr.algos import ALGORITHMS, entropy_bonus_loss
 from rlvr.algos.gspo import SEQUENCE_STATS
 from rlvr.config import AlgoConfig, RunConfig
-from rlvr.models.forward import Runnable
+from rlvr.models.forward import Forward, Runnable
 from rlvr.models.logprobs import token_logprobs
-from rlvr.models.sharded import full, local, sum_over_shards
+from rlvr.models.sharded import full, local, passes_behind, sum_over_shards
 from rlvr.types import RolloutBatch
 
 P = TypeVar("P")
@@ -169,7 +169,21 @@ def accumulate_policy_gradient(
         counts = global_counts(counts)
     advantages = advantages.to(loss_mask.device)  # computed from the rewards on the CPU; rows index on the device
     loss = PolicyLoss(batch, advantages, ref_logp, loss_mask, algo, counts, temperature, on_micro_batch)
-    return backward_in_parts(micro_batches(batch, micro_batch_size), lambda mb: loss.of(policy, mb))
+    parts = micro_batches(batch, micro_batch_size)
+    behind = passes_behind(len(parts), policy.model if isinstance(policy, Forward) else policy)  # before any pass
+    result = backward_in_parts(parts, lambda mb: loss.of(policy, mb))
+    for _ in range(behind):
+        idle_pass(policy, parts[0], temperature)
+    return result
+
+
+def idle_pass(policy: Runnable, mb: MicroBatch, temperature: float) -> None:
+    """A forward/backward pass that adds nothing to any gradient: a sharded policy's process with
+    fewer micro-batches than another (DAPO's dynamic sampling keeps unequal numbers of groups on
+    each process) takes these until every process has taken as many passes (models/sharded.py)."""
+    one = MicroBatch(**{field.name: getattr(mb, field.name)[:1] for field in fields(mb)})  # its first row
+    logp, _ = micro_batch_logprobs(policy, one, temperature=temperature)  # [1, t]
+    (logp.sum() * 0.0).backward()  # every gradient += 0, and the collectives of one pass run
 
 
 def accumulate_run_gradient(

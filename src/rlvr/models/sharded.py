@@ -40,6 +40,20 @@ def sum_over_shards(value: float, model: torch.nn.Module) -> float:
     return float(total)
 
 
+def passes_behind(count: int, model: torch.nn.Module) -> int:
+    """How many more forward/backward passes this process must take so that it takes as many as the
+    busiest process (0 if `model` is not sharded). Each pass of a sharded model is a collective
+    (a layer's weights are gathered before it runs, its gradient reduce-scattered after), so every
+    process must take the same number, whatever share of the step's completions it holds."""
+    if not is_sharded(model):
+        return 0
+    import torch.distributed as dist
+
+    most = torch.tensor([count])
+    dist.all_reduce(most, op=dist.ReduceOp.MAX)
+    return int(most) - count
+
+
 @torch.no_grad()
 def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """model.state_dict() with every sharded tensor gathered whole (a collective when sharded)."""
