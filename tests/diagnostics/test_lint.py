@@ -70,3 +70,17 @@ def test_train_check_exits_2_on_an_error_and_train_refuses_to_start(tmp_path, cl
 def test_a_task_that_does_not_load_is_one_line_under_check(cli):
     done = cli("train", "--check", "--set", "task.name=reasoning_gym", "--set", "task.rg_dataset=nope")
     assert done.returncode == 2 and "not a reasoning-gym dataset" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_batch_of_more_queries_than_the_task_has_is_a_warning():
+    from rlvr.diagnostics.lint import task_and_tokenizer
+
+    cfg = load_config(None, [])
+    n = len(task_and_tokenizer(cfg)[0])
+    for batch, level in ((n, "ok"), (n + 1, "warning")):
+        (finding,) = [
+            f
+            for f in lint(load_config(None, [f"train.batch_queries={batch}", "optim.micro_batch_size=0"]))
+            if f.check == "queries"
+        ]
+        assert finding.level == level and (f"set it to at most {n}" in finding.message) == (level == "warning")

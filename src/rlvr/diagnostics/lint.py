@@ -8,6 +8,8 @@ runs, and likely badly), or a line that says what was checked and passed:
 
 - ``batch``: train.batch_queries splits over the processes, and each process's completions over
   optim.micro_batch_size (the accumulation steps, never 0);
+- ``queries``: train.batch_queries not above the task's training queries, else a warning: one step
+  then samples some queries twice, as separate groups;
 - ``max_new_tokens``: not below the longest worked solution of the task's training queries
   (tokens), else a warning: those right chains cannot be written (an answer-only reward may still
   pay a shorter completion); a task without worked solutions is not checked;
@@ -54,6 +56,7 @@ def lint(cfg: RunConfig, *, world_size: int = 1, free_bytes: float | None = None
         return [_batch(cfg, world_size), _lr(cfg)]
     return [
         _batch(cfg, world_size),
+        _queries(cfg, queries),
         _lengths(cfg, queries, tokenizer),
         _lr(cfg),
         _memory(cfg, queries, tokenizer, free_bytes, world_size),
@@ -83,6 +86,15 @@ def _batch(cfg: RunConfig, world_size: int) -> Finding:
     steps = per // mb if mb and mb < per else 1
     return Finding("ok", "batch", f"{b} queries x G {g} = {b * g} completions over {world_size} process(es): "
                    f"{per} each, {steps} micro-batch(es) of {min(mb or per, per)}")  # fmt: skip
+
+
+def _queries(cfg: RunConfig, queries) -> Finding:
+    b, n = cfg.train.batch_queries, len(queries)
+    if b > n:
+        return Finding("warning", "queries", f"train.batch_queries={b} is more than the {n} training queries of "
+                       f"{cfg.task.name}: each step samples some of them twice, as separate groups "
+                       f"(engine/context.py); set it to at most {n}")  # fmt: skip
+    return Finding("ok", "queries", f"{b} of the {n} training queries of {cfg.task.name} per step")
 
 
 def _lengths(cfg: RunConfig, queries, tokenizer) -> Finding:
