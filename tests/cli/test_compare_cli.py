@@ -1,24 +1,17 @@
 """The real `rlvr compare` command on a tiny budget: GRPO and DPO side by side, files, refusals."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-RLVR = [sys.executable, "-m", "rlvr.cli"]
 TINY = ["--config", "configs/smoke.yaml", "--set", "train.threads=1", "--set", "task.num_eval=8"]
 
 
-def rlvr(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.mark.slow
-def test_compare_grpo_and_dpo_end_to_end(tmp_path):
+def test_compare_grpo_and_dpo_end_to_end(tmp_path, cli):
     out = tmp_path / "cmp"
-    done = rlvr(
+    done = cli(
         "compare",
         "--algorithms",
         "grpo,dpo",
@@ -61,7 +54,7 @@ def test_compare_grpo_and_dpo_end_to_end(tmp_path):
         assert algo["memory"]["memory/reference_weights"]["mean"] == algo["memory"]["memory/policy_weights"]["mean"]
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "compare.md").read_text().startswith("| quantity |")
-    again = rlvr("compare", "--algorithms", "grpo,dpo", "--seeds", "0,1", "--steps", "9", *TINY, "--out", str(out))
+    again = cli("compare", "--algorithms", "grpo,dpo", "--seeds", "0,1", "--steps", "9", *TINY, "--out", str(out))
     assert again.returncode == 2 and "holds a run of other settings (train.steps: 8 there, 9 now)" in again.stderr
 
 

@@ -1,12 +1,9 @@
-"""`rlvr inspect` and `rlvr grad-variance` as a user runs them: real CLI, real tiny model."""
+"""`rlvr inspect` and `rlvr grad-variance` as a user runs them: the real CLI (in this process), real tiny model."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-RLVR = [sys.executable, "-m", "rlvr.cli"]
 SMALL = [
     "--set",
     "train.batch_queries=4",
@@ -25,24 +22,20 @@ SMALL = [
 ]
 
 
-def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.mark.slow
-def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
+def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path, cli):
     run, inspected = tmp_path / "run", tmp_path / "inspect"
-    done = rlvr(
+    done = cli(
         "train", "--set", f"model.name={base_model_dir}", "--set", "train.steps=1", *SMALL, "--out", str(run), "--quiet"
     )
     assert done.returncode == 0, done.stderr
     # the run holds a checkpoint after step 1, so step 2 is inspected from the run's own state ...
-    done = rlvr("inspect", "--run", str(run), "--step", "2", "--out", str(inspected))
+    done = cli("inspect", "--run", str(run), "--step", "2", "--out", str(inspected))
     assert done.returncode == 0, done.stderr
     assert "checkpoint after step 1" in done.stdout and (inspected / "capture.html").is_file()
     capture = json.loads((inspected / "capture.json").read_text())
     # ... and then the run itself takes step 2: the inspector saw exactly the update it made
-    done = rlvr("train", "--resume", str(run), "--set", "train.steps=2", "--quiet")
+    done = cli("train", "--resume", str(run), "--set", "train.steps=2", "--quiet")
     assert done.returncode == 0, done.stderr
     logged = next(
         json.loads(line)
@@ -55,11 +48,11 @@ def test_inspect_a_run_step_repeats_the_real_update(base_model_dir, tmp_path):
     assert capture["grad_noise"]["grad/variance"] == pytest.approx(logged["grad/variance"], rel=1e-6)
     assert sum(map(sum, capture["rewards"])) / 16 == pytest.approx(logged["reward"])
     # a step with no weights kept before it is shown from the nearest saved ones, and says which
-    done = rlvr("inspect", "--run", str(run), "--step", "2", "--out", str(tmp_path / "again"))
+    done = cli("inspect", "--run", str(run), "--step", "2", "--out", str(tmp_path / "again"))
     assert done.returncode == 0 and "warning: no model kept after step 1" in done.stdout
     assert "inspected from the model in final/ after step 2" in done.stdout and "--step 3 repeats" in done.stdout
 
-    done = rlvr(
+    done = cli(
         "inspect",
         "--replay",
         str(inspected / "capture.json"),
@@ -95,8 +88,8 @@ def test_bad_input_is_one_line_and_exit_2(args, message, cli):
 
 
 @pytest.mark.slow
-def test_replay_refuses_settings_that_made_the_batch(base_model_dir, tmp_path):
-    done = rlvr(
+def test_replay_refuses_settings_that_made_the_batch(base_model_dir, tmp_path, cli):
+    done = cli(
         "inspect",
         "--config",
         "configs/smoke.yaml",
@@ -109,15 +102,15 @@ def test_replay_refuses_settings_that_made_the_batch(base_model_dir, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     capture = str(tmp_path / "capture.json")
-    done = rlvr("inspect", "--replay", capture, "--set", "rollout.group_size=8")
+    done = cli("inspect", "--replay", capture, "--set", "rollout.group_size=8")
     assert done.returncode == 2 and "only algo.*" in done.stderr
-    done = rlvr("inspect", "--replay", capture)
+    done = cli("inspect", "--replay", capture)
     assert done.returncode == 2 and "at least one --set" in done.stderr
 
 
-def test_grad_variance_writes_a_row_per_group_size(base_model_dir, tmp_path):
+def test_grad_variance_writes_a_row_per_group_size(base_model_dir, tmp_path, cli):
     out = tmp_path / "gv.json"
-    done = rlvr(
+    done = cli(
         "grad-variance",
         "--set",
         f"model.name={base_model_dir}",

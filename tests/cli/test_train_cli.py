@@ -34,9 +34,9 @@ def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path):
+def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path, cli):
     out = tmp_path / "run"
-    done = rlvr(
+    done = cli(
         "train",
         "--set",
         f"model.name={base_model_dir}",
@@ -79,7 +79,7 @@ def test_train_writes_the_run_directory_of_the_design(base_model_dir, tmp_path):
     assert {"base", "final", "steps", "wall_s"} <= set(summary) and summary["steps"] == 3
     assert 0 <= summary["base"]["pass@1"] <= 1 and 0 <= summary["final"]["pass@1"] <= 1
     # the checkpoint is a Hugging Face model that differs from the base: training moved it
-    again = rlvr("train", "--out", str(out))  # never clobbers a finished run
+    again = cli("train", "--out", str(out))  # never clobbers a finished run
     assert again.returncode == 2 and "already holds a run" in again.stderr
     trained = AutoModelForCausalLM.from_pretrained(str(out / "final"))
     base = AutoModelForCausalLM.from_pretrained(str(base_model_dir))

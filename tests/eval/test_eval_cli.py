@@ -1,21 +1,13 @@
 """The real `rlvr eval` command on the shipped tiny model: JSON contract, PNG, user errors."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-RLVR = [sys.executable, "-m", "rlvr.cli"]
 
-
-def rlvr(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=timeout)
-
-
-def test_eval_writes_json_and_png(base_model_dir, tmp_path):
+def test_eval_writes_json_and_png(base_model_dir, tmp_path, cli):
     out = tmp_path / "ev"
-    done = rlvr(
+    done = cli(
         "eval",
         "--model",
         str(base_model_dir),

@@ -189,46 +189,11 @@ def test_a_gold_run_has_no_monitor_and_reports_gold_pass_at_1_as_its_own(random_
     assert summary["final"]["gold_pass@1"] == summary["final"]["pass@1"] and summary["final"]["hacking_rate"] == 0.0
 
 
-def test_the_train_command_reports_gold_pass_at_1_and_the_hacking_rate(random_model_dir, tmp_path):
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rlvr.cli",
-            "train",
-            "--set",
-            f"model.name={random_model_dir}",
-            "--set",
-            "reward.fidelity=noisy",
-            "--set",
-            "reward.false_positive_rate=1.0",
-            "--set",
-            "train.steps=1",
-            "--set",
-            "train.batch_queries=2",
-            "--set",
-            "rollout.group_size=2",
-            "--set",
-            "rollout.max_new_tokens=8",
-            "--set",
-            "task.num_train=20",
-            "--set",
-            "task.num_eval=4",
-            "--set",
-            "train.eval_samples=2",
-            "--set",
-            "train.threads=1",
-            "--out",
-            str(tmp_path / "run"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_the_train_command_reports_gold_pass_at_1_and_the_hacking_rate(random_model_dir, tmp_path, cli):
+    sets = [f"model.name={random_model_dir}", "reward.fidelity=noisy", "reward.false_positive_rate=1.0",
+            "train.steps=1", "train.batch_queries=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
+            "task.num_train=20", "task.num_eval=4", "train.eval_samples=2", "train.threads=1"]  # fmt: skip
+    done = cli("train", *[arg for value in sets for arg in ("--set", value)], "--out", str(tmp_path / "run"), "--quiet")
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     final = summary["final"]

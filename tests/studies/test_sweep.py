@@ -1,14 +1,11 @@
 """`rlvr sweep` end to end with the real CLI on a tiny budget, plus its argument errors."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from rlvr.studies.sweep import SweepError, format_table, parse_grid, parse_seeds
 
-RLVR = [sys.executable, "-m", "rlvr.cli"]
 TINY = [
     "--set",
     "train.steps=1",
@@ -29,12 +26,8 @@ TINY = [
 ]
 
 
-def rlvr(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*RLVR, *args], capture_output=True, text=True, timeout=600)
-
-
 @pytest.mark.slow
-def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp_path):
+def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp_path, cli):
     out = tmp_path / "sweep"
     args = [
         "sweep",
@@ -49,7 +42,7 @@ def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp
         "--quiet",
         *TINY,
     ]
-    done = rlvr(*args)
+    done = cli(*args)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "sweep.json").read_text())
     labels = [r["label"] for r in report["runs"]]
@@ -68,13 +61,13 @@ def test_sweep_runs_each_grid_point_into_its_own_run_directory_and_tabulates(tmp
     assert (out / "sweep.png").stat().st_size > 1000
     assert "reward.fidelity=lenient-seed0" in done.stdout and "hacking rate" in done.stdout
     # a second call reads the finished runs back instead of training again
-    again = rlvr(*args)
+    again = cli(*args)
     assert again.returncode == 0 and "sweep run" not in again.stdout
     assert json.loads((out / "sweep.json").read_text())["runs"] == report["runs"]
     # ... but only a run of exactly the config that grid point asks for
     config = out / labels[0] / "config.yaml"
     config.write_text(config.read_text().replace("steps: 1\n", "steps: 2\n"))
-    changed = rlvr(*args)
+    changed = cli(*args)
     assert changed.returncode == 2 and "finished run of a different config" in changed.stderr
 
 

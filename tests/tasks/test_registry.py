@@ -30,10 +30,8 @@ def test_an_unknown_task_is_refused_with_the_registered_names():
     assert str(err.value) == f"task.name must be one of {', '.join(BUILT_IN)} (got 'nope')"
 
 
-def test_the_cli_refuses_an_unknown_task_in_one_line_with_exit_2():
-    done = subprocess.run(
-        [sys.executable, "-m", "rlvr.cli", "train", "--set", "task.name=nope"], capture_output=True, text=True
-    )
+def test_the_cli_refuses_an_unknown_task_in_one_line_with_exit_2(cli):
+    done = cli("train", "--set", "task.name=nope")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"rlvr: error: task.name must be one of {', '.join(BUILT_IN)} (got 'nope')"
