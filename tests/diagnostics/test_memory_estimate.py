@@ -106,6 +106,25 @@ def test_zero_stages_divide_exactly_what_the_paper_says():
     assert totals[3] == totals[2] - stage[2]["policy_weights"].bytes * 3 / 4 + copy
 
 
+def test_cpu_offload_leaves_the_gathered_units_on_the_gpu_and_the_shards_in_cpu_memory():
+    sharded = replace(SMALL, gpus=4, zero_stage=3)
+    kept, moved = estimate(HAND, sharded).components, estimate(HAND, replace(sharded, cpu_offload=True)).components
+    assert HAND.num_layers == 1  # the root and its one layer (two where there are more) gathered at once
+    assert moved["policy_weights"].bytes == HAND.num_params * 2 == moved["policy_gradients"].bytes  # bf16-mixed
+    deep = replace(HAND, num_layers=5)
+    three_left = estimate(deep, replace(sharded, cpu_offload=True)).components["policy_weights"].bytes
+    assert three_left == (deep.num_params - 3 * deep.layer_params) * 2
+    assert moved["policy_optimizer"].bytes == 0 and moved["cpu_offloaded"].bytes == HAND.num_params * 16 / 4
+    for name in ("reference_weights", "sampler_weights", "activations", "kv_cache"):  # whole copies stay
+        assert moved[name] == kept[name], name
+    # the peak: the shards' weights and AdamW states leave the persistent part, the gathered units'
+    # gradients replace the gradient shards in the backward, the larger phase here in both
+    assert kept["activations"].bytes > kept["kv_cache"].bytes
+    persistent_saved = kept["policy_weights"].bytes + kept["policy_optimizer"].bytes - moved["policy_weights"].bytes
+    backward_added = moved["policy_gradients"].bytes - kept["policy_gradients"].bytes
+    assert moved["peak_total"].bytes == pytest.approx(kept["peak_total"].bytes - persistent_saved + backward_added)
+
+
 def test_data_parallel_splits_the_rollout_over_gpus():
     one = estimate(HAND, SMALL).components["kv_cache"].bytes
     assert estimate(HAND, replace(SMALL, gpus=2)).components["kv_cache"].bytes == one / 2
@@ -271,6 +290,8 @@ def test_bad_models_are_user_errors(tmp_path):
         ({"rollout_backend": "sglang"}, "unknown rollout backend"),
         ({"rollout_dtype": "float16"}, "unknown rollout dtype"),
         ({"vllm_gpu_memory_utilization": 1.5}, "must be in"),
+        ({"cpu_offload": True}, "CPU offload moves the shards of a policy sharded over several GPUs"),
+        ({"cpu_offload": True, "zero_stage": 3}, r"got ZeRO-3 over 1 GPU\(s\)"),
     ],
 )
 def test_impossible_setups_are_user_errors(change, message):

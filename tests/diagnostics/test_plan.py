@@ -21,7 +21,7 @@ def _peak(setup: TrainingSetup) -> float:
     return estimate(QWEN, setup).components["peak_total"].bytes
 
 
-@pytest.mark.parametrize(("gpus", "gib"), [(1, 80), (1, 40), (2, 40), (8, 24), (4, 16)])
+@pytest.mark.parametrize(("gpus", "gib"), [(1, 80), (1, 40), (2, 40), (8, 24), (4, 16), (2, 24)])
 def test_the_plan_is_the_first_tier_that_fits_at_its_largest_micro_batch(gpus, gib):
     base = replace(BASE, gpus=gpus, gpu_memory_gib=gib)
     plan = make_plan(QWEN, base)
@@ -45,8 +45,21 @@ def test_the_tiers_run_from_the_cheapest_and_shard_only_with_several_processes()
     two = tiers(2)
     assert [t.sharded for t in two[:4]] == [False, True, False, True] and not any(t.lora for t in two[:4])
     assert two[1].setup(BASE).zero_stage == 3 and two[0].setup(BASE).precision == "fp32"
-    lora = two[4].setup(BASE)
+    offload = two[4].setup(BASE)  # after every way of full fine-tuning on the GPU, before LoRA changes the training
+    assert offload.cpu_offload and offload.zero_stage == 3 and offload.grad_checkpointing and not offload.lora_rank
+    lora = two[5].setup(BASE)
     assert lora.lora_rank == 16 and lora.precision == "bf16-mixed" and lora.rollout_dtype == "bfloat16"
+    assert not any(t.offload for t in tiers(1))  # one process shards nothing, so offloads nothing
+
+
+def test_cpu_offload_is_planned_where_only_it_keeps_full_fine_tuning(cli):
+    plan = make_plan(QWEN, replace(BASE, gpus=2, gpu_memory_gib=24))
+    assert plan.tier.offload and "train.fsdp_cpu_offload=true" in plan.train_settings()
+    run = cli("plan", "--model", "Qwen2.5-1.5B", "--gpus", "2", "--gpu-memory", "24")
+    assert run.returncode == 0 and "--cpu-offload" in run.stdout and "--set train.fsdp_cpu_offload=true" in run.stdout
+    command = next(line for line in run.stdout.splitlines() if "rlvr memory" in line).split("rests on", 1)[1]
+    again = cli(*shlex.split(command.strip())[1:])  # the command it rests on prints the planned peak
+    assert again.returncode == 0 and "cpu_offloaded" in again.stdout
 
 
 def test_nothing_fits_is_a_user_error_naming_the_smallest_need():

@@ -45,6 +45,11 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--sharding", default="zero0", help="zero0, zero1, zero2, zero3 or fsdp (= zero3) (default zero0)")
     p.add_argument("--gpus", type=int, default=1, help="GPUs the batch and the shards are spread over (default 1)")
+    p.add_argument(
+        "--cpu-offload",
+        action="store_true",
+        help="with --sharding fsdp and --gpus 2 or more: the policy's shards in CPU memory (train.fsdp_cpu_offload)",
+    )
 
 
 def _batch_flags(p: argparse.ArgumentParser) -> None:

@@ -81,7 +81,7 @@ def _settings(plan) -> list[tuple[str, str]]:
         ("sharding", "fsdp2 (1/N of weights, gradients, AdamW state)" if s.zero_stage == 3 else "ddp (whole on each)"),
         ("micro-batch", f"{s.micro_batch} of {s.batch * s.group // s.gpus} sequences per process"),
         ("gradient checkpointing", "on" if s.grad_checkpointing else "off"),
-        ("CPU offload", "off (train.fsdp_cpu_offload is never planned: unmeasured on a GPU)"),
+        ("CPU offload", "on: the shards in CPU memory (estimated, not measured on a GPU)" if s.cpu_offload else "off"),
         ("sequence length", f"P = {s.prompt_len} + T = {s.completion_len}; T fits up to {plan.longest_completion:,}"),
         (
             "estimated peak",
@@ -101,4 +101,8 @@ def _verify(plan, args: argparse.Namespace) -> None:
         raise UsageError(f"--out {out} is not empty; name a new directory")
     print(f"\nverify: one step of this plan on this machine ({plan.setup.gpus} process(es)) -> {out}")
     measured = run_step(plan, args.model, out)
-    print("\n".join(comparison(run_estimate(out, plan.setup.gpus), measured)))
+    result = run_estimate(out, plan.setup.gpus)
+    if plan.setup.cpu_offload and not result.setup.cpu_offload:
+        print("CPU offload moves nothing without a GPU: the estimate beside the measurement is this run's, "
+              "with the shards counted where they stay")  # fmt: skip
+    print("\n".join(comparison(result, measured)))

@@ -74,6 +74,9 @@ class TrainingSetup:
     zero_stage: int = 0
     """ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 (= FSDP full shard) also weights."""
     gpus: int = 1
+    cpu_offload: bool = False
+    """ZeRO-3 over several GPUs only (rlvr's train.fsdp_cpu_offload): the policy's shards of weights,
+    gradients and optimizer states live in CPU memory; the GPU holds the units being gathered."""
     prompt_len: int = 256
     completion_len: int = 1024
     batch: int = 32
@@ -153,6 +156,11 @@ def check_setup(setup: TrainingSetup) -> None:
         raise UserError("lora-rank and beta must be >= 0")
     if setup.zero_stage not in (0, 1, 2, 3):
         raise UserError(f"ZeRO stage must be 0, 1, 2 or 3 (got {setup.zero_stage})")
+    if setup.cpu_offload and (setup.zero_stage != 3 or setup.gpus < 2):
+        raise UserError(
+            "CPU offload moves the shards of a policy sharded over several GPUs (rlvr's train.fsdp_cpu_offload): "
+            f"use --sharding fsdp with --gpus 2 or more (got ZeRO-{setup.zero_stage} over {setup.gpus} GPU(s))"
+        )
     if setup.rollout_backend not in ("hf", "vllm"):
         raise UserError(f"unknown rollout backend {setup.rollout_backend!r}; known: hf, vllm")
     if setup.rollout_dtype not in ROLLOUT_BYTES:
@@ -284,6 +292,33 @@ def _trainable_model(
     }
 
 
+def _offloaded_policy(
+    spec: ModelSpec, trainable: int, frozen: int, setup: TrainingSetup, precision: Precision, optimizer: Optimizer
+) -> dict[str, Component]:
+    """The policy under CPU offload (FSDP2's CPUOffloadPolicy, rlvr's train.fsdp_cpu_offload). On the
+    GPU: the units whose weights are gathered at once, the root (embeddings, head, final norm: held
+    through the whole forward and backward) and two layers (the running one and the one prefetched),
+    with the unsharded gradients of their trained parameters. In CPU memory: this process's shards
+    of the weights, gradients and optimizer states. Not measured on a GPU."""
+    r, layers = setup.lora_rank, spec.num_layers
+    held = min(2, layers)  # layers gathered at once
+    adapters = held * spec.lora_params(r) // layers if r else 0
+    gathered = spec.num_params - (layers - held) * spec.layer_params + adapters
+    trained = adapters if r else gathered
+    shards = (frozen + trainable) * precision.weight_bytes + trainable * (
+        precision.grad_bytes + optimizer_bytes_per_param(precision, optimizer)
+    )
+    w, g = precision.weight_bytes, precision.grad_bytes
+    return {
+        "policy_weights": Component(gathered * w, f"root + {held} layer(s) gathered: {_count(gathered)} x {w} B"),
+        "policy_gradients": Component(trained * g, f"{_count(trained)} x {g} B before their reduce-scatter"),
+        "policy_optimizer": Component(0.0, "in CPU memory"),
+        "cpu_offloaded": Component(
+            shards / setup.gpus, f"in CPU memory, not in the peak: {format_bytes(shards)} of shards / {setup.gpus}"
+        ),
+    }
+
+
 def _frozen_model(params: int, precision: Precision, setup: TrainingSetup) -> Component:
     w_div = _shard_divisors(setup)[0]
     return Component(
@@ -374,7 +409,11 @@ def estimate(spec: ModelSpec, setup: TrainingSetup) -> Estimate:
     optimizer, r = OPTIMIZERS[setup.optimizer], setup.lora_rank
     out = Estimate(spec, setup)
     trained = spec.lora_params(r) if r else spec.num_params
-    out.components |= _trainable_model("policy", trained, spec.num_params if r else 0, setup, precision, optimizer)
+    frozen = spec.num_params if r else 0
+    if setup.cpu_offload:
+        out.components |= _offloaded_policy(spec, trained, frozen, setup, precision, optimizer)
+    else:
+        out.components |= _trainable_model("policy", trained, frozen, setup, precision, optimizer)
     if algo.reference(setup):  # with LoRA the reference is the base with adapters off: no copy (TRL)
         out.components["reference_weights"] = (
             Component(0.0, "LoRA: the base weights, adapters off")

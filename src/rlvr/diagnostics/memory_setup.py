@@ -32,6 +32,9 @@ def setup_for_run(
             "setup_for_run: dpo trains on the pairs each step forms; give TrainingSetup online_pairs yourself"
         )
     sequences = cfg.train.batch_queries * r.group_size
+    sharded = cfg.train.sharding == "fsdp2" and processes > 1
+    # offloaded shards leave the device's memory only where there is a device: on a CPU they stay in what is counted
+    offload = sharded and cfg.train.fsdp_cpu_offload and cfg.model.device != "cpu" and _cuda()
     return TrainingSetup(
         algorithm=cfg.algo.algorithm,
         precision="fp32" if m.dtype == "float32" else "bf16-mixed",
@@ -43,14 +46,21 @@ def setup_for_run(
         group=r.group_size,
         micro_batch=min(cfg.optim.micro_batch_size or sequences, sequences // processes),  # per process
         grad_checkpointing=m.gradient_checkpointing,
-        zero_stage=3 if cfg.train.sharding == "fsdp2" and processes > 1 else 0,
+        zero_stage=3 if sharded else 0,
         gpus=processes,
+        cpu_offload=offload,
         beta=cfg.algo.beta,
         rollout_backend=r.backend,
         rollout_dtype=r.dtype,
         vllm_gpu_memory_utilization=r.vllm_gpu_memory_utilization,
         gpu_memory_gib=gpu_memory_gib,
     )
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def memory_command(model: str, setup: TrainingSetup) -> str:
@@ -74,6 +84,8 @@ def memory_command(model: str, setup: TrainingSetup) -> str:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if setup.zero_stage:
         words += ["--sharding", "fsdp" if setup.zero_stage == 3 else f"zero{setup.zero_stage}"]
+    if setup.cpu_offload:
+        words.append("--cpu-offload")
     if setup.grad_checkpointing:
         words.append("--grad-checkpointing")
     return " ".join(words)

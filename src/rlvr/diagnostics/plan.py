@@ -9,15 +9,17 @@ order of what they cost, the ways rlvr lowers each process's memory, and keeps t
    communication per layer, which a GPU overlaps with compute;
 3. and 4. the two above with gradient checkpointing (model.gradient_checkpointing): about one more
    forward pass per step;
-5. and 6. LoRA adapters of rank 16 on a bfloat16 base (model.lora_rank, model.dtype=bfloat16),
+5. sharded and checkpointed with the shards in CPU memory (train.fsdp_cpu_offload; several
+   processes only): host-device copies of every layer's weights and gradients each pass, and
+   AdamW on the CPU (its saving is estimated, not measured on a GPU);
+6. and 7. LoRA adapters of rank 16 on a bfloat16 base (model.lora_rank, model.dtype=bfloat16),
    without then with checkpointing: a different training, where only the adapters learn.
 
 Within a tier the largest micro-batch that fits wins (optim.micro_batch_size: the gradient is the
 same, only the number of passes changes). A plan fits when its estimated peak is at most
 `HEADROOM` of the GPU's memory: the rest is for the CUDA context, the allocator's fragmentation and
 what the estimate leaves out (docs/memory.md, "Not measured"). For the chosen settings the planner
-also finds the longest completion that still fits. CPU offload (train.fsdp_cpu_offload) is never
-planned: the estimate has no row for it, and no GPU has measured what it saves.
+also finds the longest completion that still fits.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Tier:
     sharded: bool = False
     checkpointing: bool = False
     lora: bool = False
+    offload: bool = False
 
     def setup(self, base: TrainingSetup) -> TrainingSetup:
         """`base` trained this way: full fine-tuning in fp32, or LoRA on a bf16 base sampling in bf16."""
@@ -52,6 +55,7 @@ class Tier:
             **(lora if self.lora else full),
             zero_stage=3 if self.sharded else 0,
             grad_checkpointing=self.checkpointing,
+            cpu_offload=self.offload,
         )
 
 
@@ -63,10 +67,11 @@ def tiers(processes: int) -> list[Tier]:
         for c in (False, True)
         for s in sharding
     ]
+    offload = [Tier("sharded, checkpointed, CPU offload", sharded=True, checkpointing=True, offload=True)]
     lora = [
         Tier(f"LoRA r={LORA_RANK}" + (", checkpointed" if c else ""), checkpointing=c, lora=True) for c in (False, True)
     ]
-    return [*full, *lora]
+    return [*full, *(offload if processes > 1 else []), *lora]
 
 
 @dataclass
@@ -94,6 +99,8 @@ class Plan:
             f"model.gradient_checkpointing={str(s.grad_checkpointing).lower()}",
             f"train.sharding={'fsdp2' if s.zero_stage == 3 else 'ddp'}",
         ]
+        if s.cpu_offload:
+            settings.append("train.fsdp_cpu_offload=true")
         if s.lora_rank:
             settings += [f"model.lora_rank={s.lora_rank}", "model.dtype=bfloat16", "rollout.dtype=bfloat16"]
         return settings
