@@ -332,7 +332,7 @@ class TrainConfig:
     on_alarm: Literal["warn", "stop", "ignore"] = "warn"
     """A tripped health check (config section health): warn prints a line and goes on; stop writes a checkpoint and ends the run with exit code 3 and the reason; ignore only logs it (health.jsonl, health/* metrics)."""
     recorder_steps: int = non_negative(0)
-    """Flight recorder: keep the checkpoints after the last this many steps in the run's recorder/ (each one checkpoint's size on disk: weights and optimizer state), so that `rlvr inspect --run DIR --step N` repeats any of those steps exactly; needs train.save_every=1 (the default) to hold every step. 0 (the default) keeps none. Whatever it is, the first non-finite alarm pins the state before its step there."""
+    """Flight recorder: keep the checkpoints after the last this many steps in the run's recorder/ (each one checkpoint's size on disk: weights and optimizer state) and those steps' batches (completions, old log-probs, rewards, RNG state), so that `rlvr inspect --run DIR --step N` repeats any of those steps exactly on the batch it trained on; needs train.save_every=1 (the default) to hold every step. 0 (the default) keeps none. Whatever it is, the first non-finite alarm pins the state before its step and the step's batch there (engine/flight.py)."""
     max_restarts: int = non_negative(3)
     """rlvr train --supervise: how many times a crashed training process is restarted from its last checkpoint."""
     tensorboard: bool = False

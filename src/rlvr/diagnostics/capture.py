@@ -92,12 +92,13 @@ def to_json(values: Any) -> Any:
     return values
 
 
-def capture_update(context: StepContext, step: int, out_dir: Path) -> dict[str, Any]:
-    """Run step `step` (0-based) of a run's parts for real (``run_step``) and keep everything; saves
-    the policy the captured pass starts from in out_dir/policy. With algo.num_iterations > 1 the
-    last pass is the captured one (as in metrics.jsonl)."""
+def capture_update(context: StepContext, step: int, out_dir: Path, recorded: Rollouts | None = None) -> dict[str, Any]:
+    """Run step `step` (0-based) of a run's parts for real (``run_step``; on the flight recorder's
+    batch `recorded` if given) and keep everything; saves the policy the captured pass starts from
+    in out_dir/policy. With algo.num_iterations > 1 the last pass is the captured one (as in
+    metrics.jsonl)."""
     recorder = Recorder(context, out_dir)
-    metrics = run_step(context, step, recorder)
+    metrics = run_step(context, step, recorder, recorded)
     rollouts, cfg = recorder.rollouts_seen, context.cfg
     record = {
         **batch_record(rollouts.batch, rollouts.scored, context.tokenizer),

@@ -11,6 +11,8 @@ from rlvr.config import RunConfig, config_from_dict, load_config
 from rlvr.diagnostics.capture import SCHEMA, capture_update, config_record
 from rlvr.engine.build import RunParts, build_run, restore
 from rlvr.engine.checkpoint import saved_step
+from rlvr.engine.context import Rollouts
+from rlvr.engine.flight import load_batch, recorded_batches
 from rlvr.errors import UserError
 from rlvr.models.lora import checkpoint_mismatch
 from rlvr.rollout.tools import calls_run
@@ -85,7 +87,21 @@ def inspect_run(run_dir: Path, step: int, overrides: list[str], out_dir: Path) -
             source["warning"] = _not_kept(run_dir, step, weights, saved, mismatch) + (
                 f"; step {step} is inspected from {source['policy']}"
             )
-    return _capture(parts, step, source, out_dir)
+    recorded = _recorded_batch(run_dir, step, overrides, source)
+    return _capture(parts, step, source, out_dir, recorded)
+
+
+def _recorded_batch(run_dir: Path, step: int, overrides: list[str], source: dict[str, Any]) -> Rollouts | None:
+    """The flight recorder's batch of `step` (engine/flight.py), when it holds one and the capture
+    starts from the state the step started from with the run's own settings of what made the
+    batch; else None (the step samples again). `source["batch"]` says which."""
+    path = recorded_batches(run_dir).get(step)
+    exact = "warning" not in source and all(o.split(".", 1)[0].strip() == "algo" for o in overrides)
+    if path is None or not exact:
+        source["batch"] = "sampled again from the state before the step"
+        return None
+    source["batch"] = f"the flight recorder's batch of step {step} ({path.relative_to(run_dir)}), not sampled again"
+    return load_batch(path)["rollouts"]
 
 
 def _saved_weights(run_dir: Path, cfg: RunConfig, checkpoint: Path | None) -> dict[int, Path | None]:
@@ -131,10 +147,12 @@ def _policy(cfg: RunConfig, saved_step: int | None) -> str:
     return f"checkpoint after step {saved_step}{adapters}"
 
 
-def _capture(parts: RunParts, step: int, source: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+def _capture(
+    parts: RunParts, step: int, source: dict[str, Any], out_dir: Path, recorded: Rollouts | None = None
+) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        body = capture_update(parts.context, step - 1, out_dir)
+        body = capture_update(parts.context, step - 1, out_dir, recorded)
     finally:
         parts.close()
     cfg = parts.context.cfg

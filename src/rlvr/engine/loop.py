@@ -23,6 +23,7 @@ from rlvr.engine.build import Restored, build_run, restore
 from rlvr.engine.checkpoint import pin_in_recorder, save_checkpoint
 from rlvr.engine.context import StepObserver
 from rlvr.engine.distributed import NullLog, World, world
+from rlvr.engine.flight import FlightRecorder
 from rlvr.engine.health import Health, HealthAlarm, Reading, checks_for
 from rlvr.engine.metrics import MetricsLog
 from rlvr.engine.sharding import save_optimizer_shards
@@ -229,17 +230,22 @@ def _run_steps(trainer: Trainer, log: MetricsLog | NullLog, *, main: bool, progr
         unit="step",
         disable=not progress,
     )
+    flight = FlightRecorder(trainer.policy) if main else None  # the step's batch, kept for the recorder
     for step in bar:
         step_start = time.perf_counter()
-        metrics = trainer.step(step)
+        if flight is not None:
+            flight.begin()
+        metrics = trainer.step(step, flight)
         done = step + 1
+        if flight is not None and cfg.train.recorder_steps:
+            flight.write(trainer.out_dir, done, metrics["loss"], keep=cfg.train.recorder_steps)
         if main and cfg.train.eval_every and done % cfg.train.eval_every == 0 and done < cfg.train.steps:
             result = trainer.evaluate()
             trainer.keep_if_best(done, result)
             metrics |= {f"eval/{k}": v for k, v in result.to_dict().items()}
         metrics["time/step"] = time.perf_counter() - step_start
         metrics["weights/nonfinite"] = nonfinite_weights(trainer.policy)  # a collective when sharded
-        alarms = trainer.dist.on_main(lambda: _health(trainer, done, metrics))  # every rank stops together
+        alarms = trainer.dist.on_main(lambda: _health(trainer, done, metrics, flight))  # every rank stops together
         log.log(done, metrics)
         saves = main or trainer.context.sharded  # a sharded checkpoint is written by every rank
         if alarms and cfg.train.on_alarm == "stop":
@@ -267,13 +273,15 @@ def nonfinite_weights(policy: PreTrainedModel) -> int:
     return int(sum_over_shards(count, policy))
 
 
-def _health(trainer: Trainer, step: int, metrics: dict[str, float]) -> list[Reading]:
+def _health(trainer: Trainer, step: int, metrics: dict[str, float], flight: FlightRecorder) -> list[Reading]:
     """The step's health readings (engine/health.py), rank 0's. The first non-finite alarm pins the
-    flight recorder's state before its step (engine/checkpoint.py)."""
+    flight recorder's state before its step (engine/checkpoint.py) and the step's batch (engine/flight.py)."""
     alarms = trainer.health.observe(step, metrics)
     if any(a.check == "nonfinite" for a in alarms) and (pinned := pin_in_recorder(trainer.out_dir, step - 1)):
         replay = f"rlvr inspect --run {trainer.out_dir} --step {step}"
-        note = f"the state before it is pinned in {pinned}: `{replay}` repeats the step with every intermediate"
+        batch = flight.write(trainer.out_dir, step, metrics["loss"], pinned=True)
+        note = (f"the state before it is pinned in {pinned}" + (f" and its batch in {batch}" if batch else "")
+                + f": `{replay}` repeats the step with every intermediate")  # fmt: skip
         alarms = trainer.health.annotate("nonfinite", note, replay=replay)
     return alarms
 

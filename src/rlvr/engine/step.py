@@ -47,15 +47,20 @@ Update = Callable[[StepContext, Rollouts, "torch.Tensor | None", Timer, StepObse
 """fn(ctx, rollouts, ref_logp [N, T] or None, timer, observer) -> the update's metrics."""
 
 
-def run_step(ctx: StepContext, step: int, observer: StepObserver | None = None) -> dict[str, float]:
+def run_step(
+    ctx: StepContext, step: int, observer: StepObserver | None = None, recorded: Rollouts | None = None
+) -> dict[str, float]:
     """Step `step` (0-based) of the configured algorithm; returns its metrics (one line of
-    the run's metrics log). Afterwards the sampler holds the updated weights."""
+    the run's metrics log). Afterwards the sampler holds the updated weights. `recorded`: the
+    step's batch as the flight recorder kept it (engine/flight.py), trained on instead of sampling."""
     cfg, timer, observer = ctx.cfg, Timer(), observer or StepObserver()
     algorithm = ALGORITHMS[cfg.algo.algorithm]
     ctx.memory.start_step()
     queries = batch_queries(ctx.train_queries, step, cfg.train.batch_queries, cfg.train.seed)  # [B]
     queries = ctx.dist.shard(queries)  # [B/N] this process's whole groups
-    if isinstance(ctx.sampler, RolloutProcess):  # rollout.max_staleness: sampled ahead in its own process
+    if recorded is not None:
+        rollouts = recorded
+    elif isinstance(ctx.sampler, RolloutProcess):  # rollout.max_staleness: sampled ahead in its own process
         rollouts = ctx.sampler.rollouts(step, queries, timer)
     else:
         rollouts = collect_rollouts(ctx, step, queries, timer)
