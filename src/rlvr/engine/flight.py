@@ -54,10 +54,8 @@ class FlightRecorder(StepObserver):
         if "nonfinite_rows" in self.record:
             return
         grads = [local(p.grad) for p in self.policy.parameters() if p.grad is not None]
-        finite = bool(torch.isfinite(logp[mb.completion_mask.bool()]).all()) and all(
-            bool(torch.isfinite(g).all()) for g in grads
-        )
-        if not finite:
+        norms = torch.stack(torch._foreach_norm(grads)) if grads else torch.zeros(1)  # one pass, a NaN or inf stays
+        if not (torch.isfinite(logp[mb.completion_mask.bool()]).all() and torch.isfinite(norms).all()):
             self.record["nonfinite_rows"] = mb.rows.tolist()
 
     def write(self, out_dir: Path, step: int, loss: float, *, keep: int = 0, pinned: bool = False) -> Path:
