@@ -20,7 +20,7 @@ from rlvr.engine.loop import train
 SETS = ["train.steps=5", "train.batch_queries=4", "rollout.group_size=4", "task.num_eval=8", "train.threads=1"]
 
 
-def test_the_recorder_keeps_the_last_steps_and_each_replays_exactly(tmp_path):
+def test_the_recorder_keeps_the_last_steps_and_each_replays_exactly(tmp_path, cli):
     train(load_config(None, [*SETS, "train.recorder_steps=2"]), tmp_path, progress=False)
     assert sorted(rundir.recorded_checkpoints(tmp_path)) == [3, 4]  # the checkpoint itself holds step 5
     logged = {row["step"]: row for row in rundir.read_metrics(tmp_path) if "loss" in row}
@@ -35,6 +35,11 @@ def test_the_recorder_keeps_the_last_steps_and_each_replays_exactly(tmp_path):
         assert "flight recorder" in capture["source"]["policy"] and "not sampled again" in capture["source"]["batch"]
         assert capture["loss"] == logged[step]["loss"] and capture["grad_norm"] == logged[step]["grad_norm"]
         assert [c["text"] for c in capture["completions"]] == record["rollouts"].batch.texts
+    # the same through `rlvr inspect --replay` of the recorded batch, then under another setting
+    again = cli("inspect", "--replay", str(batches[5]), "--out", str(tmp_path / "cli"))
+    assert again.returncode == 0 and "(equal to metrics.jsonl's" in again.stdout, again.stdout + again.stderr
+    changed = cli("inspect", "--replay", str(batches[5]), "--set", "algo.beta=0", "--out", str(tmp_path / "beta0"))
+    assert changed.returncode == 0 and (tmp_path / "beta0" / "replay.json").is_file()
     capture = inspect_run(tmp_path, 3, [], tmp_path / "inspect3")  # rotated out: weights only, said so
     assert "warning" in capture["source"]
 

@@ -36,7 +36,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(the run's checkpoint at N-1 repeats it exactly; train.keep_every=K keeps a model every K steps; "
         "without one the output names the weights used); a step past the run's next is refused",
     )
-    p.add_argument("--replay", metavar="CAPTURE", help="a capture.json to recompute under --set algo.* settings")
+    p.add_argument(
+        "--replay",
+        metavar="CAPTURE",
+        help="a capture.json to recompute under --set algo.* settings; or a flight recorder's batch "
+        "(RUN/recorder/batch-step-N.pt, train.recorder_steps): step N again on it, exactly, then under --set if given",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,11 +73,20 @@ def _replay(path: Path, overrides: list[str], out: Path | None) -> int:
     from rlvr.diagnostics.html import render_capture
     from rlvr.diagnostics.inspector import read_capture
     from rlvr.diagnostics.replay import replay, replay_lines
+    from rlvr.engine.flight import recorded_step
 
-    if not overrides:
+    step = recorded_step(path)
+    if step is None and not overrides:
         raise UsageError("--replay needs at least one --set algo.KEY=VALUE to compare against the capture")
     quiet_hugging_face()
-    capture = read_capture(path)
+    if step is not None:  # a flight recorder's batch: the step itself again, captured, then replayed
+        out = out or Path("inspect")
+        capture = _recorded(path, step, out)
+        if not overrides:
+            return 0
+        path = out / "capture.json"
+    else:
+        capture = read_capture(path)
     result = replay(capture, path.parent, overrides)
     out = out or path.parent
     out.mkdir(parents=True, exist_ok=True)
@@ -81,3 +95,26 @@ def _replay(path: Path, overrides: list[str], out: Path | None) -> int:
     print("\n".join(replay_lines(result)))
     print(f"saved: {out / 'replay.json'}, {out / 'replay.html'}")
     return 0
+
+
+def _recorded(path: Path, step: int, out: Path) -> dict:
+    """Step `step` of the run that holds the recorder batch `path`, trained again on that batch
+    from the recorder's state before it, captured into `out` with the loss beside the logged one."""
+    from rlvr import rundir
+    from rlvr.diagnostics import inspector
+
+    if not path.is_file():
+        raise UsageError(f"--replay {path}: no such file (a flight recorder's batch of rlvr train)")
+    run = path.parent.parent
+    capture = inspector.inspect_run(run, step, [], out)
+    inspector.write_capture(capture, out)
+    print("\n".join(inspector.summary_lines(capture)))
+    logged = next((r for r in rundir.read_metrics(run) if r.get("step") == step and "loss" in r), None)
+    if logged is not None:
+        same = capture["loss"] == logged["loss"] and capture["grad_norm"] == logged["grad_norm"]
+        print(f"step {step} again on its recorded batch: loss {capture['loss']}, grad_norm {capture['grad_norm']} "
+              f"({'equal to' if same else 'NOT equal to'} metrics.jsonl's {logged['loss']}, {logged['grad_norm']})")  # fmt: skip
+    print(
+        f"saved: {out / 'capture.json'} (replay it under other settings: --replay {out / 'capture.json'} --set algo.*)"
+    )
+    return capture

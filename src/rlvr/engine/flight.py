@@ -28,7 +28,7 @@ from rlvr.engine.checkpoint import rng_state
 from rlvr.engine.context import Rollouts, StepObserver
 from rlvr.engine.update import MicroBatch
 from rlvr.models.sharded import local
-from rlvr.rundir import recorder_dir
+from rlvr.rundir import RECORDER, recorder_dir
 
 BATCH, PINNED_BATCH = "batch-step-", "pinned-batch-step-"
 """recorder/<BATCH><N>.pt is step N's batch; a pinned one (the first non-finite step) never rotates out."""
@@ -82,6 +82,15 @@ def recorded_batches(out_dir: Path, *, pinned: bool = True) -> dict[int, Path]:
             if number.isdigit():
                 found.setdefault(int(number), path)
     return found
+
+
+def recorded_step(path: Path) -> int | None:
+    """The step of a recorder batch file's name (recorder/batch-step-<N>.pt, pinned or not), else None."""
+    for prefix in (PINNED_BATCH, BATCH):
+        number = path.name.removeprefix(prefix).removesuffix(".pt")
+        if number != path.name and path.suffix == ".pt" and number.isdigit() and path.parent.name == RECORDER:
+            return int(number)
+    return None
 
 
 def load_batch(path: Path) -> dict[str, Any]:
