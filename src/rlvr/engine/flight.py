@@ -58,7 +58,7 @@ class FlightRecorder(StepObserver):
         if not (torch.isfinite(logp[mb.completion_mask.bool()]).all() and torch.isfinite(norms).all()):
             self.record["nonfinite_rows"] = mb.rows.tolist()
 
-    def write(self, out_dir: Path, step: int, loss: float, *, keep: int = 0, pinned: bool = False) -> Path:
+    def write(self, out_dir: Path, step: int, loss: float | None, *, keep: int = 0, pinned: bool = False) -> Path:
         """recorder/<BATCH><step>.pt (written whole, then renamed) and all but the newest `keep`
         unpinned batches removed; or, `pinned`, recorder/<PINNED_BATCH><step>.pt, which stays."""
         folder = recorder_dir(out_dir)

@@ -273,13 +273,15 @@ def nonfinite_weights(policy: PreTrainedModel) -> int:
     return int(sum_over_shards(count, policy))
 
 
-def _health(trainer: Trainer, step: int, metrics: dict[str, float], flight: FlightRecorder) -> list[Reading]:
+def _health(
+    trainer: Trainer, step: int, metrics: dict[str, float], flight: FlightRecorder | None = None
+) -> list[Reading]:
     """The step's health readings (engine/health.py), rank 0's. The first non-finite alarm pins the
     flight recorder's state before its step (engine/checkpoint.py) and the step's batch (engine/flight.py)."""
     alarms = trainer.health.observe(step, metrics)
     if any(a.check == "nonfinite" for a in alarms) and (pinned := pin_in_recorder(trainer.out_dir, step - 1)):
         replay = f"rlvr inspect --run {trainer.out_dir} --step {step}"
-        batch = flight.write(trainer.out_dir, step, metrics["loss"], pinned=True)
+        batch = flight.write(trainer.out_dir, step, metrics.get("loss"), pinned=True) if flight else None
         note = (f"the state before it is pinned in {pinned}" + (f" and its batch in {batch}" if batch else "")
                 + f": `{replay}` repeats the step with every intermediate")  # fmt: skip
         alarms = trainer.health.annotate("nonfinite", note, replay=replay)
