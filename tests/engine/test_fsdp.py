@@ -30,6 +30,7 @@ from rlvr.engine.sharding import load_optimizer_shards, save_optimizer_shards, s
 from rlvr.engine.update import accumulate_policy_gradient, optimizer_step
 from rlvr.models import load_policy
 from rlvr.models.forward import forward_for
+from rlvr.models.loading import enable_gradient_checkpointing
 from rlvr.models.lora import add_lora
 from rlvr.models.sharded import full_state_dict, is_sharded
 from rlvr.rollout.hf import sample_completions
@@ -47,12 +48,15 @@ class Case(NamedTuple):
     """train.fsdp_cpu_offload (on the CPU the shards stay where they are: the same numbers)."""
     bf16: bool = False
     """train.fsdp_mixed_precision=bfloat16 on a float32 policy: close to, not equal to, float32."""
+    checkpointed: bool = False
+    """model.gradient_checkpointing: each layer's forward runs again in the backward, gathering its
+    weights again (the single-process update it is compared with is checkpointed too)."""
 
 
 CASES = {
     "grpo-token_mean": Case("grpo", "token_mean"),
     "grpo-sequence_mean-offload": Case("grpo", "sequence_mean", offload=True),
-    "gspo-sequence_mean": Case("gspo", "sequence_mean"),
+    "gspo-sequence_mean-checkpointed": Case("gspo", "sequence_mean", checkpointed=True),
     "rloo-constant-uneven": Case("rloo", "constant", uneven=True),
     "grpo-lora": Case("grpo", "token_mean", lora_rank=4),
     "grpo-bf16": Case("grpo", "token_mean", bf16=True),
@@ -75,6 +79,8 @@ def _policy(case: str):
     model, _ = load_policy(resolve_model_path(str(SHIPPED)))
     if CASES[case].lora_rank:
         model = add_lora(model, ModelConfig(lora_rank=CASES[case].lora_rank), seed=0)
+    if CASES[case].checkpointed:
+        enable_gradient_checkpointing(model)
     return model.float() if CASES[case].bf16 else model.double()
 
 
@@ -109,6 +115,14 @@ def _sharded(case: str, weights: Path | None = None):
     return forward, model, _optimizer(model)
 
 
+def _counted(forward, calls: list):
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return forward(*args, **kwargs)
+
+    return counted
+
+
 def _worker(rank: int, port: int, out: str) -> None:
     os.environ.update(
         RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
@@ -125,7 +139,11 @@ def _worker(rank: int, port: int, out: str) -> None:
 
     for case in CASES:
         forward, model, optimizer = _sharded(case)
+        calls = []  # the first layer's MLP runs in the first update: twice per pass when checkpointed
+        mlp = next(m for name, m in model.named_modules() if name.endswith("layers.0.mlp"))
+        mlp.forward = _counted(mlp.forward, calls)  # a module hook would miss the backward's recompute
         first = update(forward, model, optimizer)
+        first["layer_calls"] = len(calls)
         save_optimizer_shards(model, optimizer, out / f"{case}-optimizer")
         weights = full_state_dict(model)  # a collective: every rank gathers
         if here.is_main:
@@ -196,6 +214,10 @@ def test_fsdp2_on_two_processes_makes_the_single_process_updates(fsdp_runs, case
     hf = forward_for(model, "hf")  # the sharded policy runs transformers' forward (RoPE in float32)
     single = [_update(hf, model, optimizer, data, everything, case) for _ in range(2)]
     sharded = torch.load(fsdp_runs / f"{case}-sharded.pt")
+    passes = 2  # 8 completions per process in micro-batches of 4 (the uneven case: 3 and 1, 3 on rank 0)
+    assert sharded["metrics"][0]["layer_calls"] == (3 if CASES[case].uneven else passes) * (
+        2 if CASES[case].checkpointed else 1
+    )
     for (loss, grad_norm), metrics in zip(single, sharded["metrics"]):
         _same_loss(metrics["loss"], loss, case)
         tolerance = BF16_LOSS if CASES[case].bf16 else 1e-9
