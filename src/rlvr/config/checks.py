@@ -244,11 +244,8 @@ def _sharding(cfg: RunConfig) -> str | None:
     """fsdp2: each process samples, evaluates and exports from a whole copy of the policy in its
     own precision, gathered after every update by the HF sampler (engine/sharding.py)."""
     if cfg.train.sharding != "fsdp2":
-        settings = (("fsdp_mixed_precision", cfg.train.fsdp_mixed_precision, "none"),
-                    ("fsdp_cpu_offload", str(cfg.train.fsdp_cpu_offload).lower(), "false"))  # fmt: skip
-        for name, value, off in settings:
-            if value != off:
-                return f"train.{name}={value} applies to a sharded policy only: set train.sharding=fsdp2, or train.{name}={off}"
+        for name, value, default in cfg.train.sharding_options()[:1]:
+            return f"train.{name}={value} applies to a sharded policy only: set train.sharding=fsdp2, or train.{name}={default}"
         return None
     if cfg.train.fsdp_mixed_precision != "none" and cfg.model.dtype != "float32":
         return (

@@ -346,6 +346,13 @@ class TrainConfig:
     wandb_mode: Literal["offline", "online"] = "offline"
     """W&B mode: 'offline' writes the run under <out>/wandb and never uses the network (upload later with `wandb sync`)."""
 
+    def sharding_options(self) -> list[tuple[str, str, str]]:
+        """The options of a sharded policy (train.fsdp_*) set away from their defaults, as config
+        text: (name, value, default); config/checks.py and engine/build.py refuse them unsharded."""
+        text = lambda value: str(value).lower() if isinstance(value, bool) else str(value)  # noqa: E731
+        return [(f.name, text(getattr(self, f.name)), text(f.default)) for f in dataclasses.fields(self)
+                if f.name.startswith("fsdp_") and getattr(self, f.name) != f.default]  # fmt: skip
+
 
 @dataclass
 class HealthConfig:

@@ -211,11 +211,7 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
 def _refuse_sharding_options_unsharded(cfg: RunConfig, sharded: bool) -> None:
     """One process shards nothing (train.sharding=fsdp2 trains as ddp), so the options of a sharded
     policy would be ignored: say so rather than train without them."""
-    options = {
-        "fsdp_mixed_precision": cfg.train.fsdp_mixed_precision != "none",
-        "fsdp_cpu_offload": cfg.train.fsdp_cpu_offload,
-    }
-    for name in [n for n, on in options.items() if on and not sharded]:
+    for name, _, _ in [] if sharded else cfg.train.sharding_options()[:1]:
         raise UserError(
             f"train.{name} applies to a policy sharded over several processes, and one process shards nothing: "
             f"launch with torchrun --nproc_per_node N (N >= 2), or leave train.{name} at its default"

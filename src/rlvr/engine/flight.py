@@ -78,9 +78,8 @@ def recorded_batches(out_dir: Path, *, pinned: bool = True) -> dict[int, Path]:
     folder = recorder_dir(out_dir)
     for prefix in (PINNED_BATCH, BATCH) if pinned else (BATCH,):
         for path in sorted(folder.glob(f"{prefix}*.pt")) if folder.is_dir() else ():
-            number = path.name.removeprefix(prefix).removesuffix(".pt")
-            if number.isdigit():
-                found.setdefault(int(number), path)
+            if (step := recorded_step(path)) is not None:
+                found.setdefault(step, path)
     return found
 
 
