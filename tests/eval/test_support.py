@@ -51,6 +51,14 @@ def test_a_base_evaluated_alone_stands_in_for_the_base_of_a_like_evaluation(tmp_
     assert without_time[0] == without_time[1]
     assert reused["support"] == fresh["support"] and reused["difference"] == fresh["difference"]
     assert sum(reused["support"]["pass@k"].values()) == 5
+    # an evaluation that stops at n reuses it too (its first n draws are the same); one to another k does not
+    short = _evaluate(
+        tmp_path / "short", "tiny-arith", base="tiny-arith-deep", base_report=tmp_path / "base" / "eval.json"
+    )
+    assert short["models"]["base"]["per_query"] == fresh["models"]["base"]["per_query"] and "support" not in short
+    with pytest.raises(UserError, match="other settings: support_k"):
+        _evaluate(tmp_path / "z", "tiny-arith", base="tiny-arith-deep", support_k=16,
+                  base_report=tmp_path / "base" / "eval.json")  # fmt: skip
     with pytest.raises(UserError, match="other settings: seed"):
         _evaluate(tmp_path / "x", "tiny-arith", seed=4, base_report=tmp_path / "base" / "eval.json", **settings)
     with pytest.raises(UserError, match=r"model \(tiny-arith-deep is not tiny-arith\)"):

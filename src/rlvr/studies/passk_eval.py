@@ -325,9 +325,9 @@ def _against_base(report: dict, evaluated: dict, base: str, base_report: Path | 
     report["difference"] = paired_difference(evaluated["model"][1], evaluated["base"][1], report["k"], bootstrap)
 
 
-REUSED = ("task", "n", "k", "num_queries", "temperature", "seed", "max_new_tokens", "tools", "prompt_format", "spec",
-          "support_k")  # fmt: skip
-"""What a base evaluated alone must share with an evaluation that reuses it (`base_report`)."""
+REUSED = ("task", "n", "k", "num_queries", "temperature", "seed", "max_new_tokens", "tools", "prompt_format", "spec")
+"""What a base evaluated alone must share with an evaluation that reuses it (`base_report`), and the
+support k too where the evaluation reuses it for support (its first n draws are the same either way)."""
 
 
 def _reused_base(path: Path, report: dict, base: str, query_ids: list[str]) -> dict:
@@ -339,6 +339,8 @@ def _reused_base(path: Path, report: dict, base: str, query_ids: list[str]) -> d
     except (OSError, ValueError, KeyError) as err:
         raise UserError(f"base report {path}: not an eval.json of a model evaluated alone ({err})") from None
     differ = [key for key in REUSED if alone.get(key) != report[key]]
+    if report["support_k"] and alone.get("support_k") != report["support_k"]:
+        differ.append("support_k")
     if entry.get("path") != base:
         differ.insert(0, f"model ({entry.get('path')} is not {base})")
     if entry.get("query_ids") != query_ids:

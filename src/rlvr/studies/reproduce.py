@@ -86,6 +86,9 @@ class Study:
     """Each query's support at this k, base against trained (`rlvr eval --support-k`). Every arm then
     starts from one base on one held-out task: the base is evaluated once per seed, beside the
     training, and each arm's evaluation reuses it."""
+    support_arms: tuple[str, ...] = ()
+    """With support_k, the arms whose trained models draw on to it; the others' evaluations stop at n
+    (their pass@k curves), reusing the same base."""
 
 
 NOISY = ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")
@@ -180,6 +183,7 @@ STUDIES: dict[str, Study] = {
             seeds=(0, 1, 2, 3, 4),
             eval_queries=50,
             support_k=4096,
+            support_arms=("answer-only", "sft"),
             falsifier="Wen et al. and ProRL are refuted here if the answer-only arm's CoT-pass@k falls below the "
                       "base's at some k up to 256 on most seeds, or if at k = 4096 fewer queries are expanded "
                       "(solved by the trained model alone) than shrunk (by the base alone), summed over seeds: "
@@ -271,19 +275,21 @@ def passk_spec(
     ks: tuple[int, ...] = PASSK,
     base_temperature: float | None = None,
     support_k: int | None = None,
+    draw_on: bool = True,
 ) -> PasskSpec:
     """The pass@k evaluation of one trained run against the base it started from, on the run's own
     held-out task, at `ks` with n = the largest, into `<run>/eval/` (one torch thread, its log beside
     the run). Both models draw with the run's own seed: each seed's base is its own draw. With
     `base_temperature`, the base alone sampled at that temperature, into `<run>/eval-T<t>/`. With
-    `support_k`, support to that k, the base's evaluation being the one `base_spec` makes."""
+    `support_k`, the base's evaluation is the one `base_spec` makes (to that k), and the trained
+    model draws on to the same k unless `draw_on` is False (its curves stop at n)."""
     run_dir = out / "runs" / run.dir_name
     where = "eval" if base_temperature is None else f"eval-T{base_temperature:g}"
     spec = PasskSpec(run_dir=str(run_dir), out=str(run_dir / where), n=ks[-1], ks=ks, num_queries=queries,
                      seed=run.seed, threads=1)  # fmt: skip
     if support_k is not None:
         base = base_spec(out, run, queries, ks, support_k)
-        return replace(spec, support_k=support_k, base_report=str(Path(base.out) / EVAL_REPORT))
+        return replace(spec, support_k=support_k if draw_on else None, base_report=str(Path(base.out) / EVAL_REPORT))
     if base_temperature is None:
         return spec
     log = run_dir.with_name(f"{run_dir.name}.{where}.log")
@@ -333,7 +339,14 @@ def _train_and_evaluate(
                 write_base_config(bases[-1], run)
     run_all(out, runs, jobs=jobs, progress=progress, desc=study.name, also=bases)
     evaluations = [
-        passk_spec(out, run, queries, study.passk_ks, support_k=study.support_k)
+        passk_spec(
+            out,
+            run,
+            queries,
+            study.passk_ks,
+            support_k=study.support_k,
+            draw_on=run.setting.value in study.support_arms,
+        )  # fmt: skip
         for run in runs
         if run.setting.value in study.passk_arms
     ]
