@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlvr.bases import tiny_arith, tiny_arith_check, tiny_arith_deep, tiny_arith_tool, tiny_funcsynth
+from rlvr.bases import (
+    tiny_arith,
+    tiny_arith_check,
+    tiny_arith_deep,
+    tiny_arith_loose,
+    tiny_arith_tool,
+    tiny_funcsynth,
+)
 from rlvr.bases.store import Base, cache_root
 from rlvr.errors import UserError
 
@@ -39,6 +46,7 @@ BASES: dict[str, Base] = {
         tiny_arith_check.BASE,
         tiny_arith_deep.BASE,
         tiny_arith_tool.BASE,
+        tiny_arith_loose.BASE,
     )
 }
 BASE_NAMES = tuple(BASES)

@@ -21,14 +21,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--task",
         default="arith",
-        choices=["arith", "funcsynth", "arith-check", "arith-deep", "arith-tool"],
+        choices=["arith", "funcsynth", "arith-check", "arith-deep", "arith-tool", "arith-loose"],
         help="arith: 'tiny-arith' (default); funcsynth: 'tiny-funcsynth', warmed up on honest, "
         "lookup-table and wrong answers (docs/hacking.md); arith-check: 'tiny-arith-check', tiny-arith "
         "warmed up on solutions that sometimes check a step and redo it (docs/reproduce.md); arith-deep: "
         "'tiny-arith-deep', warmed up on 2- to 4-operand chains and 8 distinct 5-operand ones, so that it "
         "rarely solves a 5-operand chain (docs/reproduce.md, the expansion study); arith-tool: 'tiny-arith-tool', "
         "tiny-arith with the tool tags, warmed up on two-digit arithmetic that sometimes calls the python tool "
-        "(docs/tools.md)",
+        "(docs/tools.md); arith-loose: 'tiny-arith-loose', tiny-arith warmed up on solutions of which half "
+        "leave out the <think> tags, so that a format reward has something to teach (docs/reproduce.md)",
     )
 
 
@@ -36,7 +37,14 @@ def _builders() -> dict:
     """--task -> (build, default output folder, warm-up report)."""
     from functools import partial
 
-    from rlvr.bases import tiny_arith, tiny_arith_check, tiny_arith_deep, tiny_arith_tool, tiny_funcsynth
+    from rlvr.bases import (
+        tiny_arith,
+        tiny_arith_check,
+        tiny_arith_deep,
+        tiny_arith_loose,
+        tiny_arith_tool,
+        tiny_funcsynth,
+    )
     from rlvr.bases.reports import arith_warmup_report, funcsynth_warmup_report, tool_warmup_report
 
     return {
@@ -49,6 +57,7 @@ def _builders() -> dict:
             partial(arith_warmup_report, max_new_tokens=80),  # a 5-operand solution is up to 70 characters
         ),
         "arith-tool": (tiny_arith_tool.build, tiny_arith_tool.BASE.cache_path, tool_warmup_report),
+        "arith-loose": (tiny_arith_loose.build, tiny_arith_loose.BASE.cache_path, arith_warmup_report),
     }
 
 

@@ -288,7 +288,7 @@ def _same_config(then: dict, now: dict, defaults: dict) -> bool:
 CURVES = ("reward", "accuracy", "kl", "entropy", "grad/noise_scale", "grad/variance", "hacking/rate",
           "completions/mean_length", "completions/correct_mean_length", "completions/wrong_mean_length",
           "selfcheck/rate", "selfcheck/redo_rate", "selfcheck/accuracy_checked", "selfcheck/accuracy_unchecked",
-          "clip_ratio/region_mean", "time/step")  # fmt: skip
+          "clip_ratio/region_mean", "format_rate", "time/step")  # fmt: skip
 """Per-step metrics a run card keeps (docs/metrics.md); a metric the run did not log is left out."""
 
 EVALS = ("pass@1", "greedy", "gold_pass@1", "gold_greedy", "hacking_rate", "unscorable")

@@ -92,9 +92,11 @@ class Study:
 
 
 NOISY = ("reward.fidelity=noisy", "reward.false_positive_rate=0.5", "reward.false_negative_rate=0.5")
-CLIP_CAN_ACT = ("optim.lr=1e-4", "algo.num_iterations=4")
+CLIP_CAN_ACT = ("model.name=tiny-arith-loose", "optim.lr=1e-4", "algo.num_iterations=4")
 """Four optimisation passes over each batch, so the importance ratios leave 1 and the clip can act
-(Shao et al.'s mechanism), at the learning rate the atlas found stable for the gold reward."""
+(Shao et al.'s mechanism), at the learning rate the atlas found stable for the gold reward, from a
+base that writes the R1 format on about half of its samples (bases/tiny_arith_loose.py), so that a
+format reward has something to teach."""
 BERNOULLI = ("reward.fidelity=random", "reward.random_rate=0.5")
 """Shao et al.'s random reward: 1 with probability 0.5 per rollout, whatever it says."""
 SELF_CHECK = ("model.name=tiny-arith-check", "rollout.max_new_tokens=64")
@@ -129,10 +131,13 @@ STUDIES: dict[str, Study] = {
             minutes=32,
             passk_arms=("gold", "bernoulli", "bernoulli no-clip", "format only"),
             passk_ks=(1, 2, 4, 8, 16),
+            curve_keys=("format_rate",),
             falsifier="Shao et al.'s mechanism is refuted here if the Bernoulli arm with clipping does not move "
                       "pass@1 further from the base than the arm without clipping (by two standard errors over "
                       "seeds); Wu et al.'s claim if a Bernoulli or format-only arm raises pass@1 as the gold "
-                      "arm does",
+                      "arm does; the format arm is a control only if its reward moves the format rate (from "
+                      "about half at the base) beyond two standard errors, and Shao et al.'s format result "
+                      "is refuted here if it does so without raising pass@1",
             report=controls_report,
         ),
         Study(

@@ -27,6 +27,8 @@ SELF_CHECK = ("selfcheck/rate", "selfcheck/accuracy_checked", "selfcheck/accurac
 """Per-step self-verification metrics (tasks/arith.py), for a study of a base that checks its steps."""
 LENGTHS = ("completions/correct_mean_length", "completions/wrong_mean_length")
 """Per-step completion lengths, right and wrong (tokens), for a study of length bias."""
+FORMAT = "format_rate"
+"""Per-step share of completions in the R1 format, for a study with a format reward."""
 RESULTS = Path(__file__).with_name("results")
 """The studies' files as measured for the docs (the package's copy)."""
 
@@ -264,7 +266,22 @@ def study_table(data: dict[str, Any]) -> str:
         tables.append(selfcheck_table(data))
     if LENGTHS[1] in kept:
         tables.append(length_table(data))
+    if FORMAT in kept:
+        tables.append(format_table(data))
     return "\n\n".join(tables)
+
+
+def format_table(data: dict[str, Any]) -> str:
+    """Per arm, from each seed's per-step record: the share of training completions in the R1 format
+    in the first and last steps, mean ± sd over seeds."""
+    rows = []
+    for arm, entry in data["arms"].items():
+        records = [s["curves"] for s in entry["seeds"] if FORMAT in s.get("curves", {})]
+        if records:
+            first = _cell([_window_mean(r, FORMAT, True) for r in records])
+            rows.append(f"| {arm} | {first} → {_cell([_window_mean(r, FORMAT, False) for r in records])} |")
+    head = f"| arm | completions in the format, % (first → last {WINDOW} steps) |\n|---|---|"
+    return "\n".join([head, *rows])
 
 
 def length_table(data: dict[str, Any]) -> str:

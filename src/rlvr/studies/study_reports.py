@@ -83,6 +83,7 @@ def lowers(runs: list[dict], key: str = "gold_greedy") -> bool:
 
 def controls_report(arms: dict[str, list[dict]]) -> list[str]:
     lines = [accuracy_line(arm, runs) for arm, runs in arms.items()]
+    lines += [format_line(arm, runs) for arm, runs in arms.items() if _edge_width(runs)]
     if "bernoulli" in arms and "bernoulli no-clip" in arms:
         lines.append(clip_reading(arms["bernoulli"], arms["bernoulli no-clip"]))
     others = [arm for arm in arms if arm != "gold" and raises(arms[arm])]
@@ -93,6 +94,19 @@ def controls_report(arms: dict[str, list[dict]]) -> list[str]:
     else:
         reading = f"arms whose gold pass@1 gain is above two standard errors: {', '.join(others) or 'none'}"
     return [*lines, f"reading: {reading}"]
+
+
+def format_line(arm: str, runs: list[dict]) -> str:
+    """The share of training completions in the R1 format, early against late, and whether it moved
+    beyond two standard errors over seeds: whether a format reward had anything to teach."""
+    width = _edge_width(runs)
+    first, last = _edge_labels(width)
+    early = [_early(r, "format_rate", width) for r in runs]
+    late = [_late(r, "format_rate", width) for r in runs]
+    change = mean_sd(b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None)
+    shift = change.mean if change.mean is not None else float("nan")
+    verdict = "rose" if shift - _two_se(change) > 0 else "fell" if shift + _two_se(change) < 0 else "did not move"
+    return f"{arm}: completions in the format {_fmt(mean_sd(early))} ({first}) -> {_fmt(mean_sd(late))} ({last}), {verdict}"
 
 
 def eval_pass1_change(run: dict) -> float | None:
