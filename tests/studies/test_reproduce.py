@@ -11,8 +11,9 @@ import yaml
 from rlvr.config import EVAL_FIELDS, load_config
 from rlvr.studies import runner
 from rlvr.studies.atlas import AtlasRun, preset_path
-from rlvr.studies.reproduce import PASSK, STUDIES, ReproduceError, passk_spec, reproduce
+from rlvr.studies.reproduce import STUDIES, ReproduceError, reproduce
 from rlvr.studies.study_data import study_table
+from rlvr.studies.study_evals import PASSK, passk_spec
 from rlvr.studies.study_reports import accuracy_line, expansion_verdict, length_report, lowers, raises
 
 
