@@ -181,7 +181,7 @@ STUDIES: dict[str, Study] = {
                 Setting("expansion", "rft", "configs/expansion.yaml", supervised="rft"),
             ),
             steps=500,
-            minutes=84,
+            minutes=40,
             passk_arms=("answer-only", "sft", "rft"),
             seeds=(0, 1, 2, 3, 4),
             eval_queries=50,
