@@ -14,7 +14,14 @@ from rlvr.studies.atlas import AtlasRun, preset_path
 from rlvr.studies.reproduce import STUDIES, ReproduceError, reproduce
 from rlvr.studies.study_data import study_table
 from rlvr.studies.study_evals import PASSK, passk_spec
-from rlvr.studies.study_reports import accuracy_line, expansion_verdict, length_report, lowers, raises
+from rlvr.studies.study_reports import (
+    accuracy_line,
+    expansion_verdict,
+    format_line,
+    length_report,
+    lowers,
+    raises,
+)
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
@@ -63,6 +70,20 @@ def test_a_change_counts_only_beyond_two_standard_errors() -> None:
     assert raises(steady) and not lowers(steady)  # +20 points every seed; greedy -1 +- 0.6: noise
     noisy = [_run(0.4, 0.7, (1.0, 0.8)), _run(0.4, 0.2, (1.0, 0.8)), _run(0.4, 0.45, (1.0, 0.8))]
     assert not raises(noisy) and lowers(noisy)  # +30, -20, +5 points: no sign; greedy -20 every seed
+
+
+def _formats(rates: list[float]) -> dict:
+    return {"card": {"evals": {"step": []}, "curves": {"step": list(range(1, len(rates) + 1)), "format_rate": rates}}}
+
+
+def test_the_format_reading_starts_at_the_base_s_own_samples() -> None:
+    # a format reward teaches the format in a few steps: the first 10 steps' mean (about 0.9 here)
+    # would hide where the base started (0.5); the reading starts at step 1
+    learns = [_formats([0.5, 0.8, *[0.99] * 28]), _formats([0.48, 0.9, *[1.0] * 28])]
+    line = format_line("format only", learns)
+    assert line == "format only: completions in the format 49.0 ± 1.4% (step 1) -> 99.5 ± 0.7% (last 10 steps), rose"
+    drifts = [_formats([0.5] * 15 + [0.6] * 15), _formats([0.5] * 15 + [0.4] * 15)]
+    assert format_line("gold", drifts).endswith("did not move")  # +10 and -10 points: no sign
 
 
 def _lengths(wrong: list[float]) -> dict:

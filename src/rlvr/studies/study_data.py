@@ -273,14 +273,14 @@ def study_table(data: dict[str, Any]) -> str:
 
 def format_table(data: dict[str, Any]) -> str:
     """Per arm, from each seed's per-step record: the share of training completions in the R1 format
-    in the first and last steps, mean ± sd over seeds."""
+    at step 1 (the base's own samples), after 10 steps, and over the last steps, mean ± sd over seeds."""
     rows = []
     for arm, entry in data["arms"].items():
         records = [s["curves"] for s in entry["seeds"] if FORMAT in s.get("curves", {})]
         if records:
-            first = _cell([_window_mean(r, FORMAT, True) for r in records])
-            rows.append(f"| {arm} | {first} → {_cell([_window_mean(r, FORMAT, False) for r in records])} |")
-    head = f"| arm | completions in the format, % (first → last {WINDOW} steps) |\n|---|---|"
+            at = [_cell([r[FORMAT][i] if len(r[FORMAT]) > i else None for r in records]) for i in (0, WINDOW - 1)]
+            rows.append(f"| {arm} | {at[0]} | {at[1]} | {_cell([_window_mean(r, FORMAT, False) for r in records])} |")
+    head = f"| arm | completions in the format, % (step 1) | step {WINDOW} | last {WINDOW} steps |\n|---|---|---|---|"
     return "\n".join([head, *rows])
 
 

@@ -97,16 +97,20 @@ def controls_report(arms: dict[str, list[dict]]) -> list[str]:
 
 
 def format_line(arm: str, runs: list[dict]) -> str:
-    """The share of training completions in the R1 format, early against late, and whether it moved
-    beyond two standard errors over seeds: whether a format reward had anything to teach."""
+    """The share of training completions in the R1 format at step 1 (the base's own samples: a format
+    reward teaches it within a few steps, which an early window would hide) against the last steps,
+    and whether it moved beyond two standard errors over seeds: whether a format reward had
+    anything to teach, and what the other rewards did to the format."""
     width = _edge_width(runs)
-    first, last = _edge_labels(width)
-    early = [_early(r, "format_rate", width) for r in runs]
+    last = _edge_labels(width)[1]
+    base = [_window(r, "format_rate", 0, 1) for r in runs]
     late = [_late(r, "format_rate", width) for r in runs]
-    change = mean_sd(b - a for a, b in zip(early, late, strict=True) if a is not None and b is not None)
+    change = mean_sd(b - a for a, b in zip(base, late, strict=True) if a is not None and b is not None)
     shift = change.mean if change.mean is not None else float("nan")
     verdict = "rose" if shift - _two_se(change) > 0 else "fell" if shift + _two_se(change) < 0 else "did not move"
-    return f"{arm}: completions in the format {_fmt(mean_sd(early))} ({first}) -> {_fmt(mean_sd(late))} ({last}), {verdict}"
+    return (
+        f"{arm}: completions in the format {_fmt(mean_sd(base))} (step 1) -> {_fmt(mean_sd(late))} ({last}), {verdict}"
+    )
 
 
 def eval_pass1_change(run: dict) -> float | None:
