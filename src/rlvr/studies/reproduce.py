@@ -126,7 +126,7 @@ STUDIES: dict[str, Study] = {
                         (*CLIP_CAN_ACT, "reward.correctness_weight=0", "reward.format_weight=1")),
             ),
             steps=100,
-            minutes=32,
+            minutes=12,
             passk_arms=("gold", "bernoulli", "bernoulli no-clip", "format only"),
             passk_ks=(1, 2, 4, 8, 16),
             curve_keys=("format_rate",),
