@@ -2,12 +2,14 @@
 sampled, each read the same way by the gold verifier."""
 
 import json
+import tomllib
+from pathlib import Path
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
-from rlvr.bases import BASE_NAMES, resolve_model_path, tiny_arith_loose
+from rlvr.bases import BASE_NAMES, BASES, resolve_model_path, tiny_arith_loose
 from rlvr.models import load_policy
 from rlvr.rollout.hf import sample_completions
 from rlvr.tasks.arith import make_queries
@@ -49,3 +51,12 @@ def test_the_base_samples_both_layouts_and_is_right_in_both():
     loose = [s.correct for t, s in zip(batch.texts, scored) if format_problem(t) is not None]
     assert 0.2 <= len(tagged) / len(batch.texts) <= 0.8, len(tagged)
     assert sum(tagged) / len(tagged) > 0.2 and sum(loose) / len(loose) > 0.2  # right answers in both layouts
+
+
+def test_every_shipped_base_is_in_the_package_data():
+    # a base shipped in bases/assets/ but left out of pyproject's package-data works in a checkout
+    # and is missing from an installed wheel, where it would be rebuilt (minutes) on first use
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    listed = set(pyproject["tool"]["setuptools"]["package-data"]["rlvr"])
+    shipped = [name for name, base in BASES.items() if (base.shipped / "config.json").is_file()]
+    assert len(shipped) >= 6 and all(f"bases/assets/{name}/*" in listed for name in shipped), shipped
