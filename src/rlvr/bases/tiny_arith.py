@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from pathlib import Path
 
-from rlvr.bases.store import Base, ReportFor
+from rlvr.bases.store import Base, ReportFor, recipe_digest
 from rlvr.bases.tiny import TinyArch, build_tiny_llama
 from rlvr.bases.warmup import WarmupSpec, warm_up_and_save
+from rlvr.models.loading import load_pretrained
 from rlvr.models.tokenizer import build_char_tokenizer
 from rlvr.tasks.arith import ArithSpec, make_queries, worked_solution
 from rlvr.types import Query
@@ -60,3 +62,32 @@ BASE = Base(
     build,
     building="rlvr: building the embedded base model into {path} (once; about 12 minutes on 2 cores)",
 )
+
+
+def further_recipe(version: int, warmup: WarmupSpec, **twist) -> dict:
+    """The recipe of a base warmed up further from tiny-arith on arith solutions with a twist
+    (tiny-arith-check's checks, tiny-arith-loose's untagged layout): `twist` names it."""
+    return {
+        "version": version,
+        "task": "arith",
+        "init": {"from": NAME, "recipe_sha256": recipe_digest(recipe())},
+        "warmup": dataclasses.asdict(warmup),
+        **twist,
+        "data": dataclasses.asdict(ArithSpec()) | {"num_train": 5000, "data_seed": 0},
+    }
+
+
+def build_further(
+    path: Path,
+    spec_recipe: dict,
+    warmup: WarmupSpec,
+    solution: Callable[[Query, random.Random], str],
+    report: ReportFor | None = None,
+) -> Path:
+    """Warm tiny-arith up further on `solution`s of the recipe's arith queries and save the result
+    (model + tokenizer, the same char tokenizer and architecture) atomically at `path`."""
+    model, tokenizer = load_pretrained(BASE.path())
+    data = arith_queries(spec_recipe["data"])
+    return warm_up_and_save(
+        path, spec_recipe, model, tokenizer, data, solution, warmup, report=report, report_every=100
+    )

@@ -9,16 +9,13 @@ is what `rlvr reproduce self-verification` measures (docs/reproduce.md).
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from pathlib import Path
 
-from rlvr.bases.store import Base, ReportFor, recipe_digest
-from rlvr.bases.tiny_arith import BASE as TINY_ARITH
-from rlvr.bases.tiny_arith import arith_queries
-from rlvr.bases.warmup import WarmupSpec, warm_up_and_save
-from rlvr.models.loading import load_pretrained
-from rlvr.tasks.arith import ArithSpec, worked_solution
+from rlvr.bases.store import Base, ReportFor
+from rlvr.bases.tiny_arith import build_further, further_recipe
+from rlvr.bases.warmup import WarmupSpec
+from rlvr.tasks.arith import worked_solution
 from rlvr.types import Query
 
 NAME = "tiny-arith-check"
@@ -34,29 +31,17 @@ WARMUP = WarmupSpec(steps=1000, batch_size=64, lr=1e-3, warmup_steps=20, error_r
 
 def recipe() -> dict:
     """Everything that decides the base model; its hash names the cache entry."""
-    return {
-        "version": FORMAT_VERSION,
-        "task": "arith",
-        "init": {"from": "tiny-arith", "recipe_sha256": recipe_digest(TINY_ARITH.recipe())},
-        "warmup": dataclasses.asdict(WARMUP),
-        "check_rate": CHECK_RATE,
-        "data": dataclasses.asdict(ArithSpec()) | {"num_train": 5000, "data_seed": 0},
-    }
+    return further_recipe(FORMAT_VERSION, WARMUP, check_rate=CHECK_RATE)
 
 
 def build(path: Path, *, report: ReportFor | None = None) -> Path:
     """Warm tiny-arith up on solutions with checks and save it (model + tokenizer) atomically at
     `path`; `report(tokenizer, heldout)`, if given, makes the progress line warm_up prints."""
-    spec_recipe = recipe()
-    model, tokenizer = load_pretrained(TINY_ARITH.path())  # the same char tokenizer and architecture
 
     def solution(query: Query, rng: random.Random) -> str:
         return worked_solution(query, rng=rng, error_rate=WARMUP.error_rate, check_rate=CHECK_RATE)
 
-    data = arith_queries(spec_recipe["data"])
-    return warm_up_and_save(
-        path, spec_recipe, model, tokenizer, data, solution, WARMUP, report=report, report_every=100
-    )
+    return build_further(path, recipe(), WARMUP, solution, report)
 
 
 BASE = Base(NAME, recipe, build)
