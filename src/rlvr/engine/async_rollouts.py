@@ -39,6 +39,7 @@ synchronous loop of engine/step.py and is exactly reproducible; this class run w
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import multiprocessing
 import multiprocessing.util
@@ -357,6 +358,7 @@ class _SamplerSide:
 def serve(conn: Connection, cfg: RunConfig, rank: int, threads: int) -> None:
     """The sampler process: apply weights as they come, and sample the batches asked for, in
     order, each with the newest weights received before it starts."""
+    faulthandler.enable()  # a fatal signal prints every thread's stack to the run's output
     torch.set_num_threads(threads)
     side = None
     try:
