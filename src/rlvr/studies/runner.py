@@ -257,7 +257,6 @@ def main(argv: list[str] | None = None) -> int:
     """A child's entry point: run the job whose JSON (or a file holding it) is the one argument.
     A user's mistake prints one line and exits 2, as the CLI does."""
     argv = sys.argv[1:] if argv is None else argv
-    faulthandler.enable()  # a fatal signal (an abort at exit, say) prints every thread's stack to the log
     if len(argv) != 1:
         print("usage: python -m rlvr.studies.runner SPEC (a job's JSON, or a file holding it)", file=sys.stderr)
         return 2
@@ -279,4 +278,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    faulthandler.enable()  # a fatal signal (an abort at exit, say) prints every thread's stack to the log
     sys.exit(main())
