@@ -244,9 +244,11 @@ def _sharding(cfg: RunConfig) -> str | None:
     """fsdp2: each process samples, evaluates and exports from a whole copy of the policy in its
     own precision, gathered after every update by the HF sampler (engine/sharding.py)."""
     if cfg.train.sharding != "fsdp2":
-        for name, value, default in cfg.train.sharding_options()[:1]:
-            return f"train.{name}={value} applies to a sharded policy only: set train.sharding=fsdp2, or train.{name}={default}"
-        return None
+        options = cfg.train.sharding_options()
+        if not options:
+            return None
+        name, value, default = options[0]
+        return f"train.{name}={value} applies to a sharded policy only: set train.sharding=fsdp2, or train.{name}={default}"
     if cfg.train.fsdp_mixed_precision != "none" and cfg.model.dtype != "float32":
         return (
             f"train.fsdp_mixed_precision={cfg.train.fsdp_mixed_precision} computes in it from float32 shards: "

@@ -211,7 +211,9 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
 def _refuse_sharding_options_unsharded(cfg: RunConfig, sharded: bool) -> None:
     """One process shards nothing (train.sharding=fsdp2 trains as ddp), so the options of a sharded
     policy would be ignored: say so rather than train without them."""
-    for name, _, _ in [] if sharded else cfg.train.sharding_options()[:1]:
+    options = [] if sharded else cfg.train.sharding_options()
+    if options:
+        name = options[0][0]
         raise UserError(
             f"train.{name} applies to a policy sharded over several processes, and one process shards nothing: "
             f"launch with torchrun --nproc_per_node N (N >= 2), or leave train.{name} at its default"
