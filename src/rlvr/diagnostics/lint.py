@@ -128,6 +128,26 @@ def stable_lrs(atlas: dict) -> dict[float, tuple[bool, float, float]]:
     return out
 
 
+GREEDY_DROP = 0.02
+"""How far a learning rate may take greedy accuracy down (mean over seeds) and still be a candidate
+for the default: 2 points, the stability bar the controls study sets for its gold arm."""
+
+
+def best_lr(atlas: dict) -> float | None:
+    """The rule the default `optim.lr` was chosen by: among the atlas's lr values whose final greedy
+    accuracy is at most GREEDY_DROP below their base's (means over seeds), the one with the highest final
+    held-out pass@1; None when no value qualifies."""
+    scores = {}
+    for value in (atlas.get("knobs") or {}).get("lr", []):
+        evals = [atlas["runs"][run]["evals"] for run in value["runs"] if run in atlas["runs"]]
+        evals = [e for e in evals if e["pass@1"] and e["greedy"]]
+        if evals:
+            drop = sum(e["greedy"][0] - e["greedy"][-1] for e in evals) / len(evals)
+            if drop <= GREEDY_DROP + 1e-9:
+                scores[float(value["resolved"]["optim"]["lr"])] = sum(e["pass@1"][-1] for e in evals) / len(evals)
+    return max(scores, key=scores.__getitem__) if scores else None
+
+
 def _lr(cfg: RunConfig) -> Finding:
     try:
         atlas = json.loads(ATLAS.read_text())

@@ -148,12 +148,12 @@ STUDIES: dict[str, Study] = {
             ),
             (
                 Setting("sharpening", "default"),
-                Setting("sharpening", "lr 1e-4", None, ("optim.lr=1e-4",)),
+                Setting("sharpening", "lr 5e-4", None, ("optim.lr=5e-4",)),
                 Setting("sharpening", "beta 0.4", None, ("algo.beta=0.4",)),
             ),
             steps=100,
             minutes=23,
-            passk_arms=("default", "lr 1e-4", "beta 0.4"),
+            passk_arms=("default", "lr 5e-4", "beta 0.4"),
             base_temperatures=(0.3, 0.6),
             falsifier="Yue et al.'s reading is refuted here if the trained model's pass@k stays above the base's "
                       "at every k up to 256; Wen et al.'s if the trained CoT-pass@k falls below the base's at some k",
