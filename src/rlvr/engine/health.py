@@ -229,7 +229,9 @@ class RewardHacking:
 SYNC_TOLERANCE = {"float32": 1e-3, "bfloat16": 0.02, "float16": 0.02}
 """sampler_sync's default bound by rollout.dtype: mean |Δ log-prob| per token of the probe batch.
 Measured on the default run (tests/engine/test_health.py): a bfloat16 copy synced every step
-differs by 0.0005-0.005; one whose sync was skipped by 0.044 after the first update at lr 5e-4.
+differs by 0.0005-0.005; one whose sync was skipped by 0.008-0.012 after the first update at the
+default lr 1e-4 and 0.044 at lr 5e-4, rising with every update: the alarm comes at step 3 on the
+test's small batch at lr 1e-4 (the default run's copy is 0.015 off by step 5), at step 1 at lr 5e-4.
 Under LoRA (B starts at 0) a synced copy differs by 0.001-0.002 and a skipped sync drifts slowly:
 0.0099 after one update at lr 1e-3, so the alarm comes at step 4; at 5e-3, at step 1."""
 
