@@ -678,7 +678,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--group-size", "-G", type=int, default=8, help="G: completions per prompt (default 8)")
     p.add_argument("--max-new-tokens", "-L", type=int, default=40, help="max completion length (default 40)")
     p.add_argument("--beta", type=float, default=0.04, help="KL weight (default 0.04)")
-    p.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default 5e-4, rlvr's)")
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=5e-4,
+        help="AdamW learning rate (default 5e-4, the rate of the published timings; rlvr's default is 1e-4)",
+    )
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     p.add_argument("--steps", type=int, default=5, help="steps per side per round (default 5)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads, both sides (default 2)")
