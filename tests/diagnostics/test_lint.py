@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rlvr.config import load_config
-from rlvr.diagnostics.lint import ATLAS, lint, stable_lrs
+from rlvr.diagnostics.lint import ATLAS, best_lr, lint, stable_lrs
 
 
 def _levels(findings) -> dict[str, str]:
@@ -45,6 +45,25 @@ def test_an_lr_above_the_atlas_stable_range_is_a_warning_named_by_what_it_did():
     assert (
         finding.level == "warning" and "2e-3" not in finding.message and "0.002 took held-out pass@1" in finding.message
     )
+
+
+def test_the_default_lr_is_the_one_the_shipped_atlas_measured_best():
+    from rlvr.config import RunConfig
+
+    assert best_lr(json.loads(ATLAS.read_text())) == RunConfig().optim.lr
+
+
+def _atlas(**lrs: tuple[list[float], list[float]]) -> dict:
+    """An atlas of one seed per lr: name -> (held-out pass@1 before/after, greedy before/after)."""
+    knobs = [{"resolved": {"optim": {"lr": float(lr.replace("_", "-"))}}, "runs": [lr]} for lr in lrs]
+    return {"knobs": {"lr": knobs}, "runs": {lr: {"evals": {"pass@1": p, "greedy": g}} for lr, (p, g) in lrs.items()}}
+
+
+def test_best_lr_takes_the_highest_pass_at_1_among_rates_that_keep_greedy_accuracy():
+    keeps = _atlas(**{"1e_4": ([0.4, 0.90], [0.99, 0.98]), "2e_4": ([0.4, 0.95], [0.99, 0.96])})
+    assert best_lr(keeps) == 1e-4  # 2e-4 scores higher but costs 3 points of greedy accuracy
+    assert best_lr(_atlas(**{"1e_4": ([0.4, 0.90], [0.99, 0.98]), "2e_4": ([0.4, 0.95], [0.99, 0.97])})) == 2e-4
+    assert best_lr(_atlas(**{"2e_3": ([0.4, 0.05], [0.99, 0.04])})) is None
 
 
 def test_a_run_that_does_not_fit_the_machine_is_an_error():

@@ -120,7 +120,7 @@ def test_the_default_configuration_is_the_default_value_of_every_knob(placer: Pl
     config = _config(None, "train.seed=7", "train.steps=100", "task.num_eval=200", "train.threads=2")
     places = placer.place(config)
     assert sorted(places) == sorted(
-        [("fidelity", "gold"), ("algorithm", "grpo"), ("group_size", "8"), ("beta", "0.04"), ("lr", "5e-4"),
+        [("fidelity", "gold"), ("algorithm", "grpo"), ("group_size", "8"), ("beta", "0.04"), ("lr", "1e-4"),
          ("max_staleness", "0")]  # its 0 is the default timed alone at 2 threads; threads make no setting
     )  # fmt: skip
 

@@ -15,7 +15,7 @@ def test_every_knob_of_the_lab_is_planned_once_per_distinct_configuration():
     runs = plan(list(KNOBS), [0, 1, 2], steps=60)
     names = [run.dir_name for run in runs]
     assert len(names) == len(set(names))
-    # the default value of each knob (gold, grpo, G=8, beta=0.04, lr=5e-4) is one configuration
+    # the default value of each knob (gold, grpo, G=8, beta=0.04, lr=1e-4) is one configuration
     defaults = [s for settings in KNOBS.values() for s in settings if s.name == "default"]
     timed = {knob for knob, settings in KNOBS.items() if all(s.alone for s in settings)}
     assert timed == {"max_staleness"}  # timed alone: its 0 is the default at the machine's 2 threads
@@ -26,6 +26,17 @@ def test_every_knob_of_the_lab_is_planned_once_per_distinct_configuration():
                                                      "ppo", "dpo"}  # fmt: skip
     assert [s.value for s in KNOBS["beta"]] == ["0.0", "0.01", "0.04", "0.1", "0.4"]
     assert len(KNOBS["fidelity"]) >= 6 and any("random" in s.value for s in KNOBS["fidelity"])
+
+
+def test_the_lr_knob_brackets_the_default_and_names_every_other_value():
+    from rlvr.config import RunConfig
+
+    values = {s.value: s for s in KNOBS["lr"]}
+    lrs = sorted(float(v) for v in values)
+    default = RunConfig().optim.lr
+    assert lrs[0] < default < lrs[-1]  # a value below and above the default: "best" is an interior choice
+    for value, setting in values.items():
+        assert setting.overrides == (() if float(value) == default else (f"optim.lr={value}",))
 
 
 def test_a_random_reward_is_a_coin_flip_whatever_the_answer():
@@ -49,9 +60,9 @@ def test_a_small_atlas_builds_indexes_and_redoes_only_what_is_missing(tmp_path: 
     )
     assert done.returncode == 0, done.stderr
     index = json.loads((tmp_path / "atlas.json").read_text())
-    assert index["runs_made"] == 3 and index["steps"] == 2 and index["made"]["rlvr"]
+    assert index["runs_made"] == 5 and index["steps"] == 2 and index["made"]["rlvr"]
     values = index["knobs"]["lr"]
-    assert [v["value"] for v in values] == ["1e-4", "5e-4", "2e-3"]
+    assert [v["value"] for v in values] == ["3e-5", "1e-4", "2e-4", "5e-4", "2e-3"]
     for value in values:
         (run,) = value["runs"]
         summary = json.loads((tmp_path / run / "summary.json").read_text())
@@ -81,11 +92,11 @@ def test_reuse_keeps_a_previous_card_only_for_an_unchanged_configuration(tmp_pat
     kept = reusable(shipped, runs, tmp_path)
     assert sorted(kept) == sorted(f"runs/{run.dir_name}" for run in runs)  # every lr card matches today's config
     changed = json.loads(json.dumps(shipped))
-    value = next(v for v in changed["knobs"]["lr"] if v["value"] == "1e-4")
+    value = next(v for v in changed["knobs"]["lr"] if v["value"] == "5e-4")
     value["resolved"]["optim"]["lr"] = 3e-4  # a setting that resolved otherwise then
-    assert "runs/default_optim.lr=1e-4-seed0" not in reusable(changed, runs, tmp_path)
-    del value["resolved"]["optim"]["lr"]  # a field the old build did not have counts at its default (5e-4)
-    assert "runs/default_optim.lr=1e-4-seed0" not in reusable(changed, runs, tmp_path)
+    assert "runs/default_optim.lr=5e-4-seed0" not in reusable(changed, runs, tmp_path)
+    del value["resolved"]["optim"]["lr"]  # a field the old build did not have counts at today's default (1e-4)
+    assert "runs/default_optim.lr=5e-4-seed0" not in reusable(changed, runs, tmp_path)
     assert reusable({**shipped, "base": [*BASE, "x=1"]}, runs, tmp_path) == {}  # another BASE: nothing
     assert reusable(shipped, plan(["lr"], [0], 30), tmp_path) == {}  # another length: nothing
     (tmp_path / "runs/default-seed0").mkdir(parents=True)
