@@ -152,7 +152,7 @@ STUDIES: dict[str, Study] = {
                 Setting("sharpening", "beta 0.4", None, ("algo.beta=0.4",)),
             ),
             steps=100,
-            minutes=23,
+            minutes=13,
             passk_arms=("default", "lr 5e-4", "beta 0.4"),
             base_temperatures=(0.3, 0.6),
             falsifier="Yue et al.'s reading is refuted here if the trained model's pass@k stays above the base's "
