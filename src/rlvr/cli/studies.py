@@ -22,8 +22,10 @@ def add_atlas_parser(sub: argparse._SubParsersAction) -> None:
         sub,
         "atlas",
         run_atlas,
-        help="real runs around the default config, one knob at a time (fidelity, algorithm, G, beta, lr), for the lab",
-        description="Train every value of every knob (verifier fidelity, algorithm, G, beta, learning rate) "
+        help="real runs around the default config, one knob at a time (fidelity, algorithm, G, beta, lr, "
+        "max_staleness), for the lab",
+        description="Train every value of every knob (verifier fidelity, algorithm, G, beta, learning rate, "
+        "max_staleness) "
         "around the default configuration, a few seeds each, several single-thread runs side by side; "
         "finished runs are kept and interrupted ones resume. Writes <out>/runs/ and <out>/atlas.json (the index "
         "and each run's small results; the lab reads the runs, and the package ships one such file).",
@@ -32,7 +34,8 @@ def add_atlas_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--knobs",
         type=name_list,
-        help="comma-separated knobs to build (default: all of fidelity, algorithm, group_size, beta, lr)",
+        help="comma-separated knobs to build (default: all of fidelity, algorithm, group_size, beta, lr, "
+        "max_staleness)",
     )
     p.add_argument("--seeds", type=SEEDS, default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, default=60, help="training steps per run (default 60)")
