@@ -114,17 +114,25 @@ def _lengths(cfg: RunConfig, queries, tokenizer) -> Finding:
                    f"({len(lengths)} training queries of {cfg.task.name})")  # fmt: skip
 
 
+def _lr_evals(atlas: dict) -> dict[float, list[dict]]:
+    """The atlas's lr values -> the held-out evaluations (run cards' `evals`) of their seeds."""
+    out = {}
+    for value in (atlas.get("knobs") or {}).get("lr", []):
+        evals = [atlas["runs"][run]["evals"] for run in value["runs"] if run in atlas["runs"]]
+        out[float(value["resolved"]["optim"]["lr"])] = [e for e in evals if e["pass@1"]]
+    return out
+
+
 def stable_lrs(atlas: dict) -> dict[float, tuple[bool, float, float]]:
     """The atlas's lr values -> (stable, base pass@1, final pass@1), means over the seeds; stable when
     no seed ended below its base's held-out pass@1."""
     out = {}
-    for value in (atlas.get("knobs") or {}).get("lr", []):
-        cards = [atlas["runs"][run] for run in value["runs"] if run in atlas["runs"]]
-        pairs = [(c["evals"]["pass@1"][0], c["evals"]["pass@1"][-1]) for c in cards if c["evals"]["pass@1"]]
+    for lr, evals in _lr_evals(atlas).items():
+        pairs = [(e["pass@1"][0], e["pass@1"][-1]) for e in evals]
         if pairs:
             stable = all(final >= base for base, final in pairs)
             base, final = (sum(p[i] for p in pairs) / len(pairs) for i in (0, 1))
-            out[float(value["resolved"]["optim"]["lr"])] = (stable, base, final)
+            out[lr] = (stable, base, final)
     return out
 
 
@@ -138,13 +146,12 @@ def best_lr(atlas: dict) -> float | None:
     accuracy is at most GREEDY_DROP below their base's (means over seeds), the one with the highest final
     held-out pass@1; None when no value qualifies."""
     scores = {}
-    for value in (atlas.get("knobs") or {}).get("lr", []):
-        evals = [atlas["runs"][run]["evals"] for run in value["runs"] if run in atlas["runs"]]
-        evals = [e for e in evals if e["pass@1"] and e["greedy"]]
+    for lr, evals in _lr_evals(atlas).items():
+        evals = [e for e in evals if e["greedy"]]
         if evals:
             drop = sum(e["greedy"][0] - e["greedy"][-1] for e in evals) / len(evals)
             if drop <= GREEDY_DROP + 1e-9:
-                scores[float(value["resolved"]["optim"]["lr"])] = sum(e["pass@1"][-1] for e in evals) / len(evals)
+                scores[lr] = sum(e["pass@1"][-1] for e in evals) / len(evals)
     return max(scores, key=scores.__getitem__) if scores else None
 
 
