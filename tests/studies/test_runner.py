@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,14 @@ def test_a_bad_job_is_one_line_and_exit_code_2(capsys: pytest.CaptureFixture[str
     assert err.startswith("rlvr: error: ") and "algo.nope" in err and "Traceback" not in err
     assert not rundir.is_run_dir(tmp_path / "a")
     assert main([]) == 2
+
+
+def test_a_child_leaves_with_its_exit_code_and_its_output_flushed(tmp_path: Path) -> None:
+    # the child ends with os._exit (no interpreter shutdown): the code and the printed lines must survive it
+    spec = to_json(RunSpec(out=str(tmp_path / "a"), overrides=("algo.nope=1",)))
+    done = subprocess.run([sys.executable, "-m", "rlvr.studies.runner", spec], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout.startswith("rlvr runner: train -> ")
+    assert done.stderr.startswith("rlvr: error: ") and "algo.nope" in done.stderr
 
 
 @pytest.mark.slow
