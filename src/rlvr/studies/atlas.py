@@ -97,15 +97,18 @@ def _fidelity() -> list[Setting]:
     ]  # fmt: skip
 
 
+DEFAULT = RunConfig()
+"""The default configuration, whose value of each numeric knob is the setting with no override."""
+
 KNOBS = {
     "fidelity": _fidelity(),
     "algorithm": [Setting("algorithm", "grpo")]
     + [Setting("algorithm", name, f"configs/{name}.yaml")
        for name in ("dr_grpo", "dapo", "gspo", "rloo", "reinforce_pp", "ppo", "dpo")],
-    "group_size": [Setting("group_size", str(g), None, () if g == 8 else (f"rollout.group_size={g}",))
+    "group_size": [Setting("group_size", str(g), None, () if g == DEFAULT.rollout.group_size else (f"rollout.group_size={g}",))
                    for g in (2, 4, 8, 16)],
-    "beta": [Setting("beta", str(b), None, () if b == 0.04 else (f"algo.beta={b}",)) for b in (0.0, 0.01, 0.04, 0.1, 0.4)],
-    "lr": [Setting("lr", lr, None, () if float(lr) == RunConfig().optim.lr else (f"optim.lr={lr}",))
+    "beta": [Setting("beta", str(b), None, () if b == DEFAULT.algo.beta else (f"algo.beta={b}",)) for b in (0.0, 0.01, 0.04, 0.1, 0.4)],
+    "lr": [Setting("lr", lr, None, () if float(lr) == DEFAULT.optim.lr else (f"optim.lr={lr}",))
            for lr in ("3e-5", "1e-4", "2e-4", "5e-4", "2e-3")],
     # timed one run at a time on the machine's 2 cores: the synchronous loop with 2 torch threads
     # against a sampler process of 1 thread beside a trainer of 1 (BASE's train.threads=1)
