@@ -10,10 +10,17 @@ import pytest
 import torch
 
 from rlvr.config import load_config
-from rlvr.engine.async_rollouts import RolloutProcess, SamplerProcessError, start_sampler_process
+from rlvr.engine.async_rollouts import (
+    ALIGN,
+    RolloutProcess,
+    SamplerProcessError,
+    pack_state,
+    unpack_state,
+)
 from rlvr.engine.build import build_rollout_process
 from rlvr.engine.context import StepObserver
 from rlvr.engine.loop import Trainer, train
+from rlvr.engine.sampler_launch import start_sampler_process
 from rlvr.models.logprobs import token_logprobs
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",
@@ -166,3 +173,36 @@ def test_an_async_run_resumes_from_its_checkpoint_and_samples_the_lost_batch_aga
     assert sorted(steps) == [1, 2, 3]
     assert steps[2]["rollout/staleness_max"] == 1  # asked for before the first update
     assert steps[3]["rollout/policy_version"] == 2 and steps[3]["rollout/staleness_max"] == 0  # sampled again, fresh
+
+
+def test_a_weight_sync_packs_every_dtype_and_shape_and_unpacks_the_same_tensors():
+    state = {
+        "odd": torch.randn(3, 5),  # 60 bytes: padded to the next multiple of ALIGN
+        "half": torch.randn(7).to(torch.bfloat16),  # 14 bytes, and the next tensor must still align
+        "scalar": torch.tensor(2.5, dtype=torch.float64),
+        "count": torch.arange(4, dtype=torch.int64).reshape(2, 2),
+        "strided": torch.randn(4, 6).t(),  # not contiguous
+    }
+    spec, flat = pack_state(state)
+    assert flat.dtype == torch.uint8 and flat.numel() % ALIGN == 0
+    got = unpack_state(spec, bytearray(flat.numpy().tobytes()))
+    assert list(got) == list(state)
+    for name, tensor in state.items():
+        assert got[name].dtype == tensor.dtype and got[name].shape == tensor.shape
+        assert torch.equal(got[name], tensor), name
+    with pytest.raises(ValueError, match="does not match its spec"):
+        unpack_state(spec, bytearray(flat.numel() + ALIGN))
+
+
+def test_the_sampler_process_samples_the_first_batch_before_the_first_step(base_model_dir, tmp_path):
+    # the process starts sampling when the run is built, so its start and first batch overlap the
+    # base model's evaluation instead of the first step's wait
+    trainer = _trainer(base_model_dir, tmp_path, "rollout.max_staleness=1")
+    try:
+        process = trainer.context.sampler
+        assert isinstance(process, RolloutProcess) and process.requested == 2  # batches 0 and 1 asked for
+        assert process.conn.poll(120), "no batch arrived before the first step asked for one"
+        metrics = trainer.step(0)
+        assert metrics["rollout/policy_version"] == 0 and metrics["rollout/staleness_max"] == 0
+    finally:
+        trainer.close()

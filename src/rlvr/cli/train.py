@@ -67,7 +67,9 @@ def _resumed_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
             "--resume continues a run with its own saved config and directory; "
             "drop --config/--seed/--out (--set may change fields, e.g. train.steps to extend it)"
         )
-    return load_config(None, args.overrides, base=config_from_dict(rundir.read_config(run))), run
+    cfg = load_config(None, args.overrides, base=config_from_dict(rundir.read_config(run)))
+    _start_sampling_early(cfg, args)
+    return cfg, run
 
 
 def _new_config(args: argparse.Namespace) -> RunConfig:
@@ -78,11 +80,22 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
 
 
 def _fresh_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
-    from rlvr.engine.distributed import world
-
     cfg = _new_config(args)
+    _start_sampling_early(cfg, args)
+    from rlvr.engine.distributed import world  # torch: after the sampler process started
+
     out = world().on_main(lambda: _fresh_run_dir(args.out, cfg.train.seed))  # one directory for all processes
     return cfg, out
+
+
+def _start_sampling_early(cfg: RunConfig, args: argparse.Namespace) -> None:
+    """rollout.max_staleness >= 1: start the sampler process before this one imports torch, so that
+    its imports and model load run beside ours (engine/sampler_launch.py). Under --supervise the
+    run trains in a child process, which starts its own."""
+    if not args.supervise:
+        from rlvr.engine.sampler_launch import start_early
+
+        start_early(cfg)
 
 
 def lint_run(cfg: RunConfig, *, report_all: bool) -> bool:

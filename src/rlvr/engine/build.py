@@ -60,6 +60,12 @@ class RunParts:
     """rollout.tools: the sandbox pool for tool calls, or None."""
     device: str
 
+    def begin(self, step: int) -> None:
+        """The run starts at `step`: a sampler process (rollout.max_staleness) starts sampling its
+        first batches now, while the trainer evaluates the base model."""
+        if isinstance(self.context.sampler, RolloutProcess):
+            self.context.sampler.begin(step)
+
     def close(self) -> None:
         """End the processes the run holds: the sampler process, the tool's sandbox pool and the process group."""
         if isinstance(self.context.sampler, RolloutProcess):

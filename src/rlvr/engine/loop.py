@@ -54,6 +54,7 @@ class Trainer:
         )
         if self.start_step and main:  # a resumed run's checks continue from the steps it logged
             self.health.replay([row for row in rundir.read_metrics(out_dir) if row.get("step", 0) <= self.start_step])
+        self.parts.begin(self.start_step)
 
     def __getattr__(self, name: str):
         """The run's parts by name (policy, tokenizer, optimizer, sampler, reward_fn, hacking,

@@ -1,0 +1,56 @@
+"""The sampler process started early (engine/sampler_launch.py): `rlvr train` starts it before it
+imports torch; the run takes it only for its own config and rank; one nobody takes ends with the
+command instead of holding it open."""
+
+import subprocess
+import sys
+import textwrap
+
+from rlvr.config import load_config
+from rlvr.engine import sampler_launch
+from rlvr.engine.sampler_launch import start_early, take
+
+
+def test_the_run_takes_the_early_process_only_for_its_own_config_and_rank():
+    cfg = load_config(None, ["rollout.max_staleness=1"])
+    started = []
+    try:
+        start_early(cfg)
+        started.append(sampler_launch._EARLY[-1])
+        assert take(load_config(None, ["rollout.max_staleness=2"]), 0) is None  # another run's: ended
+        assert not started[0].process.is_alive() and sampler_launch._EARLY == []
+        start_early(cfg)
+        started.append(sampler_launch._EARLY[-1])
+        assert take(cfg, 1) is None  # another rank's
+        start_early(cfg)
+        mine = take(cfg, 0)
+        started.append(mine)
+        assert mine is not None and mine.process.is_alive() and sampler_launch._EARLY == []
+    finally:
+        for launched in filter(None, started):
+            launched.conn.close()
+            launched.process.terminate()
+            launched.process.join(timeout=10)
+
+
+def test_a_synchronous_run_starts_no_process():
+    start_early(load_config(None, []))
+    assert sampler_launch._EARLY == []
+
+
+def test_a_command_that_never_took_its_early_process_exits_without_waiting_for_it():
+    # the process is not daemonic (its verifiers start processes of their own), so multiprocessing
+    # would join it at exit and hang; the launch's finalizer ends it first
+    script = textwrap.dedent(
+        """
+        from rlvr.config import load_config
+        from rlvr.engine import sampler_launch
+        sampler_launch.start_early(load_config(None, ["rollout.max_staleness=1"]))
+        print(sampler_launch._EARLY[0].process.pid, flush=True)
+        raise SystemExit(2)  # as a refused setting would, after the start
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    pid = int(done.stdout.split()[0])
+    assert subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0  # no longer running
