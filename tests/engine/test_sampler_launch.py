@@ -23,6 +23,8 @@ def test_the_run_takes_the_early_process_only_for_its_own_config_and_rank():
         started.append(sampler_launch._EARLY[-1])
         assert take(cfg, 1) is None  # another rank's
         start_early(cfg)
+        start_early(cfg)  # a second call for the same run starts nothing more
+        assert len(sampler_launch._EARLY) == 1
         mine = take(cfg, 0)
         started.append(mine)
         assert mine is not None and mine.process.is_alive() and sampler_launch._EARLY == []

@@ -54,6 +54,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
+from transformers.utils import logging as hf_logging
 
 from rlvr.algos import ALGORITHMS
 from rlvr.engine.context import Rollouts, Timer
@@ -401,6 +402,7 @@ def serve(conn: Connection, cfg: RunConfig, rank: int, threads: int) -> None:
     order, each with the newest weights received before it starts."""
     faulthandler.enable()  # a fatal signal prints every thread's stack to the run's output
     torch.set_num_threads(threads)
+    hf_logging.disable_progress_bar()  # the trainer shows the run's progress; no bar for this copy's load
     side = None
     try:
         side = _SamplerSide(cfg, rank)

@@ -34,6 +34,7 @@ from rlvr.engine.distributed import World, world
 from rlvr.engine.exploration import ExplorationTracker
 from rlvr.engine.reference import ReferencePolicy, reference_for
 from rlvr.engine.rollout_parts import build_prompting, build_reward, build_sampler
+from rlvr.engine.sampler_launch import start_early
 from rlvr.engine.sharding import load_optimizer_shards, shard_policy
 from rlvr.errors import UserError
 from rlvr.meters.memory import MemoryMeter
@@ -180,6 +181,7 @@ def build_run(cfg: RunConfig, checkpoint: Path | None = None) -> RunParts:
     """Every part of a run, built from `cfg`; resuming from `checkpoint` if given (its optimizer,
     critic and RNG state too: see `restore`)."""
     device, dist = build_place(cfg)
+    start_early(cfg)  # rollout.max_staleness: the sampler process loads while this one does (sampler_launch.py)
     train_queries, eval_queries = load_task(cfg.task)
     reward_fn, hacking = build_reward(cfg)
     forward, tokenizer, reference = build_policy(cfg, device, checkpoint)

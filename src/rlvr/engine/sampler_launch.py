@@ -4,7 +4,9 @@ Kept apart from async_rollouts.py, and free of torch, so that `rlvr train` can s
 soon as it has the run's config, before it imports torch itself: the process's own imports and
 model load (about 2.5 s on 2 cores) then run beside the trainer's, instead of before the first
 batch. `start_early` starts one and holds it until `take` hands it to the run's `RolloutProcess`
-(same config, same rank); one nobody takes is ended when the command exits.
+(same config, same rank); one nobody takes is ended when the command exits. Building a run
+(engine/build.py) starts one first thing too, where no command did, so that the process's start
+overlaps the loading of the task and models.
 """
 
 from __future__ import annotations
@@ -74,10 +76,11 @@ def _end(process: multiprocessing.Process, conn: Connection) -> None:
 
 def start_early(cfg: RunConfig) -> None:
     """Start the sampler process of `cfg`'s run now (rollout.max_staleness >= 1), for this process's
-    rank (the RANK that torchrun and accelerate set, else 0)."""
-    if not cfg.rollout.max_staleness:
+    rank (the RANK that torchrun and accelerate set, else 0), unless one was started for it already."""
+    rank = int(os.environ.get("RANK", "0") or 0)
+    if not cfg.rollout.max_staleness or any(e.cfg == cfg and e.rank == rank for e in _EARLY):
         return
-    launched = launch(cfg, int(os.environ.get("RANK", "0") or 0))
+    launched = launch(cfg, rank)
     launched.finalizer = multiprocessing.util.Finalize(
         launched, _end, args=(launched.process, launched.conn), exitpriority=10
     )
