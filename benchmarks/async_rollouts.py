@@ -126,9 +126,10 @@ def main() -> None:
         staleness = [m["rollout/staleness_mean"] for r in asynchronous for m in r["metrics"]]
         idle = [m.get("time/trainer_idle", 0.0) for r in asynchronous for m in r["metrics"][1:]]
         sampler_idle = [m.get("time/sampler_idle", 0.0) for r in asynchronous for m in r["metrics"][1:]]
+        first_wait = [r["metrics"][0].get("time/trainer_idle", 0.0) for r in asynchronous]
         print(
-            f"async: staleness mean {mean(staleness):.2f}; per step after the first, trainer idle "
-            f"{mean(idle):.3f} s, sampler idle {mean(sampler_idle):.3f} s"
+            f"async: staleness mean {mean(staleness):.2f}; the first step waited {mean(first_wait):.2f} s for its "
+            f"batch; per step after the first, trainer idle {mean(idle):.3f} s, sampler idle {mean(sampler_idle):.3f} s"
         )
         if not args.no_probes:
             print("\nweight syncs (6 steps, max_staleness=1):")

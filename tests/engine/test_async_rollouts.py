@@ -206,3 +206,5 @@ def test_the_sampler_process_samples_the_first_batch_before_the_first_step(base_
         assert metrics["rollout/policy_version"] == 0 and metrics["rollout/staleness_max"] == 0
     finally:
         trainer.close()
+    # closed: the process is gone and no thread of the run is left to run into the interpreter's exit
+    assert not process.process.is_alive() and not process.writer.is_alive()

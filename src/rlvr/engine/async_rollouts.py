@@ -165,7 +165,7 @@ class RolloutProcess:
         self.writer = threading.Thread(target=self._write, name="rlvr-sampler-writer", daemon=True)
         self.writer.start()
         self._finalizer = multiprocessing.util.Finalize(
-            self, _stop, args=(self.process, self.conn, self.outbox), exitpriority=10
+            self, _stop, args=(self.process, self.conn, self.outbox, self.writer), exitpriority=10
         )
 
     def _send(self, message: tuple) -> None:
@@ -298,9 +298,13 @@ class RolloutProcess:
         self._finalizer()
 
 
-def _stop(process: multiprocessing.Process, conn: Connection, outbox: queue.SimpleQueue) -> None:
-    """Ask the sampler process to stop, then end it if it does not; close the pipe. Run by
-    `RolloutProcess.close`, or at the trainer's exit if nothing closed it (a finalizer)."""
+def _stop(
+    process: multiprocessing.Process, conn: Connection, outbox: queue.SimpleQueue, writer: threading.Thread
+) -> None:
+    """Ask the sampler process to stop, then end it if it does not; let the writer thread finish;
+    close the pipe. Run by `RolloutProcess.close`, or at the trainer's exit if nothing closed it (a
+    finalizer). The writer is joined so that no thread of the run is left running into the
+    interpreter's shutdown."""
     if process.is_alive():
         outbox.put((_dumps(("stop",)),))
         process.join(timeout=5)
@@ -308,6 +312,7 @@ def _stop(process: multiprocessing.Process, conn: Connection, outbox: queue.Simp
     if process.is_alive():
         process.terminate()
         process.join(timeout=5)
+    writer.join(timeout=5)  # it ends at the None, or at the broken pipe of a process that is gone
     conn.close()
 
 
