@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 
 from rlvr.config import AlgoConfig, ConfigError, RunConfig, describe_fields, field_docs, load_config
@@ -146,3 +149,16 @@ def test_the_gpu_recipe_is_bf16_lora_with_checkpointing():
     assert (cfg.model.dtype, cfg.rollout.dtype, cfg.model.gradient_checkpointing) == ("bfloat16", "bfloat16", True)
     assert cfg.model.lora_rank == 16 and cfg.task.name == "hf" and cfg.task.hf_format == "gsm8k"
     assert cfg.rollout.backend == "hf"  # vllm is a switch in a comment: this machine has no vLLM
+
+
+def test_loading_a_config_imports_no_torch_unless_a_setting_needs_the_algorithm_traits():
+    # rlvr train starts the sampler process of rollout.max_staleness once it has the config and
+    # before torch loads (engine/sampler_launch.py); checks read the traits only where they apply
+    code = (
+        "import sys; from rlvr.config import load_config; "
+        "load_config(None, ['rollout.max_staleness=1', 'algo.algorithm=gspo']); print('torch' in sys.modules); "
+        "load_config(None, ['algo.tis_cap=2']); print('torch' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.split() == ["False", "True"]

@@ -56,3 +56,30 @@ def test_a_command_that_never_took_its_early_process_exits_without_waiting_for_i
     assert done.returncode == 2, done.stderr
     pid = int(done.stdout.split()[0])
     assert subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0  # no longer running
+
+
+def test_rlvr_train_starts_one_sampler_process_before_it_imports_torch(base_model_dir, tmp_path):
+    # the command's early start and the run's build must not start two; the one started must
+    # start before torch loads, or its imports no longer overlap the trainer's
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from rlvr.engine import sampler_launch
+        real, seen = sampler_launch.launch, []
+        def spy(cfg, rank):
+            seen.append("torch" in sys.modules)
+            return real(cfg, rank)
+        sampler_launch.launch = spy
+        from rlvr.cli import main
+        code = main(["train", "--quiet", "--out", {str(tmp_path / "run")!r},
+                     "--set", "model.name={base_model_dir}", "--set", "rollout.max_staleness=1",
+                     "--set", "train.steps=2", "--set", "train.batch_queries=4", "--set", "rollout.group_size=4",
+                     "--set", "task.num_train=40", "--set", "task.num_eval=4", "--set", "train.eval_samples=1",
+                     "--set", "rollout.max_new_tokens=24"])
+        print("launches, torch loaded at each:", seen)
+        sys.exit(code)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "launches, torch loaded at each: [False]" in done.stdout, done.stdout[-2000:]

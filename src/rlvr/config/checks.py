@@ -113,8 +113,6 @@ def _system_prompt(cfg: RunConfig) -> str | None:
 
 def _tools(cfg: RunConfig) -> str | None:
     """Tool rollouts run on the hf sampler, and train with the updates whose masks take observations out."""
-    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
-
     r = cfg.rollout
     if r.tools == "none":
         return None
@@ -123,6 +121,8 @@ def _tools(cfg: RunConfig) -> str | None:
             f"rollout.tools={r.tools} runs on rollout.backend=hf only (multi-turn sampling on vLLM is not built: "
             "it cannot be tested without a GPU here); use rollout.backend=hf"
         )
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; only where needed: torch loads with it
+
     algorithm = ALGORITHMS[cfg.algo.algorithm]
     if algorithm.update == "actor_critic":
         usable = ", ".join(name for name, a in ALGORITHMS.items() if a.update != "actor_critic")
@@ -217,9 +217,11 @@ def _overlong(cfg: RunConfig) -> str | None:
 
 
 def _kl_in_reward(cfg: RunConfig) -> str | None:
-    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
+    if cfg.algo.kl_placement != "reward":
+        return None
+    from rlvr.algos import ALGORITHMS  # the algorithm's traits; only where needed: torch loads with it
 
-    if cfg.algo.kl_placement == "reward" and ALGORITHMS[cfg.algo.algorithm].sequence_ratio:
+    if ALGORITHMS[cfg.algo.algorithm].sequence_ratio:
         return (
             f"algo.kl_placement=reward needs per-token advantages, which {cfg.algo.algorithm}'s sequence ratio "
             "cannot use; use kl_placement=loss"
@@ -290,16 +292,18 @@ def _fidelity(cfg: RunConfig) -> str | None:
 
 def sampling_problem(cfg: RunConfig) -> str | None:
     """What is wrong with the sampling settings (backend, precision, TIS), or None; no heavy import
-    unless rollout.backend=vllm, which checks for vLLM and a CUDA device before any model loads."""
-    from rlvr.algos import ALGORITHMS  # the algorithm's traits; deferred: torch loads with it
-
+    unless rollout.backend=vllm, which checks for vLLM and a CUDA device before any model loads, or
+    algo.tis_cap, which reads the algorithm's traits."""
     r, cap = cfg.rollout, cfg.algo.tis_cap
-    if cap > 0 and not ALGORITHMS[cfg.algo.algorithm].tis:
-        usable = ", ".join(name for name, algorithm in ALGORITHMS.items() if algorithm.tis)
-        return (
-            f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
-            f"sampling weights per-token advantages, which only {usable} take); use one of those, or algo.tis_cap=0"
-        )
+    if cap > 0:
+        from rlvr.algos import ALGORITHMS  # the algorithm's traits; only where needed: torch loads with it
+
+        if not ALGORITHMS[cfg.algo.algorithm].tis:
+            usable = ", ".join(name for name, algorithm in ALGORITHMS.items() if algorithm.tis)
+            return (
+                f"algo.tis_cap is not available with algo.algorithm={cfg.algo.algorithm} (truncated importance "
+                f"sampling weights per-token advantages, which only {usable} take); use one of those, or algo.tis_cap=0"
+            )
     if r.backend != "vllm":
         return None
     if cfg.model.device == "cpu":
