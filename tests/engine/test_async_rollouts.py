@@ -2,10 +2,13 @@
 lockstep gives the synchronous loop's metrics; a stale batch's ratios and loss are those of its
 stamped version; a dead sampler stops the run with a clear error instead of a hang."""
 
+import gc
 import json
 import multiprocessing
 import time
+import weakref
 
+import numpy as np
 import pytest
 import torch
 
@@ -184,14 +187,14 @@ def test_a_weight_sync_packs_every_dtype_and_shape_and_unpacks_the_same_tensors(
         "strided": torch.randn(4, 6).t(),  # not contiguous
     }
     spec, flat = pack_state(state)
-    assert flat.dtype == torch.uint8 and flat.numel() % ALIGN == 0
-    got = unpack_state(spec, bytearray(flat.numpy().tobytes()))
+    assert flat.dtype == np.uint8 and flat.size % ALIGN == 0
+    got = unpack_state(spec, bytearray(flat.tobytes()))
     assert list(got) == list(state)
     for name, tensor in state.items():
         assert got[name].dtype == tensor.dtype and got[name].shape == tensor.shape
         assert torch.equal(got[name], tensor), name
     with pytest.raises(ValueError, match="does not match its spec"):
-        unpack_state(spec, bytearray(flat.numel() + ALIGN))
+        unpack_state(spec, bytearray(flat.size + ALIGN))
 
 
 def test_the_sampler_process_samples_the_first_batch_before_the_first_step(base_model_dir, tmp_path):
@@ -208,3 +211,19 @@ def test_the_sampler_process_samples_the_first_batch_before_the_first_step(base_
         trainer.close()
     # closed: the process is gone and no thread of the run is left to run into the interpreter's exit
     assert not process.process.is_alive() and not process.writer.is_alive()
+
+
+def test_no_thread_of_the_run_keeps_the_trainer_s_side_alive(base_model_dir, tmp_path):
+    # an object whose last reference went on the writer thread was freed there, and freeing its
+    # tensors while the interpreter shut down aborted the process; so the thread holds none: once
+    # the run drops its side, the side is freed at once (here), and its finalizer ends the process
+    trainer = _trainer(base_model_dir, tmp_path, "rollout.max_staleness=1")
+    side = trainer.context.sampler
+    assert isinstance(side, RolloutProcess) and side.writer.is_alive()
+    alive, process, writer = weakref.ref(side), side.process, side.writer
+    del side
+    trainer.context.sampler = None
+    gc.collect()
+    assert alive() is None, gc.get_referrers(alive())
+    assert not process.is_alive() and not writer.is_alive()
+    trainer.close()

@@ -53,6 +53,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from transformers.utils import logging as hf_logging
 
@@ -101,20 +102,23 @@ ALIGN = 8
 """Every tensor's bytes start at a multiple of this, so that each unpacks as a view of its dtype."""
 
 
-def pack_state(state: dict[str, torch.Tensor]) -> tuple[Spec, torch.Tensor]:
-    """The tensors' bytes, copied into one flat uint8 tensor on the CPU (each padded to ALIGN), and
-    their spec: a weight sync without pickling (torch.save took 22 ms a sync on the default model,
-    this copy under 1 ms)."""
+def pack_state(state: dict[str, torch.Tensor]) -> tuple[Spec, np.ndarray]:
+    """The tensors' bytes, copied into one flat uint8 numpy array (each padded to ALIGN), and their
+    spec: a weight sync without pickling (torch.save took 22 ms a sync on the default model, this
+    copy under 1 ms). A numpy array, not a tensor, so that the writer thread that sends and drops
+    it never frees a tensor (see `_write`)."""
     spec: Spec = []
     pieces: list[torch.Tensor] = []
     for name, tensor in state.items():
-        data = tensor.detach().reshape(-1).view(torch.uint8)
+        data = tensor.detach().reshape(-1).view(torch.uint8).cpu()
         pieces.append(data)
         if data.numel() % ALIGN:
-            pieces.append(torch.zeros(ALIGN - data.numel() % ALIGN, dtype=torch.uint8, device=data.device))
+            pieces.append(torch.zeros(ALIGN - data.numel() % ALIGN, dtype=torch.uint8))
         spec.append((name, tensor.dtype, tensor.shape))
-    flat = torch.cat(pieces) if pieces else torch.zeros(0, dtype=torch.uint8)
-    return spec, flat.cpu()
+    flat = np.empty(sum(piece.numel() for piece in pieces), dtype=np.uint8)
+    if pieces:
+        torch.cat(pieces, out=torch.from_numpy(flat))
+    return spec, flat
 
 
 def unpack_state(spec: Spec, buffer: bytearray) -> dict[str, torch.Tensor]:
@@ -128,6 +132,22 @@ def unpack_state(spec: Spec, buffer: bytearray) -> dict[str, torch.Tensor]:
     if offset != flat.numel():
         raise ValueError(f"a weight sync of {flat.numel()} bytes does not match its spec ({offset} bytes)")
     return state
+
+
+def _write(conn: Connection, outbox: queue.SimpleQueue, errors: list[BaseException]) -> None:
+    """The writer thread: send each item's buffers in turn, until None. It holds the pipe, the queue
+    and plain bytes (numpy arrays, `pack_state`), nothing of the trainer's. An object whose last
+    reference goes on this thread is freed on it, and a tensor's dealloc lets go of the GIL: when
+    that happened while the interpreter shut down (the thread once ran a bound method of the
+    trainer's side, and the trainer was dropped as the command ended), the thread could not take
+    the GIL back and the process aborted ("terminate called without an active exception")."""
+    while (buffers := outbox.get()) is not None:
+        try:
+            for data in buffers:
+                conn.send_bytes(data)
+        except (BrokenPipeError, ConnectionResetError, EOFError, OSError) as error:
+            errors.append(error)
+            return
 
 
 class RolloutProcess:
@@ -161,8 +181,11 @@ class RolloutProcess:
         self.process, self.conn = launched.process, launched.conn
         self.outbox: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
         """What the writer thread sends: each item's buffers in turn, as one message each."""
-        self.send_error: BaseException | None = None
-        self.writer = threading.Thread(target=self._write, name="rlvr-sampler-writer", daemon=True)
+        self.send_errors: list[BaseException] = []
+        """The writer thread's error, once it met one (the pipe broke: the process is gone)."""
+        self.writer = threading.Thread(
+            target=_write, args=(self.conn, self.outbox, self.send_errors), name="rlvr-sampler-writer", daemon=True
+        )
         self.writer.start()
         self._finalizer = multiprocessing.util.Finalize(
             self, _stop, args=(self.process, self.conn, self.outbox, self.writer), exitpriority=10
@@ -170,18 +193,9 @@ class RolloutProcess:
 
     def _send(self, message: tuple) -> None:
         """Queue a message; a thread writes it, so the trainer never waits for the sampler to read."""
-        if self.send_error is not None:
-            raise self._died("while the trainer sent it work") from self.send_error
+        if self.send_errors:
+            raise self._died("while the trainer sent it work") from self.send_errors[0]
         self.outbox.put((_dumps(message),))
-
-    def _write(self) -> None:
-        while (buffers := self.outbox.get()) is not None:
-            try:
-                for data in buffers:
-                    self.conn.send_bytes(data)
-            except (BrokenPipeError, ConnectionResetError, EOFError, OSError) as error:
-                self.send_error = error
-                return
 
     def _died(self, when: str) -> SamplerProcessError:
         self.process.join(timeout=5)
@@ -197,10 +211,10 @@ class RolloutProcess:
         """The weights of this version: a header, then their bytes (`pack_state`), one item so that
         the writer sends the two back to back."""
         spec, flat = pack_state(trainable_state(policy))
-        self.sync_bytes = flat.numel()
-        if self.send_error is not None:
-            raise self._died("while the trainer sent it weights") from self.send_error
-        self.outbox.put((_dumps(("weights", self.version, spec, flat.numel())), flat.numpy()))
+        self.sync_bytes = flat.size
+        if self.send_errors:
+            raise self._died("while the trainer sent it weights") from self.send_errors[0]
+        self.outbox.put((_dumps(("weights", self.version, spec, flat.size)), flat))
 
     def sync_weights(self, policy: torch.nn.Module) -> None:
         """After an update: the policy is one version newer; send it (the sampler applies the

@@ -277,16 +277,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def leave(code: int) -> None:
-    """End the child once its job is done and closed (trainer, sampler process, verifiers: `main`'s
-    own finally), without the interpreter's shutdown: asynchronous runs have aborted there, in
-    native code after their summary was written ("terminate called without an active exception";
-    docs/async.md), and a run whose results are complete must not exit as failed."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
     faulthandler.enable()  # a fatal signal (an abort at exit, say) prints every thread's stack to the log
-    leave(main())
+    sys.exit(main())
