@@ -23,8 +23,9 @@ KL term, its own frozen reference (the weights of model.name, or the copy's adap
 under LoRA), so that log π_ref of each batch is computed there too: π_ref never changes, so it is
 the same number the trainer would compute, and the trainer's step is left with the update alone
 (on 2 cores the reference forward is 18% of a synchronous default step). It is started with
-"spawn", which works with CUDA and vLLM, as soon as the run is built (`begin`), so that it loads
-its model and samples the first batches while the trainer evaluates the base model. Weights are
+"spawn", which works with CUDA and vLLM, before `rlvr train` imports torch (engine/sampler_launch.py),
+and asked for its first batches as soon as the run is built (`begin`), so that it loads its model
+and samples while the trainer loads and evaluates the base model. Weights are
 sent over a pipe as one flat byte buffer (`pack_state`): only the parameters that train (the
 adapters alone under LoRA), copied once by the trainer and written by a thread. The process
 samples with rollout.sampler_threads torch threads.
