@@ -1,6 +1,7 @@
 """One prepared check of the GPU recipe, configs/qwen2.5-0.5b-gsm8k-lora.yaml, on a CUDA machine:
 a few GRPO steps of Qwen2.5-0.5B with LoRA, bf16 weights and gradient checkpointing on GSM8K-format
-rows, then the vLLM check (benchmarks/gpu_vllm_check.py, in its own process). It prints tokens/s and
+rows, the same steps with asynchronous rollouts (rollout.max_staleness=1: a sampler process beside
+the trainer, docs/async.md), then the vLLM check (benchmarks/gpu_vllm_check.py, in its own process). It prints tokens/s and
 the peak of allocated GPU memory beside `rlvr memory`'s estimate for the same setup, and writes
 everything to --out (JSON). It installs and downloads nothing:
 
@@ -23,8 +24,8 @@ heads) and runs 2 small steps on the CPU in float32; the vLLM check runs with it
 The data: GSM8K-format rows made here (a question, a worked answer ending '#### N'), read through
 task.name=hf, task.hf_format=gsm8k as the recipe reads the real files.
 
-Exit status: 0 when every step's loss is finite, the adapters moved, and the vLLM check passed or
-could not start (no vLLM installed: reported, not failed); 1 otherwise; 2 without a CUDA device
+Exit status: 0 when every step's loss is finite (the asynchronous run's too, its batches at most one
+update stale), the adapters moved, and the vLLM check passed or could not start (no vLLM installed: reported, not failed); 1 otherwise; 2 without a CUDA device
 (except --dry-run) or with a setting that cannot run (one line on stderr).
 """
 
@@ -223,7 +224,42 @@ def _timed_step(trainer, step: int, cfg, *, on_cuda: bool) -> dict:
         "reward": metrics["reward"],
         "peak_allocated_bytes": torch.cuda.max_memory_allocated() if on_cuda else None,
         "accounted_peak_bytes": metrics.get("memory/peak_total"),
+        "trainer_idle_s": metrics.get("time/trainer_idle"),  # asynchronous rollouts only
+        "staleness": metrics.get("rollout/staleness_mean"),
     }
+
+
+# --------------------------------------------------------------------------- asynchronous rollouts
+
+
+FAIR_STEPS = 6
+"""Steps below which the asynchronous ratio mostly measures the head start: the sampler samples the
+first batch and the next while the run is built and the first step runs."""
+
+
+def run_async(args: argparse.Namespace, work: Path, settings: list[str]) -> dict:
+    """The recipe again, for the same steps, with rollout.max_staleness=1 (docs/async.md): a sampler
+    process with its own copy of the model on the same device samples the next batch while the
+    trainer updates. Its step times go beside the synchronous run's. The peak memory is the trainer
+    process's alone (the sampler's copy lives in the other process)."""
+    import gc
+
+    import torch
+
+    from rlvr.config import load_config
+    from rlvr.engine.loop import Trainer
+
+    gc.collect()  # the synchronous run's trainer, before this one loads
+    if not args.dry_run:
+        torch.cuda.empty_cache()
+    extra = ["rollout.max_staleness=1"] + (["train.threads=1"] if args.dry_run else [])  # 2 cores: 1 + the sampler's 1
+    cfg = load_config(RECIPE, [*settings, *extra])
+    trainer = Trainer(cfg, work / "run-async")
+    try:
+        steps = [_timed_step(trainer, step, cfg, on_cuda=not args.dry_run) for step in range(args.steps)]
+    finally:
+        trainer.close()
+    return {"settings": extra, "steps": steps}
 
 
 # --------------------------------------------------------------------------- the vLLM check
@@ -288,9 +324,32 @@ def report(result: dict) -> str:
         f"after the first step: {sum(s['generate_tokens_per_s'] for s in later) / len(later):.0f} sampled tokens/s "
         f"while sampling, {sum(s['step_tokens_per_s'] for s in later) / len(later):.0f} per second of step"
     )
+    lines.append(_async_line(result))
     vllm = result["vllm_check"]
     lines.append(f"vLLM check (benchmarks/gpu_vllm_check.py): {vllm['status']}: {vllm['detail']}")
     return "\n".join(lines)
+
+
+def _async_line(result: dict) -> str:
+    """The asynchronous run's step loop against the synchronous run's, first steps included (the
+    asynchronous first step waits for whatever is left of the sampler process's start)."""
+    run = result["async"]
+    if run is None:
+        return "asynchronous rollouts: not run (--skip-async)"
+    n, later = len(run["steps"]), run["steps"][1:] or run["steps"]
+    sync_s, async_s = sum(s["seconds"] for s in result["steps"]), sum(s["seconds"] for s in run["steps"])
+    line = (
+        f"asynchronous rollouts (rollout.max_staleness=1), {n} steps: {async_s:.1f} s against {sync_s:.1f} s "
+        f"synchronous ({sync_s / async_s:.2f}x); after the first step the trainer waited "
+        f"{sum(s['trainer_idle_s'] for s in later) / len(later):.2f} s a step for its batch, mean staleness "
+        f"{sum(s['staleness'] for s in later) / len(later):.2f}"
+    )
+    if n < FAIR_STEPS:
+        line += (
+            f" (over {n} steps the batches sampled while the run was built weigh heavily; "
+            f"--steps {FAIR_STEPS} or more for a ratio that means something)"
+        )
+    return line
 
 
 def checks(result: dict) -> dict[str, bool]:
@@ -298,6 +357,8 @@ def checks(result: dict) -> dict[str, bool]:
         "loss_finite": all(math.isfinite(s["loss"]) for s in result["steps"]),
         "adapters_moved": result["adapters_max_change"] > 0,
         "vllm_check_passed_or_not_run": result["vllm_check"]["status"] != "failed",
+        "async_loss_finite_or_not_run": result["async"] is None
+        or all(math.isfinite(s["loss"]) and s["staleness"] <= 1 for s in result["async"]["steps"]),
     }
 
 
@@ -313,6 +374,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "since bf16 runs several times slower on a CPU)",
     )
     parser.add_argument("--skip-vllm", action="store_true", help="leave out the vLLM check")
+    parser.add_argument("--skip-async", action="store_true", help="leave out the run with rollout.max_staleness=1")
     parser.add_argument("--vllm-timeout", type=int, default=300, help="seconds the vLLM check may take (default 300)")
     parser.add_argument("--out", type=Path, default=Path("gpu_check.json"), help="JSON file to write")
     args = parser.parse_args(argv)
@@ -342,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rlvr-gpu-check-") as tmp:
         try:
             result = run_recipe(args, Path(tmp))
+            result["async"] = None if args.skip_async else run_async(args, Path(tmp), result["settings"])
         except UserError as error:  # a missing package, a bad --model: one line
             print(f"gpu_check: {error}", file=sys.stderr)
             return 2

@@ -35,6 +35,13 @@ def test_dry_run_trains_the_recipe_and_runs_the_vllm_check(tmp_path):
     assert result["estimate_command"].startswith("rlvr memory --model ")
     assert "--lora-rank 16" in result["estimate_command"] and "--grad-checkpointing" in result["estimate_command"]
     assert result["estimate_bytes"]["peak_total"] > 0
+    asynchronous = result["async"]["steps"]  # the same steps with a sampler process beside the trainer
+    assert [s["step"] for s in asynchronous] == [1, 2] and all(math.isfinite(s["loss"]) for s in asynchronous)
+    assert asynchronous[0]["staleness"] == 0 and asynchronous[1]["staleness"] == 1
+    assert (
+        "asynchronous rollouts (rollout.max_staleness=1), 2 steps:" in done.stdout
+        and "--steps 6 or more" in done.stdout
+    )
     assert result["vllm_check"]["status"] == "passed" and all(result["vllm_check"]["checks"].values())
     assert "rlvr memory's estimate" in done.stdout and "vLLM check" in done.stdout
 
