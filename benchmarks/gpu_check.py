@@ -233,8 +233,8 @@ def _timed_step(trainer, step: int, cfg, *, on_cuda: bool) -> dict:
 
 
 FAIR_STEPS = 6
-"""Steps below which the asynchronous ratio mostly measures the head start: the sampler samples the
-first batch and the next while the run is built and the first step runs."""
+"""Steps below which the asynchronous ratio mostly measures how the run starts: the first step may
+wait for the sampler process to load, and the process samples the next batch during the first."""
 
 
 def run_async(args: argparse.Namespace, work: Path, settings: list[str]) -> dict:
@@ -346,8 +346,8 @@ def _async_line(result: dict) -> str:
     )
     if n < FAIR_STEPS:
         line += (
-            f" (over {n} steps the batches sampled while the run was built weigh heavily; "
-            f"--steps {FAIR_STEPS} or more for a ratio that means something)"
+            f" (over {n} steps the sampler process's start, which the first step may wait for, and the "
+            f"batches it samples ahead weigh heavily; --steps {FAIR_STEPS} or more for a ratio that means something)"
         )
     return line
 
@@ -370,8 +370,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--dtype",
         choices=["bfloat16", "float32"],
-        help="model.dtype and rollout.dtype (default: the recipe's bfloat16 on a GPU; float32 with --dry-run, "
-        "since bf16 runs several times slower on a CPU)",
+        help="model.dtype and rollout.dtype (default: the recipe's bfloat16 on a GPU; float32 with --dry-run)",
     )
     parser.add_argument("--skip-vllm", action="store_true", help="leave out the vLLM check")
     parser.add_argument("--skip-async", action="store_true", help="leave out the run with rollout.max_staleness=1")
