@@ -13,17 +13,12 @@ import pytest
 import torch
 
 from rlvr.config import load_config
-from rlvr.engine.async_rollouts import (
-    ALIGN,
-    RolloutProcess,
-    SamplerProcessError,
-    pack_state,
-    unpack_state,
-)
+from rlvr.engine.async_rollouts import RolloutProcess, SamplerProcessError
 from rlvr.engine.build import build_rollout_process
 from rlvr.engine.context import StepObserver
 from rlvr.engine.loop import Trainer, train
 from rlvr.engine.sampler_launch import start_sampler_process
+from rlvr.engine.weight_sync import ALIGN, pack_state, unpack_state
 from rlvr.models.logprobs import token_logprobs
 
 SMALL = ["train.batch_queries=4", "rollout.group_size=4", "task.num_train=40", "task.num_eval=8",

@@ -26,7 +26,7 @@ the same number the trainer would compute, and the trainer's step is left with t
 "spawn", which works with CUDA and vLLM, before `rlvr train` imports torch (engine/sampler_launch.py),
 and asked for its first batches as soon as the run is built (`begin`), so that it loads its model
 and samples while the trainer loads and evaluates the base model. Weights are
-sent over a pipe as one flat byte buffer (`pack_state`): only the parameters that train (the
+sent over a pipe as one flat byte buffer (engine/weight_sync.py): only the parameters that train (the
 adapters alone under LoRA), copied once by the trainer and written by a thread. The process
 samples with rollout.sampler_threads torch threads.
 
@@ -54,7 +54,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from transformers.utils import logging as hf_logging
 
@@ -65,6 +64,7 @@ from rlvr.engine.rollout_parts import build_reward, build_sampler
 from rlvr.engine.rollouts import sample_round
 from rlvr.engine.sampler_launch import launch, take
 from rlvr.engine.sync_probe import probe_error, probe_logp, probe_of
+from rlvr.engine.weight_sync import pack_state, unpack_state
 from rlvr.errors import RunFailure
 
 if TYPE_CHECKING:
@@ -96,52 +96,13 @@ def trainable_state(policy: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach() for name, p in policy.named_parameters() if p.requires_grad}
 
 
-Spec = list[tuple[str, torch.dtype, torch.Size]]
-"""Each packed tensor's name, dtype and shape, in the order of its bytes."""
-
-ALIGN = 8
-"""Every tensor's bytes start at a multiple of this, so that each unpacks as a view of its dtype."""
-
-
-def pack_state(state: dict[str, torch.Tensor]) -> tuple[Spec, np.ndarray]:
-    """The tensors' bytes, copied into one flat uint8 numpy array (each padded to ALIGN), and their
-    spec: a weight sync without pickling (torch.save took 22 ms a sync on the default model, this
-    copy under 1 ms). A numpy array, not a tensor, so that the writer thread that sends and drops
-    it never frees a tensor (see `_write`)."""
-    spec: Spec = []
-    pieces: list[torch.Tensor] = []
-    for name, tensor in state.items():
-        data = tensor.detach().reshape(-1).view(torch.uint8).cpu()
-        pieces.append(data)
-        if data.numel() % ALIGN:
-            pieces.append(torch.zeros(ALIGN - data.numel() % ALIGN, dtype=torch.uint8))
-        spec.append((name, tensor.dtype, tensor.shape))
-    flat = np.empty(sum(piece.numel() for piece in pieces), dtype=np.uint8)
-    if pieces:
-        torch.cat(pieces, out=torch.from_numpy(flat))
-    return spec, flat
-
-
-def unpack_state(spec: Spec, buffer: bytearray) -> dict[str, torch.Tensor]:
-    """`pack_state`'s tensors again, as views into `buffer` (no copy)."""
-    flat = torch.frombuffer(buffer, dtype=torch.uint8) if len(buffer) else torch.zeros(0, dtype=torch.uint8)
-    state, offset = {}, 0
-    for name, dtype, shape in spec:
-        size = shape.numel() * dtype.itemsize
-        state[name] = flat[offset : offset + size].view(dtype).reshape(shape)
-        offset += -(-size // ALIGN) * ALIGN
-    if offset != flat.numel():
-        raise ValueError(f"a weight sync of {flat.numel()} bytes does not match its spec ({offset} bytes)")
-    return state
-
-
 def _write(conn: Connection, outbox: queue.SimpleQueue, errors: list[BaseException]) -> None:
-    """The writer thread: send each item's buffers in turn, until None. It holds the pipe, the queue
-    and plain bytes (numpy arrays, `pack_state`), nothing of the trainer's. An object whose last
-    reference goes on this thread is freed on it, and a tensor's dealloc lets go of the GIL: when
-    that happened while the interpreter shut down (the thread once ran a bound method of the
-    trainer's side, and the trainer was dropped as the command ended), the thread could not take
-    the GIL back and the process aborted ("terminate called without an active exception")."""
+    """The writer thread: send each item's buffers in turn, until None. It holds the pipe, the
+    queue and plain bytes (numpy arrays, engine/weight_sync.py), nothing of the trainer's. An object
+    whose last reference goes on this thread is freed on it, and a tensor's dealloc lets go of the
+    GIL: when that happened while the interpreter shut down (the thread once ran a bound method of
+    the trainer's side, and the trainer was dropped as the command ended), the thread could not
+    take the GIL back and the process aborted ("terminate called without an active exception")."""
     while (buffers := outbox.get()) is not None:
         try:
             for data in buffers:
