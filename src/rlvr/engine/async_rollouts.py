@@ -70,6 +70,8 @@ from rlvr.errors import RunFailure
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
+    import numpy as np
+
     from rlvr.config import RunConfig
     from rlvr.types import Query, RolloutBatch
 
@@ -153,11 +155,14 @@ class RolloutProcess:
             self, _stop, args=(self.process, self.conn, self.outbox, self.writer), exitpriority=10
         )
 
-    def _send(self, message: tuple) -> None:
-        """Queue a message; a thread writes it, so the trainer never waits for the sampler to read."""
+    def _send(self, message: tuple, *buffers: np.ndarray) -> None:
+        """Queue a message, and the raw buffers that follow it as messages of their own (a weight
+        sync's bytes); a thread writes them back to back, so the trainer never waits for the sampler
+        to read."""
         if self.send_errors:
-            raise self._died("while the trainer sent it work") from self.send_errors[0]
-        self.outbox.put((_dumps(message),))
+            what = "weights" if message[0] == "weights" else "work"
+            raise self._died(f"while the trainer sent it {what}") from self.send_errors[0]
+        self.outbox.put((_dumps(message), *buffers))
 
     def _died(self, when: str) -> SamplerProcessError:
         self.process.join(timeout=5)
@@ -170,13 +175,10 @@ class RolloutProcess:
         )
 
     def _push_weights(self, policy: torch.nn.Module) -> None:
-        """The weights of this version: a header, then their bytes (`pack_state`), one item so that
-        the writer sends the two back to back."""
+        """The weights of this version: a header, then their bytes (`pack_state`)."""
         spec, flat = pack_state(trainable_state(policy))
         self.sync_bytes = flat.size
-        if self.send_errors:
-            raise self._died("while the trainer sent it weights") from self.send_errors[0]
-        self.outbox.put((_dumps(("weights", self.version, spec, flat.size)), flat))
+        self._send(("weights", self.version, spec, flat.size), flat)
 
     def sync_weights(self, policy: torch.nn.Module) -> None:
         """After an update: the policy is one version newer; send it (the sampler applies the
